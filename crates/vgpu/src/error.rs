@@ -1,0 +1,19 @@
+//! The facade's error type: every crate's error, wrapped.
+
+/// Any error VGPU returns. Each variant wraps the error of one part of VGPU and
+/// keeps its message (which names the place: file:line:col, shapes, thread/block).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file involved.
+        path: String,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// A command-line or input problem the facade itself detected.
+    #[error("{0}")]
+    Usage(String),
+}
