@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks to build and test VGPU:
+#  - lavapipe (mesa-vulkan-drivers): a real Vulkan device on the CPU, so the wgpu
+#    code paths are tested for real without a GPU;
+#  - Python packages for the Python package and the reference benchmarks.
+# Idempotent: skips what is already there. Needs root (or sudo) for apt.
+set -euo pipefail
+
+sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
+  echo "install-deps: installing mesa-vulkan-drivers (lavapipe) and the Vulkan loader"
+  sudo_if_needed apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+fi
+
+py=${PYTHON:-python3}
+need=()
+for mod in numpy pytest maturin; do
+  "$py" -c "import $mod" 2>/dev/null || need+=("$mod")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install-deps: pip install ${need[*]}"
+  "$py" -m pip install -q "${need[@]}"
+fi

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every VGPU test: the Rust workspace (unit, integration, doc and CLI tests,
+# GPU tests on lavapipe when no GPU is present) and the Python package's pytest suite.
+# Installs what a fresh machine lacks first (scripts/install-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+
+echo "== cargo test --workspace"
+cargo test --workspace --all-targets
+cargo test --workspace --doc
+
+if [ -f python/pyproject.toml ]; then
+  echo "== python package (maturin build + pytest)"
+  bash scripts/python-test.sh
+fi
