@@ -1,1 +1,38 @@
-//! placeholder: replaced by the crate owner
+//! # vgpu-field: kernels as vector fields
+//!
+//! VGPU's thesis: a GPU is an ODE solver running in parallel, and CUDA is a
+//! language for specifying many ODE trajectories at once. This crate makes that
+//! executable on the CPU.
+//!
+//! * A **field** is `F(t, h, h0, ctx) → dh/dt` for one trajectory ([`Field`],
+//!   closures through [`field_fn`]), or for a whole block at once in
+//!   structure-of-arrays layout ([`BlockField`], the executor's entry point).
+//! * A **launch** ([`Launch`] over a [`LaunchConfig`], CUDA's
+//!   `<<<grid, block>>>`) integrates one trajectory per thread with an explicit
+//!   Runge–Kutta method given by its Butcher [`Tableau`] ([`Method::Euler`],
+//!   [`Method::Rk4`]), blocks in parallel as [`Par`] says, bit-identically for
+//!   any thread count.
+//! * CUDA's block primitives are field constructs: the **shared sub-field**
+//!   (`__shared__`), the **basin-collapse barrier** (`__syncthreads`) and the
+//!   **flux accumulator** (`atomicAdd`).
+//!
+//! See `docs/SPEC.md` for the theory and the tests that check each claim.
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod executor;
+pub mod field;
+pub mod launch;
+pub mod par;
+pub mod real;
+pub mod stepper;
+pub mod tableau;
+
+pub use error::{check_len, FieldError};
+pub use executor::{Launch, LaunchReport};
+pub use field::{field_fn, BlockCtx, BlockField, Ctx, Field, FnField, PerTrajectory};
+pub use launch::{Dim3, LaunchConfig, MAX_THREADS_PER_BLOCK};
+pub use par::Par;
+pub use real::Real;
+pub use stepper::Stepper;
+pub use tableau::{Method, Tableau};

@@ -1,0 +1,355 @@
+//! The CPU executor: [`Launch`] integrates one trajectory per thread of a
+//! `<<<grid, block>>>`, blocks in parallel (rayon), the lanes of a block together
+//! in structure-of-arrays layout.
+//!
+//! One way through: every field (per-trajectory closures through
+//! [`crate::PerTrajectory`], the kernel-IR evaluator, the Lorenz benchmark)
+//! reaches the integrator as a [`BlockField`]; every block owns its stage buffers
+//! ([`Stepper`]) and state copies, allocated once per block, never per step.
+//!
+//! Determinism: a block's arithmetic depends only on its own states and the
+//! parameters, never on which thread runs it or on the other blocks, so the
+//! result is the same bits for any [`Par`].
+
+use crate::error::{check_len, FieldError};
+use crate::field::{BlockCtx, BlockField};
+use crate::launch::LaunchConfig;
+use crate::par::Par;
+use crate::real::Real;
+use crate::stepper::Stepper;
+use crate::tableau::{Method, Tableau};
+use rayon::prelude::*;
+
+/// What a launch did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchReport {
+    /// Trajectories integrated (`grid · block`).
+    pub trajectories: usize,
+    /// Blocks.
+    pub blocks: usize,
+    /// Steps per trajectory.
+    pub steps: usize,
+    /// Field evaluations per trajectory (`steps · stages`).
+    pub evaluations: usize,
+    /// The end time `t0 + steps·dt` (in `f64`).
+    pub t_end: f64,
+}
+
+/// An integration of a launch over `steps` fixed steps of `dt` from `t0`.
+///
+/// ```
+/// use vgpu_field::{field_fn, Ctx, Launch, LaunchConfig, Method, Par};
+/// let f = field_fn(|_t: f32, _h: &[f32; 1], _h0: &[f32; 1], c: &Ctx<()>, dh: &mut [f32; 1]| {
+///     dh[0] = c.global() as f32;
+/// });
+/// let cfg = LaunchConfig::linear(8, 4)?;
+/// let mut x = vec![0.0f32; 8];
+/// Launch::new(cfg).method(Method::Euler).dt(1.0).steps(2).par(Par::Seq).run(&f, &(), &mut x)?;
+/// assert_eq!(x[5], 10.0);
+/// # Ok::<(), vgpu_field::FieldError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Launch {
+    cfg: LaunchConfig,
+    tableau: Tableau,
+    t0: f64,
+    dt: f64,
+    steps: usize,
+    par: Par,
+}
+
+impl Launch {
+    /// A launch over `cfg` with RK4, `t0 = 0`, `dt = 1`, one step, [`Par::Auto`].
+    pub fn new(cfg: LaunchConfig) -> Self {
+        Launch {
+            cfg,
+            tableau: Tableau::rk4(),
+            t0: 0.0,
+            dt: 1.0,
+            steps: 1,
+            par: Par::Auto,
+        }
+    }
+    /// Integrate with a named method.
+    pub fn method(mut self, m: Method) -> Self {
+        self.tableau = m.tableau();
+        self
+    }
+    /// Integrate with any explicit tableau.
+    pub fn tableau(mut self, t: Tableau) -> Self {
+        self.tableau = t;
+        self
+    }
+    /// Start time.
+    pub fn t0(mut self, t0: f64) -> Self {
+        self.t0 = t0;
+        self
+    }
+    /// Step size (validated by [`Launch::run`]).
+    pub fn dt(mut self, dt: f64) -> Self {
+        self.dt = dt;
+        self
+    }
+    /// Number of steps.
+    pub fn steps(mut self, steps: usize) -> Self {
+        self.steps = steps;
+        self
+    }
+    /// Parallelism.
+    pub fn par(mut self, par: Par) -> Self {
+        self.par = par;
+        self
+    }
+    /// The launch geometry.
+    pub fn config(&self) -> &LaunchConfig {
+        &self.cfg
+    }
+
+    /// Validates `t0` and `dt` for state type `T`; returns them converted.
+    pub(crate) fn times<T: Real>(t0: f64, dt: f64) -> Result<(T, T), FieldError> {
+        let dtt = T::from_f64(dt);
+        if !(dt.is_finite() && dt > 0.0 && dtt.is_finite() && dtt > T::ZERO) {
+            return Err(FieldError::BadStep { dt, ty: T::NAME });
+        }
+        let t0t = T::from_f64(t0);
+        if !(t0.is_finite() && t0t.is_finite()) {
+            return Err(FieldError::BadStartTime { t0 });
+        }
+        Ok((t0t, dtt))
+    }
+
+    /// Integrates every trajectory of the launch. `states` holds the initial
+    /// states, trajectory-major (`states[i·dim + k]`, `i` the global index), at
+    /// least `grid·block·dim` values; on return it holds the final states.
+    ///
+    /// # Errors
+    /// Bad dimensions, `dt ≤ 0` or not finite, `states` (or a parameter buffer,
+    /// through [`BlockField::check`]) shorter than the index space, and
+    /// [`FieldError::NonFinite`] if a NaN or infinity appears in a state: the
+    /// earliest such step, and in it the lowest trajectory index. Blocks where
+    /// no NaN appeared still hold their final states; the failing block stops at
+    /// the failing step.
+    pub fn run<T: Real, F: BlockField<T>>(
+        &self,
+        field: &F,
+        params: &F::Params,
+        states: &mut [T],
+    ) -> Result<LaunchReport, FieldError> {
+        let cfg = self.cfg;
+        cfg.validate()?;
+        let (t0, dt) = Self::times::<T>(self.t0, self.dt)?;
+        let dim = field.dim();
+        let n = cfg.total_threads();
+        check_len(
+            "states",
+            states.len(),
+            n * dim,
+            &format!(
+                "{n} trajectories (grid {} × block {}) × {dim} components",
+                cfg.grid, cfg.block
+            ),
+        )?;
+        field.check(&cfg, params)?;
+        let report = LaunchReport {
+            trajectories: n,
+            blocks: cfg.num_blocks(),
+            steps: self.steps,
+            evaluations: self.steps * self.tableau.stages(),
+            t_end: self.t0 + self.steps as f64 * self.dt,
+        };
+        if dim == 0 {
+            return Ok(report);
+        }
+        let lanes = cfg.threads_per_block();
+        let states = &mut states[..n * dim];
+        let job = BlockJob {
+            field,
+            params,
+            cfg,
+            tableau: &self.tableau,
+            t0,
+            dt,
+            steps: self.steps,
+        };
+        let first_bad = self.par.run(|parallel| {
+            let found = if parallel {
+                states
+                    .par_chunks_mut(lanes * dim)
+                    .enumerate()
+                    .map_init(|| job.work(), |w, (b, chunk)| job.run_block(w, b, chunk))
+                    .reduce(|| None, earliest)
+            } else {
+                let mut w = job.work();
+                states
+                    .chunks_mut(lanes * dim)
+                    .enumerate()
+                    .map(|(b, chunk)| job.run_block(&mut w, b, chunk))
+                    .fold(None, earliest)
+            };
+            Ok(found)
+        })?;
+        match first_bad {
+            None => Ok(report),
+            Some(bad) => Err(bad.into_error(&cfg, self.t0, self.dt)),
+        }
+    }
+}
+
+/// Where a NaN or infinity first appeared in a block.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct NonFiniteAt {
+    /// Index of the step after which it was seen (0-based).
+    pub step: usize,
+    pub trajectory: usize,
+    pub component: usize,
+    pub value: f64,
+}
+
+impl NonFiniteAt {
+    pub(crate) fn into_error(self, cfg: &LaunchConfig, t0: f64, dt: f64) -> FieldError {
+        let tpb = cfg.threads_per_block();
+        FieldError::NonFinite {
+            trajectory: self.trajectory,
+            block: cfg.grid.delinearize((self.trajectory / tpb) as u64),
+            thread: cfg.block.delinearize((self.trajectory % tpb) as u64),
+            component: self.component,
+            t: t0 + (self.step + 1) as f64 * dt,
+            value: self.value,
+        }
+    }
+}
+
+/// The earlier of two findings (by step, then trajectory): a fixed order, so
+/// the reported one does not depend on scheduling.
+pub(crate) fn earliest(a: Option<NonFiniteAt>, b: Option<NonFiniteAt>) -> Option<NonFiniteAt> {
+    match (a, b) {
+        (Some(x), Some(y)) => {
+            if (y.step, y.trajectory) < (x.step, x.trajectory) {
+                Some(y)
+            } else {
+                Some(x)
+            }
+        }
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// The first non-finite value of a structure-of-arrays block: lowest lane, then
+/// lowest component.
+pub(crate) fn locate_non_finite<T: Real>(
+    h: &[T],
+    lanes: usize,
+    dim: usize,
+) -> Option<(usize, usize, f64)> {
+    (0..lanes).find_map(|l| {
+        (0..dim).find_map(|k| {
+            let v = h[k * lanes + l];
+            (!v.is_finite()).then(|| (l, k, v.to_f64()))
+        })
+    })
+}
+
+/// Copies trajectory-major states into structure-of-arrays layout.
+#[inline]
+pub(crate) fn gather_soa<T: Copy>(aos: &[T], soa: &mut [T], lanes: usize, dim: usize) {
+    for l in 0..lanes {
+        for k in 0..dim {
+            soa[k * lanes + l] = aos[l * dim + k];
+        }
+    }
+}
+
+/// Copies structure-of-arrays states back into trajectory-major layout.
+#[inline]
+pub(crate) fn scatter_soa<T: Copy>(soa: &[T], aos: &mut [T], lanes: usize, dim: usize) {
+    for l in 0..lanes {
+        for k in 0..dim {
+            aos[l * dim + k] = soa[k * lanes + l];
+        }
+    }
+}
+
+struct BlockJob<'a, T, F: BlockField<T> + ?Sized>
+where
+    T: Real,
+{
+    field: &'a F,
+    params: &'a F::Params,
+    cfg: LaunchConfig,
+    tableau: &'a Tableau,
+    t0: T,
+    dt: T,
+    steps: usize,
+}
+
+/// One worker's memory: a block's states, initial states, stage buffers and
+/// the field's scratch, allocated once and reused for every block it runs.
+struct BlockWork<T, S> {
+    h: Vec<T>,
+    h0: Vec<T>,
+    stepper: Stepper<T>,
+    scratch: S,
+}
+
+impl<T: Real, F: BlockField<T> + ?Sized> BlockJob<'_, T, F> {
+    fn work(&self) -> BlockWork<T, F::Scratch> {
+        let lanes = self.cfg.threads_per_block();
+        let len = lanes * self.field.dim();
+        BlockWork {
+            h: vec![T::ZERO; len],
+            h0: vec![T::ZERO; len],
+            stepper: Stepper::new(self.tableau, len),
+            scratch: self.field.scratch(lanes),
+        }
+    }
+
+    #[inline]
+    fn run_block(
+        &self,
+        w: &mut BlockWork<T, F::Scratch>,
+        block: usize,
+        chunk: &mut [T],
+    ) -> Option<NonFiniteAt> {
+        let lanes = self.cfg.threads_per_block();
+        let dim = self.field.dim();
+        let BlockWork {
+            h,
+            h0,
+            stepper,
+            scratch,
+        } = w;
+        gather_soa(chunk, h, lanes, dim);
+        h0.copy_from_slice(h);
+        let ctx = BlockCtx::new_unchecked(&self.cfg, block, self.params);
+        let field = self.field;
+        let (t0, dt) = (self.t0, self.dt);
+        let factored = F::FACTORED && stepper.is_euler();
+        let mut bad = None;
+        for n in 0..self.steps {
+            let t = T::from_usize(n) * dt + t0;
+            if factored {
+                stepper.step_factored(t, dt, h, |t, y, u, v| {
+                    field.eval_block_factored(t, y, h0, &ctx, scratch, u, v)
+                });
+            } else {
+                stepper.step(t, dt, h, |t, y, dy| {
+                    field.eval_block(t, y, h0, &ctx, scratch, dy)
+                });
+            }
+            if !T::all_finite(h) {
+                if let Some((lane, component, value)) = locate_non_finite(h, lanes, dim) {
+                    bad = Some(NonFiniteAt {
+                        step: n,
+                        trajectory: ctx.first() + lane,
+                        component,
+                        value,
+                    });
+                }
+                break;
+            }
+        }
+        scatter_soa(h, chunk, lanes, dim);
+        bad
+    }
+}

@@ -1,0 +1,167 @@
+//! The scalar type of a field's state: [`Real`], implemented for `f32` and `f64`.
+
+use std::fmt::{Debug, Display};
+use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
+
+/// A floating-point scalar a field's state is made of (`f32` or `f64`).
+///
+/// The methods are the IEEE operations the executor, the integrators and the
+/// demos need. [`Real::mul_add`] is a true fused multiply-add (one rounding), as
+/// CUDA's `fma`; the integrators' hot loops never call it, so a baseline x86-64
+/// build without hardware FMA stays fast.
+pub trait Real:
+    Copy
+    + Send
+    + Sync
+    + 'static
+    + Default
+    + PartialEq
+    + PartialOrd
+    + Debug
+    + Display
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + SubAssign
+    + MulAssign
+{
+    /// Additive identity.
+    const ZERO: Self;
+    /// Multiplicative identity.
+    const ONE: Self;
+    /// Machine epsilon (the gap between 1 and the next representable value).
+    const EPSILON: Self;
+    /// The type's name, `"f32"` or `"f64"`.
+    const NAME: &'static str;
+    /// The nearest value to `v` (round to nearest even).
+    fn from_f64(v: f64) -> Self;
+    /// The value as `f64` (exact for both implementations).
+    fn to_f64(self) -> f64;
+    /// `n` as this type, rounded to nearest.
+    fn from_usize(n: usize) -> Self;
+    /// `self * a + b` with one rounding (IEEE fusedMultiplyAdd, CUDA's `fma`).
+    fn mul_add(self, a: Self, b: Self) -> Self;
+    /// Absolute value.
+    fn abs(self) -> Self;
+    /// Sine.
+    fn sin(self) -> Self;
+    /// Cosine.
+    fn cos(self) -> Self;
+    /// Exponential.
+    fn exp(self) -> Self;
+    /// Square root.
+    fn sqrt(self) -> Self;
+    /// Largest integer not above `self`.
+    fn floor(self) -> Self;
+    /// Neither infinite nor NaN.
+    fn is_finite(self) -> bool;
+    /// The IEEE bit pattern, widened to `u64` (for bit-exact comparisons).
+    fn to_bits_u64(self) -> u64;
+    /// Whether every value of `xs` is finite. Written as integer operations on the
+    /// bit patterns so that the compiler vectorises it; the executor calls it after
+    /// every step.
+    fn all_finite(xs: &[Self]) -> bool;
+}
+
+macro_rules! impl_real {
+    ($t:ty, $bits:ty, $expmask:expr, $name:expr) => {
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const EPSILON: Self = <$t>::EPSILON;
+            const NAME: &'static str = $name;
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn from_usize(n: usize) -> Self {
+                n as $t
+            }
+            #[inline(always)]
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                <$t>::mul_add(self, a, b)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
+            #[inline(always)]
+            fn to_bits_u64(self) -> u64 {
+                self.to_bits() as u64
+            }
+            #[inline]
+            fn all_finite(xs: &[Self]) -> bool {
+                // A value is non-finite exactly when all its exponent bits are set.
+                let mut worst: $bits = 0;
+                for &x in xs {
+                    let e = x.to_bits() & $expmask;
+                    worst = if e > worst { e } else { worst };
+                }
+                worst != $expmask
+            }
+        }
+    };
+}
+
+impl_real!(f32, u32, 0x7f80_0000u32, "f32");
+impl_real!(f64, u64, 0x7ff0_0000_0000_0000u64, "f64");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_finite_detects_nan_and_inf() {
+        let mut v = vec![1.0f32; 37];
+        assert!(f32::all_finite(&v));
+        v[20] = f32::NAN;
+        assert!(!f32::all_finite(&v));
+        v[20] = f32::NEG_INFINITY;
+        assert!(!f32::all_finite(&v));
+        let mut w = vec![f64::MAX; 9];
+        assert!(f64::all_finite(&w));
+        w[8] = f64::INFINITY;
+        assert!(!f64::all_finite(&w));
+    }
+
+    #[test]
+    fn mul_add_is_fused() {
+        // (1 + 2^-12)^2 - 1 needs the unrounded product: fma keeps 2^-24.
+        let a = 1.0f32 + 2f32.powi(-12);
+        let fused = Real::mul_add(a, a, -1.0 - 2f32.powi(-11));
+        assert_eq!(fused, 2f32.powi(-24));
+        assert_eq!(a * a + (-1.0 - 2f32.powi(-11)), 0.0);
+    }
+}
