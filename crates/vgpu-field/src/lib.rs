@@ -14,16 +14,22 @@
 //!   any thread count.
 //! * CUDA's block primitives are field constructs: the **shared sub-field**
 //!   (`__shared__`), the **basin-collapse barrier** (`__syncthreads`) and the
-//!   **flux accumulator** (`atomicAdd`).
+//!   **flux accumulator** (`atomicAdd`): [`PhaseKernel`], [`PhasedLaunch`],
+//!   [`flux`].
+//! * [`demos`] holds the equivalence demos, each checked against the result
+//!   the CUDA kernel computes.
 //!
 //! See `docs/SPEC.md` for the theory and the tests that check each claim.
 #![deny(missing_docs)]
 
+pub mod demos;
 pub mod error;
 pub mod executor;
 pub mod field;
+pub mod flux;
 pub mod launch;
 pub mod par;
+pub mod phase;
 pub mod real;
 pub mod stepper;
 pub mod tableau;
@@ -31,8 +37,10 @@ pub mod tableau;
 pub use error::{check_len, FieldError};
 pub use executor::{Launch, LaunchReport};
 pub use field::{field_fn, BlockCtx, BlockField, Ctx, Field, FnField, PerTrajectory};
+pub use flux::{FluxLog, FluxValue};
 pub use launch::{Dim3, LaunchConfig, MAX_THREADS_PER_BLOCK};
 pub use par::Par;
+pub use phase::{Barrier, PhaseKernel, PhaseOut, PhaseReport, PhasedLaunch};
 pub use real::Real;
 pub use stepper::Stepper;
 pub use tableau::{Method, Tableau};

@@ -1,0 +1,117 @@
+//! The equivalence demos: CUDA kernels written as fields, each run through the
+//! executor and compared with the result the CUDA kernel computes (computed here
+//! directly, the way the kernel does it, with `fma` where nvcc contracts).
+//!
+//! | demo | kernel | comparison |
+//! |---|---|---|
+//! | [`scale`] | `x[i] *= s` | bit-exact |
+//! | [`matmul`] | `C = A @ B`, one accumulator per `C[i,j]` | bit-exact against the fma loop |
+//! | [`relax`] | `dh/dt = sin(h0) − h` (RK4) | within `e^(−T)·|h0 − sin h0|` + the integrator's bound |
+//! | [`reverse`] | block reverse through `__shared__` + `__syncthreads` | exact; without the barrier it differs |
+//! | [`tree_sum`] | block tree-sum + `atomicAdd` | exact, deterministic |
+//! | [`histogram`] | 256-bin `atomicAdd` histogram | exact, deterministic |
+
+mod data;
+mod histogram;
+mod matmul;
+mod relax;
+mod reverse;
+mod scale;
+mod tree_sum;
+
+pub use histogram::{histogram, histogram_field, HistogramKernel};
+pub use matmul::{matmul, matmul_field, matmul_fma_reference, MatmulField};
+pub use relax::{relax, relax_tolerance, RelaxField};
+pub use reverse::{reverse, ReverseKernel};
+pub use scale::scale;
+pub use tree_sum::{tree_sum, tree_sum_field, tree_sum_reference, TreeSumKernel};
+
+use crate::error::FieldError;
+use crate::par::Par;
+use crate::tableau::Method;
+use std::time::Duration;
+
+/// The outcome of one demo.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemoReport {
+    /// The demo's name.
+    pub name: &'static str,
+    /// Trajectories integrated (`grid · block`, guard lanes included).
+    pub trajectories: usize,
+    /// Integration steps per trajectory (for phased kernels: the sum over
+    /// phases of the slowest block's collapse).
+    pub steps: usize,
+    /// Largest absolute difference from the CUDA-style result.
+    pub max_error: f64,
+    /// The tolerance it was held to (0 for bit-exact demos).
+    pub tolerance: f64,
+    /// Whether the demo met its comparison.
+    pub passed: bool,
+    /// Wall time of the VGPU launch(es).
+    pub elapsed: Duration,
+    /// What was compared, in a few words.
+    pub note: String,
+}
+
+/// Sizes and settings of the demos.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemoOptions {
+    /// Elements for scale, relax, tree-sum and histogram.
+    pub n: usize,
+    /// Matmul shape: `A` is `m × k`, `B` is `k × n`.
+    pub mat: (usize, usize, usize),
+    /// Trajectories per block (1-D demos), at most 1024; a power of two for tree-sum.
+    pub block: u32,
+    /// Integrator of the relax demo.
+    pub method: Method,
+    /// Step of the relax demo (≤ 1).
+    pub dt: f64,
+    /// End time of the relax demo.
+    pub t_end: f64,
+    /// The scale factor.
+    pub s: f32,
+    /// Parallelism.
+    pub par: Par,
+    /// Seed of the inputs.
+    pub seed: u64,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions {
+            n: 100_000,
+            mat: (37, 53, 29),
+            block: 256,
+            method: Method::Rk4,
+            dt: 0.01,
+            t_end: 20.0,
+            s: 1.7,
+            par: Par::Auto,
+            seed: 0x5eed,
+        }
+    }
+}
+
+impl DemoOptions {
+    fn check_n(&self, demo: &str) -> Result<(), FieldError> {
+        if self.n == 0 {
+            return Err(FieldError::Invalid {
+                context: format!("demo {demo}"),
+                why: "n must be at least 1".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Every demo, in table order. A demo whose input is invalid is an `Err`.
+pub fn run_all(opts: &DemoOptions) -> Vec<Result<DemoReport, FieldError>> {
+    vec![
+        scale(opts),
+        matmul(opts),
+        relax(opts),
+        reverse(opts),
+        tree_sum(opts),
+        histogram(opts),
+    ]
+}
