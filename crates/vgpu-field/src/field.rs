@@ -309,8 +309,8 @@ impl<T: Real, const D: usize, F: Field<T, D>> BlockField<T> for PerTrajectory<F,
         dh: &mut [T],
     ) {
         let lanes = ctx.lanes();
-        let h: [&[T]; D] = std::array::from_fn(|k| &h[k * lanes..(k + 1) * lanes]);
-        let h0: [&[T]; D] = std::array::from_fn(|k| &h0[k * lanes..(k + 1) * lanes]);
+        let h: [&[T]; D] = std::array::from_fn(|k| &h[k * lanes..][..lanes]);
+        let h0: [&[T]; D] = std::array::from_fn(|k| &h0[k * lanes..][..lanes]);
         let out: [&mut [T]; D] = split_components(dh, lanes);
         for l in 0..lanes {
             let hl: [T; D] = std::array::from_fn(|k| h[k][l]);

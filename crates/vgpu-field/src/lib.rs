@@ -17,7 +17,7 @@
 //!   **flux accumulator** (`atomicAdd`): [`PhaseKernel`], [`PhasedLaunch`],
 //!   [`flux`].
 //! * [`demos`] holds the equivalence demos, each checked against the result
-//!   the CUDA kernel computes.
+//!   the CUDA kernel computes; [`lorenz`] the Lorenz ensemble benchmark.
 //!
 //! See `docs/SPEC.md` for the theory and the tests that check each claim.
 #![deny(missing_docs)]
@@ -28,6 +28,7 @@ pub mod executor;
 pub mod field;
 pub mod flux;
 pub mod launch;
+pub mod lorenz;
 pub mod par;
 pub mod phase;
 pub mod real;

@@ -116,7 +116,7 @@ impl<T: Real> Stepper<T> {
 macro_rules! combine_body {
     ($o:ident <- $out:ident, $y:ident, $dt:ident, $terms:ident, $k:ident, $n:ident) => {{
         let $o = &mut $out[..$n];
-        let kk = |j: usize| &$k[j * $n..(j + 1) * $n];
+        let kk = |j: usize| &$k[j * $n..][..$n];
         match $terms.len() {
             0 => {
                 for l in 0..$n {
