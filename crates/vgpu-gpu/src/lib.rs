@@ -1,1 +1,29 @@
-//! placeholder: replaced by the crate owner
+//! `vgpu-gpu`: VGPU's GPU runtime on wgpu.
+//!
+//! * [`GpuContext`]: instance, adapter, device and queue, created once per process,
+//!   lazily; `WGPU_BACKEND` (and wgpu's other variables) honoured; a device-lost
+//!   callback and an uncaptured-error handler that never panic.
+//! * [`KernelCache`]: the generic kernel cache. A [`KernelSpec`] (WGSL source and
+//!   what specialises it) is compiled once per key; its buffers, bind group and
+//!   readback buffer are kept and reused; [`CacheStats`] counts everything.
+//! * [`VgpuCache`]: matrix multiplication through the kernel cache (tiled and
+//!   register-blocked WGSL kernels), with a CPU GEMM fallback, chosen by
+//!   `VGPU_BACKEND=auto|gpu|cpu` ([`BackendChoice`]).
+#![deny(missing_docs)]
+
+mod backend;
+mod error;
+pub mod kernel_cache;
+pub mod matmul;
+mod runtime;
+mod stats;
+mod vgpu_cache;
+
+pub use backend::{ActiveBackend, BackendChoice};
+pub use error::GpuError;
+pub use kernel_cache::{Binding, KernelCache, KernelKey, KernelSpec};
+pub use matmul::tile::Tile;
+pub use matmul::{check_shapes, matmul_cpu};
+pub use runtime::{AdapterSummary, GpuContext};
+pub use stats::CacheStats;
+pub use vgpu_cache::VgpuCache;

@@ -1,0 +1,225 @@
+//! The process-wide wgpu runtime: instance, adapter, device and queue, created once,
+//! lazily, and shared by every [`crate::KernelCache`] of the process.
+//!
+//! The instance honours wgpu's own environment variables (`WGPU_BACKEND`,
+//! `WGPU_ADAPTER_NAME`, `WGPU_POWER_PREF`, and the instance flags). wgpu's default
+//! handler for uncaptured errors panics; this runtime installs one that records the
+//! error instead, and a device-lost callback that marks the device lost, so that a
+//! failing GPU turns into a [`GpuError`] (and, under `auto`, a CPU fallback), never a panic.
+
+use crate::GpuError;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// What the adapter is: the line VGPU prints before it computes anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterSummary {
+    /// The adapter's name, e.g. `NVIDIA H200` or `llvmpipe (LLVM 15.0.6, 256 bits)`.
+    pub name: String,
+    /// The graphics API wgpu uses for it: `Vulkan`, `Metal`, `Dx12`, `Gl`.
+    pub backend: String,
+    /// `DiscreteGpu`, `IntegratedGpu`, `VirtualGpu`, `Cpu` or `Other`.
+    pub device_type: String,
+    /// The driver and its version, as the driver reports them.
+    pub driver: String,
+}
+
+impl fmt::Display for AdapterSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} | {} | {}", self.name, self.backend, self.device_type)?;
+        if !self.driver.is_empty() {
+            write!(f, " | {}", self.driver)?;
+        }
+        Ok(())
+    }
+}
+
+/// The shared device: created once per process by [`GpuContext::get`].
+pub struct GpuContext {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) limits: wgpu::Limits,
+    summary: AdapterSummary,
+    adapter_hash: u64,
+    lost: Arc<AtomicBool>,
+    lost_reason: Arc<Mutex<Option<String>>>,
+    uncaptured: Arc<Mutex<Option<String>>>,
+    init_time: Duration,
+}
+
+impl fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.summary)
+            .field("lost", &self.is_lost())
+            .finish()
+    }
+}
+
+static CONTEXT: OnceLock<Result<GpuContext, GpuError>> = OnceLock::new();
+
+impl GpuContext {
+    /// The process's GPU context, created on the first call (instance, adapter,
+    /// device, queue); later calls return the same one, or the same error.
+    ///
+    /// An error here means "no usable GPU"; under `VGPU_BACKEND=auto` callers fall
+    /// back to the CPU.
+    pub fn get() -> Result<&'static GpuContext, GpuError> {
+        CONTEXT
+            .get_or_init(Self::create)
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn create() -> Result<GpuContext, GpuError> {
+        let start = Instant::now();
+        let wgpu_backend = std::env::var("WGPU_BACKEND").unwrap_or_else(|_| "unset".into());
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(choose_adapter(&instance)).map_err(|reason| {
+            GpuError::NoAdapter {
+                wgpu_backend: wgpu_backend.clone(),
+                reason,
+            }
+        })?;
+        let info = adapter.get_info();
+        let summary = AdapterSummary {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: [info.driver.as_str(), info.driver_info.as_str()]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        // Ask for everything the adapter offers: large matrices need the large
+        // storage-buffer limits, and nothing here is meant to be portable-by-limit.
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("vgpu"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| GpuError::DeviceRequest {
+            adapter: summary.name.clone(),
+            reason: e.to_string(),
+        })?;
+        let lost = Arc::new(AtomicBool::new(false));
+        let lost_reason = Arc::new(Mutex::new(None));
+        {
+            let lost = Arc::clone(&lost);
+            let lost_reason = Arc::clone(&lost_reason);
+            device.set_device_lost_callback(move |reason, message| {
+                lost.store(true, Ordering::SeqCst);
+                if let Ok(mut r) = lost_reason.lock() {
+                    *r = Some(format!("{reason:?}: {message}"));
+                }
+            });
+        }
+        let uncaptured = Arc::new(Mutex::new(None));
+        {
+            let uncaptured = Arc::clone(&uncaptured);
+            device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                if let Ok(mut u) = uncaptured.lock() {
+                    u.get_or_insert_with(|| e.to_string());
+                }
+            }));
+        }
+        let adapter_hash = crate::kernel_cache::hash_parts(&[
+            summary.name.as_bytes(),
+            summary.backend.as_bytes(),
+            summary.driver.as_bytes(),
+            &info.vendor.to_le_bytes(),
+            &info.device.to_le_bytes(),
+        ]);
+        Ok(GpuContext {
+            device,
+            queue,
+            limits,
+            summary,
+            adapter_hash,
+            lost,
+            lost_reason,
+            uncaptured,
+            init_time: start.elapsed(),
+        })
+    }
+
+    /// The adapter this context runs on.
+    pub fn adapter(&self) -> &AdapterSummary {
+        &self.summary
+    }
+
+    /// How long creating the instance, adapter, device and queue took.
+    pub fn init_time(&self) -> Duration {
+        self.init_time
+    }
+
+    /// The device limits in force (the adapter's own limits).
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// Whether the device-lost callback has fired.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// A hash naming the adapter (name, backend, driver, PCI ids): part of every kernel key.
+    pub(crate) fn adapter_hash(&self) -> u64 {
+        self.adapter_hash
+    }
+
+    /// [`GpuError::DeviceLost`] if the device is lost, with the driver's reason.
+    pub(crate) fn check_alive(&self) -> Result<(), GpuError> {
+        if self.is_lost() {
+            let reason = self
+                .lost_reason
+                .lock()
+                .ok()
+                .and_then(|r| r.clone())
+                .unwrap_or_else(|| "unknown reason".into());
+            return Err(GpuError::DeviceLost {
+                adapter: self.summary.name.clone(),
+                reason,
+            });
+        }
+        Ok(())
+    }
+
+    /// Takes the first error that escaped every error scope, if any.
+    pub(crate) fn take_uncaptured(&self) -> Option<String> {
+        self.uncaptured.lock().ok().and_then(|mut u| u.take())
+    }
+}
+
+/// Picks the adapter: `WGPU_ADAPTER_NAME` (substring, case-insensitive) if set,
+/// otherwise wgpu's choice under `WGPU_POWER_PREF` (default: high performance).
+async fn choose_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter, String> {
+    if let Ok(wanted) = std::env::var("WGPU_ADAPTER_NAME") {
+        let wanted = wanted.to_lowercase();
+        let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+        let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+        return adapters
+            .into_iter()
+            .find(|a| a.get_info().name.to_lowercase().contains(&wanted))
+            .ok_or_else(|| format!("WGPU_ADAPTER_NAME={wanted:?} matches none of {names:?}"));
+    }
+    instance
+        .request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::from_env()
+                .unwrap_or(wgpu::PowerPreference::HighPerformance),
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            apply_limit_buckets: false,
+        })
+        .await
+        .map_err(|e| e.to_string())
+}
