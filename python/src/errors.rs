@@ -1,0 +1,33 @@
+//! Python exceptions: `vgpu.VGPUError`, and the guard that turns Rust panics into it.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::PyErr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+create_exception!(
+    vgpu,
+    VGPUError,
+    PyException,
+    "Any VGPU failure that is not a bad shape or dtype: a .field or PTX parse error \
+     (its message names file:line:col), a runtime fault, no GPU when one was required. \
+     The message is the Rust error's."
+);
+
+/// A `VGPUError` carrying `err`'s message.
+pub fn vgpu_error(err: impl std::fmt::Display) -> PyErr {
+    VGPUError::new_err(err.to_string())
+}
+
+/// Runs `f`, turning a panic into an `Err` with the panic's message, so that no
+/// panic crosses into Python (a panic is a VGPU bug; the message says so).
+pub fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        format!("{what}: internal error (a VGPU bug, please report it): {msg}")
+    })
+}

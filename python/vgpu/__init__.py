@@ -1,0 +1,119 @@
+"""VGPU from Python: numpy arrays in, numpy arrays out.
+
+VGPU is a virtual GPU written in Rust where every kernel is a vector field and
+every launch integrates one trajectory per thread. This package exposes it to
+numpy users:
+
+* :class:`VGPUCache` -- matrix multiplication through VGPU's persistent kernel
+  cache (one compile per distinct shape, reused afterwards), on the GPU through
+  wgpu, or on the CPU when there is none (``VGPU_BACKEND=auto|gpu|cpu``).
+* :class:`VGPUError` -- raised for every failure that is not a bad shape or dtype
+  (those raise :class:`ValueError`); its message is the Rust error's.
+
+Example::
+
+    import numpy as np, vgpu
+    cache = vgpu.VGPUCache()
+    a = np.random.rand(64, 32).astype(np.float32)
+    b = np.random.rand(32, 16).astype(np.float32)
+    c = cache.matmul(a, b)          # == a @ b, within float32 rounding
+    print(cache.stats)              # VGPUCache: 1 compiles, 0 cache hits, ...
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from . import _vgpu
+from ._vgpu import CacheStats, VGPUError
+
+__version__: str = _vgpu.__version__
+
+__all__ = ["VGPUCache", "CacheStats", "VGPUError", "__version__"]
+
+# dtype kinds VGPU converts to float32: bool, signed and unsigned integers, floats.
+_REAL_KINDS = "biuf"
+
+
+def _matrix(op: str, name: str, x: Any) -> np.ndarray:
+    """``x`` as a C-contiguous float32 matrix (no copy when it already is one).
+
+    Real dtypes (float, int, bool) are converted to float32 and non-contiguous
+    arrays copied; anything else raises ValueError naming ``op`` and ``name``.
+    """
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{op}: {name} is not an array of numbers: {e}") from None
+    if arr.dtype.kind not in _REAL_KINDS:
+        raise ValueError(
+            f"{op}: {name} has dtype {arr.dtype}; VGPU computes in float32 and "
+            f"accepts real-valued arrays (float, int or bool dtypes)"
+        )
+    if arr.ndim != 2:
+        raise ValueError(f"{op}: {name} must be a 2-D matrix, got shape {arr.shape}")
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+class VGPUCache:
+    """Matrix multiplication through VGPU's persistent kernel cache.
+
+    Each distinct shape compiles one kernel on first use; later calls of that
+    shape reuse it (a cache hit) and upload only the new data. Without a GPU
+    adapter (or with ``backend="cpu"``) every call runs on the CPU GEMM and is
+    counted as a CPU fallback.
+
+    Args:
+        backend: ``"auto"`` (a GPU when wgpu finds one, else the CPU), ``"gpu"``
+            (no adapter is a :class:`VGPUError`) or ``"cpu"``. ``None`` reads the
+            ``VGPU_BACKEND`` environment variable (default ``"auto"``).
+
+    Inputs are 2-D arrays of a real dtype; they are converted to C-contiguous
+    float32 (no copy when they already are), results are float32 arrays.
+    The GIL is released while VGPU computes. One cache may be shared by threads;
+    its calls then run one at a time.
+    """
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, backend: Optional[str] = None) -> None:
+        self._cache = _vgpu.VgpuCache(backend)
+
+    def matmul(self, a: Any, b: Any) -> np.ndarray:
+        """``a @ b`` for an (m, k) and a (k, n) matrix, as an (m, n) float32 array.
+
+        Raises:
+            ValueError: a shape mismatch (the message names both shapes), an empty
+                matrix, a non-2-D input or a non-real dtype.
+            VGPUError: a GPU failure (compile, dispatch, device lost), or a matrix
+                too large for the device with ``backend="gpu"``.
+        """
+        return self._cache.matmul(_matrix("matmul", "a", a), _matrix("matmul", "b", b))
+
+    @property
+    def stats(self) -> CacheStats:
+        """Counters since creation: compiles, cache_hits, gpu_dispatches,
+        cpu_fallbacks, bytes_uploaded, bytes_downloaded, compile_seconds
+        (``.to_dict()`` gives them as a dict; ``str()`` the one-line summary)."""
+        return self._cache.stats
+
+    @property
+    def backend(self) -> str:
+        """Where the calls run now: ``"gpu"`` or ``"cpu"``."""
+        return self._cache.backend
+
+    @property
+    def adapter(self) -> Optional[Dict[str, str]]:
+        """The GPU adapter (``name``, ``backend``, ``device_type``, ``driver``), or
+        ``None`` when the calls run on the CPU."""
+        return self._cache.adapter
+
+    @property
+    def fallback_reason(self) -> Optional[str]:
+        """Why the calls run on the CPU, or ``None`` when they run on the GPU."""
+        return self._cache.fallback_reason
+
+    def __repr__(self) -> str:
+        return repr(self._cache)

@@ -1,0 +1,46 @@
+"""Type stubs of the compiled extension ``vgpu._vgpu`` (wrapped by ``vgpu``)."""
+
+from typing import Dict, Optional
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+class VGPUError(Exception):
+    """Any VGPU failure that is not a bad shape or dtype; the message is the Rust error's."""
+
+class CacheStats:
+    """Counters of a cache since its creation."""
+
+    @property
+    def compiles(self) -> int: ...
+    @property
+    def cache_hits(self) -> int: ...
+    @property
+    def gpu_dispatches(self) -> int: ...
+    @property
+    def cpu_fallbacks(self) -> int: ...
+    @property
+    def bytes_uploaded(self) -> int: ...
+    @property
+    def bytes_downloaded(self) -> int: ...
+    @property
+    def compile_seconds(self) -> float: ...
+    def to_dict(self) -> Dict[str, float]: ...
+
+class VgpuCache:
+    """The Rust ``VgpuCache``; takes only C-contiguous 2-D float32 arrays."""
+
+    def __init__(self, backend: Optional[str] = None) -> None: ...
+    def matmul(
+        self, a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]: ...
+    @property
+    def stats(self) -> CacheStats: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def adapter(self) -> Optional[Dict[str, str]]: ...
+    @property
+    def fallback_reason(self) -> Optional[str]: ...
