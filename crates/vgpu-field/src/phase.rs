@@ -18,7 +18,9 @@
 //!
 //! Without a barrier between a write of `S` and a read of it, the read happens
 //! in the same phase and sees the value from before the write: the read races
-//! ahead of the write, as in CUDA, and the result differs.
+//! ahead of the write, as in CUDA, and the result differs. A trajectory does see
+//! its own writes of the phase ([`PhaseOut::shared`], [`PhaseOut::register`]),
+//! as a CUDA thread does.
 //!
 //! Several lanes setting the same shared entry in one phase: the highest lane
 //! wins (deterministic; one of the outcomes CUDA allows).
@@ -94,6 +96,10 @@ pub struct PhaseOut<'w, T, A> {
     mask: &'w mut [T],
     flux: &'w mut FluxLog<A>,
     flux_len: usize,
+    /// The block's state at the phase's start (registers of every lane, then `S`).
+    start: &'w [T],
+    /// Shared entries this lane wrote in this phase, in order.
+    own: &'w mut Vec<(usize, T)>,
 }
 
 impl<T: Real, A: FluxValue> PhaseOut<'_, T, A> {
@@ -137,7 +143,46 @@ impl<T: Real, A: FluxValue> PhaseOut<'_, T, A> {
         }
         self.targets[base + j] = value;
         self.mask[base + j] = T::ONE;
+        self.own.push((j, value));
         Ok(())
+    }
+
+    /// Reads shared entry `j` as this trajectory sees it: its own last write of
+    /// this phase if it made one (a thread sees its own writes, as in CUDA),
+    /// otherwise the value at the phase's start (other trajectories' writes of
+    /// this phase land at the collapse).
+    ///
+    /// # Errors
+    /// [`FieldError::OutOfBounds`] if `j` is past the shared sub-field.
+    #[inline]
+    pub fn shared(&self, j: usize) -> Result<T, FieldError> {
+        let base = self.dim * self.lanes;
+        let len = self.start.len() - base;
+        if j >= len {
+            return Err(self.oob("shared", j, len));
+        }
+        Ok(match self.own.iter().rev().find(|(i, _)| *i == j) {
+            Some(&(_, v)) => v,
+            None => self.start[base + j],
+        })
+    }
+
+    /// Reads register `k` of this trajectory: the value it set in this phase if
+    /// it set one, otherwise its value at the phase's start.
+    ///
+    /// # Errors
+    /// [`FieldError::OutOfBounds`] if `k ≥ dim`.
+    #[inline]
+    pub fn register(&self, k: usize) -> Result<T, FieldError> {
+        if k >= self.dim {
+            return Err(self.oob("register", k, self.dim));
+        }
+        let i = k * self.lanes + self.lane;
+        Ok(if self.mask[i] != T::ZERO {
+            self.targets[i]
+        } else {
+            self.start[i]
+        })
     }
 
     /// Emits `amount` into accumulator `index` (CUDA: `atomicAdd(&acc[index], amount)`).
@@ -372,6 +417,7 @@ struct PhaseWork<T> {
     m: Vec<T>,
     reg: Vec<T>,
     reg0: Vec<T>,
+    own: Vec<(usize, T)>,
     stepper: Stepper<T>,
 }
 
@@ -386,6 +432,7 @@ impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
             m: vec![T::ZERO; len],
             reg: vec![T::ZERO; dim],
             reg0: vec![T::ZERO; dim],
+            own: Vec::new(),
             stepper: Stepper::new(&self.barrier.method.tableau(), len),
         }
     }
@@ -425,6 +472,7 @@ impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
             m,
             reg,
             reg0,
+            own,
             stepper,
         } = w;
         if dim > 0 {
@@ -445,7 +493,10 @@ impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
                     reg0[k] = h0[k * lanes + l];
                 }
                 let (targets, mask) = (&mut g[..], &mut m[..]);
+                own.clear();
                 let mut po = PhaseOut {
+                    start: &y[..],
+                    own: &mut *own,
                     phase: p,
                     lane: l,
                     lanes,

@@ -353,3 +353,56 @@ fn bad_barrier_settings_and_short_states_are_refused() {
         "{e}"
     );
 }
+
+/// Writes `s[l] = h0 + 1` and, in the same phase, reads back its own entry and
+/// its neighbour's: a thread sees its own write, not the neighbour's.
+struct ReadBack;
+impl PhaseKernel<f32> for ReadBack {
+    type Params = ();
+    type Flux = u32;
+    fn dim(&self) -> usize {
+        3
+    }
+    fn shared_len(&self) -> usize {
+        4
+    }
+    fn phases(&self) -> usize {
+        1
+    }
+    fn phase(
+        &self,
+        _p: usize,
+        c: &Ctx<'_, '_, ()>,
+        _h: &[f32],
+        h0: &[f32],
+        _s: &[f32],
+        out: &mut PhaseOut<'_, f32, u32>,
+    ) -> Result<(), FieldError> {
+        let l = c.lane();
+        out.store_shared(l, h0[0] + 1.0)?;
+        let own = out.shared(l)?;
+        let neighbour = out.shared((l + 1) % 4)?;
+        out.set(1, own)?;
+        out.set(2, neighbour + out.register(1)?)?;
+        assert!(out.shared(4).is_err() && out.register(3).is_err());
+        Ok(())
+    }
+}
+
+#[test]
+fn a_trajectory_sees_its_own_writes_within_a_phase() {
+    let cfg = LaunchConfig::new(1, 4).unwrap();
+    let mut s: Vec<f32> = (0..4).flat_map(|i| [i as f32 * 10.0, 0.0, 0.0]).collect();
+    PhasedLaunch::new(cfg)
+        .run(&ReadBack, &(), &mut s, &mut [])
+        .unwrap();
+    for l in 0..4 {
+        let own = l as f32 * 10.0 + 1.0;
+        assert_eq!(s[3 * l + 1], own, "own write visible");
+        assert_eq!(
+            s[3 * l + 2],
+            own,
+            "neighbour's write not yet visible (shared starts at 0)"
+        );
+    }
+}

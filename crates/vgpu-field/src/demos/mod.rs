@@ -79,7 +79,7 @@ pub struct DemoOptions {
 impl Default for DemoOptions {
     fn default() -> Self {
         DemoOptions {
-            n: 100_000,
+            n: 32_768,
             mat: (37, 53, 29),
             block: 256,
             method: Method::Rk4,

@@ -48,7 +48,7 @@ impl PhaseKernel<f32> for ReverseKernel<'_> {
         c: &Ctx<'_, '_, ()>,
         _h: &[f32],
         _h0: &[f32],
-        shared: &[f32],
+        _shared: &[f32],
         out: &mut PhaseOut<'_, f32, f32>,
     ) -> Result<(), FieldError> {
         let (t, i) = (c.lane(), c.global());
@@ -58,7 +58,8 @@ impl PhaseKernel<f32> for ReverseKernel<'_> {
             out.store_shared(t, self.x.get(i).copied().unwrap_or(0.0))?;
         }
         if read {
-            out.set(0, shared[self.block - 1 - t])?;
+            let v = out.shared(self.block - 1 - t)?;
+            out.set(0, v)?;
         }
         Ok(())
     }
