@@ -13,6 +13,10 @@ pub enum Error {
         /// The underlying I/O error.
         source: std::io::Error,
     },
+    /// The field engine refused a launch or a state went non-finite (dimensions,
+    /// step, buffer lengths, trajectory/block/thread and time named).
+    #[error(transparent)]
+    Field(#[from] vgpu_field::FieldError),
     /// A command-line or input problem the facade itself detected.
     #[error("{0}")]
     Usage(String),

@@ -7,3 +7,11 @@
 
 mod error;
 pub use error::Error;
+
+/// The field engine: launch geometry, fields, integrators, barrier and flux, the CPU executor, the demos.
+pub use vgpu_field as field;
+pub use vgpu_field::{
+    field_fn, Barrier, BlockCtx, BlockField, Ctx, Dim3, Field, FieldError, Launch, LaunchConfig,
+    LaunchReport, Method, Par, PerTrajectory, PhaseKernel, PhaseOut, PhaseReport, PhasedLaunch,
+    Real, Tableau,
+};

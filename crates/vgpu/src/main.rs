@@ -17,6 +17,9 @@ struct Cli {
 /// The subcommands. Each one's implementation lives in `cli/<name>.rs`.
 #[derive(Subcommand)]
 enum Command {
+    /// Run the equivalence demos (scale, matmul, relax, reverse, tree-sum, histogram)
+    /// against the CUDA-style computation; prints a table, exits non-zero if any fails.
+    Demo(cli::demo::DemoArgs),
     /// Benchmarks (programs, never tests): each prints its figure, `--json` for one JSON object.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -24,12 +27,19 @@ enum Command {
 
 /// `vgpu bench …` subcommands.
 #[derive(Subcommand)]
-enum BenchCommand {}
+enum BenchCommand {
+    /// Lorenz ensemble (f32, 1000 RK4 steps) through the field API, beside the
+    /// hand-written Rust + rayon loops; prints traj-steps/s and the ratios.
+    Lorenz(cli::bench_lorenz::LorenzArgs),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: Result<ExitCode, vgpu::Error> = match cli.command {
-        Command::Bench(b) => match b {},
+        Command::Demo(args) => cli::demo::run(args),
+        Command::Bench(b) => match b {
+            BenchCommand::Lorenz(args) => cli::bench_lorenz::run(args),
+        },
     };
     match result {
         Ok(code) => code,
