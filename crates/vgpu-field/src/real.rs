@@ -123,13 +123,13 @@ macro_rules! impl_real {
             }
             #[inline]
             fn all_finite(xs: &[Self]) -> bool {
-                // A value is non-finite exactly when all its exponent bits are set.
-                let mut worst: $bits = 0;
+                // A value is non-finite exactly when all its exponent bits are set:
+                // one and, one compare, one or per value (SSE2 has all three).
+                let mut bad: $bits = 0;
                 for &x in xs {
-                    let e = x.to_bits() & $expmask;
-                    worst = if e > worst { e } else { worst };
+                    bad |= <$bits>::from(x.to_bits() & $expmask == $expmask);
                 }
-                worst != $expmask
+                bad == 0
             }
         }
     };
