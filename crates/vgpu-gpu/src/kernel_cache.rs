@@ -319,6 +319,7 @@ pub struct KernelCache {
     kernels: HashMap<KernelKey, CachedKernel>,
     stats: CacheStats,
     timeout: Duration,
+    spin: Duration,
 }
 
 impl std::fmt::Debug for KernelCache {
@@ -347,7 +348,15 @@ impl KernelCache {
             kernels: HashMap::new(),
             stats: CacheStats::default(),
             timeout: Duration::from_secs(600),
+            spin: Duration::from_micros(500),
         }
+    }
+
+    /// How long a dispatch spins on non-blocking polls before it blocks on the
+    /// fence (default 500 µs): spinning answers a small kernel sooner than a
+    /// blocking wait wakes up.
+    pub fn set_spin(&mut self, spin: Duration) {
+        self.spin = spin;
     }
 
     /// How long one dispatch may wait for the GPU before it fails (default 600 s).
@@ -646,10 +655,20 @@ impl KernelCache {
         } else {
             None
         };
-        let polled = device.poll(wgpu::PollType::Wait {
-            submission_index: Some(index),
-            timeout: Some(self.timeout),
-        });
+        let done = Arc::new(AtomicU8::new(0));
+        {
+            let done = Arc::clone(&done);
+            queue.on_submitted_work_done(move || done.store(1, Ordering::SeqCst));
+        }
+        let polled = wait(
+            device,
+            index,
+            &done,
+            &mapped,
+            staging.is_some(),
+            self.spin,
+            self.timeout,
+        );
         let elapsed = start.elapsed();
         if let Err(e) = polled {
             if let Some(s) = staging {
@@ -659,14 +678,6 @@ impl KernelCache {
             return Err(self.fail(spec, workgroups, msg));
         }
         if let Some(staging) = staging {
-            // The map callback runs inside `poll`; a map issued after the wait
-            // finished may still need one more non-blocking poll.
-            if mapped.load(Ordering::SeqCst) == 0 {
-                let _ = device.poll(wgpu::PollType::Wait {
-                    submission_index: None,
-                    timeout: Some(self.timeout),
-                });
-            }
             if mapped.load(Ordering::SeqCst) != 1 {
                 staging.unmap();
                 return Err(self.fail(
@@ -703,6 +714,40 @@ impl KernelCache {
         self.stats.gpu_dispatches += repeat as u64;
         Ok(elapsed)
     }
+}
+
+/// Waits for submission `index`: first by spinning on non-blocking polls for up to
+/// `spin` (a blocking fence wait can cost tens of microseconds of wake-up latency,
+/// more than a small kernel takes), then by a blocking wait of at most `timeout`.
+/// Done when the submission finished and, with `readback`, the staging buffer is mapped.
+fn wait(
+    device: &wgpu::Device,
+    index: wgpu::SubmissionIndex,
+    done: &AtomicU8,
+    mapped: &AtomicU8,
+    readback: bool,
+    spin: Duration,
+    timeout: Duration,
+) -> Result<(), wgpu::PollError> {
+    let finished =
+        || done.load(Ordering::SeqCst) != 0 && (!readback || mapped.load(Ordering::SeqCst) != 0);
+    let start = Instant::now();
+    while start.elapsed() < spin {
+        device.poll(wgpu::PollType::Poll)?;
+        if finished() {
+            return Ok(());
+        }
+        std::hint::spin_loop();
+    }
+    device.poll(wgpu::PollType::Wait {
+        submission_index: Some(index),
+        timeout: Some(timeout),
+    })?;
+    if !finished() {
+        // Callbacks of the finished submission run in the next poll.
+        device.poll(wgpu::PollType::Poll)?;
+    }
+    Ok(())
 }
 
 /// Compiles `spec` (shader module, bind group layout from `kinds`, pipeline) inside

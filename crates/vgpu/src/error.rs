@@ -13,6 +13,9 @@ pub enum Error {
         /// The underlying I/O error.
         source: std::io::Error,
     },
+    /// The GPU runtime, kernel cache or matmul failed (shapes, adapter, kernel named).
+    #[error(transparent)]
+    Gpu(#[from] vgpu_gpu::GpuError),
     /// The field engine refused a launch or a state went non-finite (dimensions,
     /// step, buffer lengths, trajectory/block/thread and time named).
     #[error(transparent)]

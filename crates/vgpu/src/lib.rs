@@ -8,6 +8,13 @@
 mod error;
 pub use error::Error;
 
+/// The GPU runtime: wgpu device, generic kernel cache, `VgpuCache` matmul.
+pub use vgpu_gpu as gpu;
+pub use vgpu_gpu::{
+    ActiveBackend, AdapterSummary, BackendChoice, Binding, CacheStats, GpuError, KernelCache,
+    KernelSpec, VgpuCache,
+};
+
 /// The field engine: launch geometry, fields, integrators, barrier and flux, the CPU executor, the demos.
 pub use vgpu_field as field;
 pub use vgpu_field::{

@@ -23,6 +23,9 @@ enum Command {
     /// Benchmarks (programs, never tests): each prints its figure, `--json` for one JSON object.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// The kernel-cache demo: 200 matmul calls (N=16, N=64, then interleaved), each
+    /// checked against the CPU, then the cache's counters.
+    CacheDemo,
 }
 
 /// `vgpu bench …` subcommands.
@@ -31,6 +34,8 @@ enum BenchCommand {
     /// Lorenz ensemble (f32, 1000 RK4 steps) through the field API, beside the
     /// hand-written Rust + rayon loops; prints traj-steps/s and the ratios.
     Lorenz(cli::bench_lorenz::LorenzArgs),
+    /// Square f32 matmul, host arrays in and out: first call, cached calls, GFLOP/s.
+    Matmul(cli::bench_matmul::MatmulArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,7 +44,9 @@ fn main() -> ExitCode {
         Command::Demo(args) => cli::demo::run(args),
         Command::Bench(b) => match b {
             BenchCommand::Lorenz(args) => cli::bench_lorenz::run(args),
+            BenchCommand::Matmul(args) => cli::bench_matmul::run(args),
         },
+        Command::CacheDemo => cli::cache_demo::run(),
     };
     match result {
         Ok(code) => code,

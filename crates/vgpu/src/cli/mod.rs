@@ -1,3 +1,5 @@
 //! One module per subcommand of the `vgpu` command.
 pub mod bench_lorenz;
+pub mod bench_matmul;
+pub mod cache_demo;
 pub mod demo;
