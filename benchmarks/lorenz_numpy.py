@@ -5,8 +5,9 @@ Same problem as the Rust benchmark (DiffEqGPU paper): f32, sigma = 10,
 beta = 8/3, rho = linspace(0, 21, N), u0 = (1, 0, 0), dt = 0.001, 1000 RK4
 steps, endpoints only. The N trajectories are advanced together, each state
 component one float32 array of N values; every RK4 stage is a few whole-array
-operations. Same operation order as the Rust versions (`u + dt*(0.5*k)`,
-`u + dt*(k1/6 + k2/3 + k3/3 + k4/6)` with f32 coefficients).
+operations. Same operations in the same order as the Rust versions
+(`u + (dt/2)*k`, `u + ((dt/6)*k1 + (dt/3)*k2 + (dt/3)*k3 + (dt/6)*k4)`, f32
+throughout), so the endpoints agree with them.
 
 Usage: python3 benchmarks/lorenz_numpy.py [--n N] [--steps S] [--repeats R] [--json]
 Prints trajectory-steps per second (best of R runs) and the checksum (f64 sum
@@ -26,20 +27,21 @@ def rhs(x, y, z, rho, sigma, beta):
 def integrate(n, steps):
     f32 = np.float32
     sigma, beta, dt = f32(10.0), f32(8.0 / 3.0), f32(0.001)
-    half, one = f32(0.5), f32(1.0)
-    c0, c1 = f32(1.0) / f32(6.0), f32(1.0) / f32(3.0)
+    # Step weights as the Rust versions compute them: dt/2, dt, dt/6, dt/3, each rounded once.
+    half, full = dt * f32(0.5), dt * f32(1.0)
+    w0, w1 = dt * (f32(1.0) / f32(6.0)), dt * (f32(1.0) / f32(3.0))
     rho = np.linspace(0.0, 21.0, n).astype(f32)
     x = np.ones(n, dtype=f32)
     y = np.zeros(n, dtype=f32)
     z = np.zeros(n, dtype=f32)
     for _ in range(steps):
         k1 = rhs(x, y, z, rho, sigma, beta)
-        k2 = rhs(x + dt * (half * k1[0]), y + dt * (half * k1[1]), z + dt * (half * k1[2]), rho, sigma, beta)
-        k3 = rhs(x + dt * (half * k2[0]), y + dt * (half * k2[1]), z + dt * (half * k2[2]), rho, sigma, beta)
-        k4 = rhs(x + dt * (one * k3[0]), y + dt * (one * k3[1]), z + dt * (one * k3[2]), rho, sigma, beta)
-        x = x + dt * (c0 * k1[0] + c1 * k2[0] + c1 * k3[0] + c0 * k4[0])
-        y = y + dt * (c0 * k1[1] + c1 * k2[1] + c1 * k3[1] + c0 * k4[1])
-        z = z + dt * (c0 * k1[2] + c1 * k2[2] + c1 * k3[2] + c0 * k4[2])
+        k2 = rhs(x + half * k1[0], y + half * k1[1], z + half * k1[2], rho, sigma, beta)
+        k3 = rhs(x + half * k2[0], y + half * k2[1], z + half * k2[2], rho, sigma, beta)
+        k4 = rhs(x + full * k3[0], y + full * k3[1], z + full * k3[2], rho, sigma, beta)
+        x = x + (w0 * k1[0] + w1 * k2[0] + w1 * k3[0] + w0 * k4[0])
+        y = y + (w0 * k1[1] + w1 * k2[1] + w1 * k3[1] + w0 * k4[1])
+        z = z + (w0 * k1[2] + w1 * k2[2] + w1 * k3[2] + w0 * k4[2])
     return x, y, z
 
 

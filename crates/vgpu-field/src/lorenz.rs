@@ -134,20 +134,22 @@ pub fn lorenz_reference(p: &LorenzProblem, par: Par) -> Result<Vec<f32>, FieldEr
     let rho = p.rho();
     let mut out = vec![0.0f32; 3 * p.n];
     let (s, b, dt, steps, u0) = (p.sigma, p.beta, p.dt, p.steps, p.u0);
-    let (c0, c1) = (1.0f32 / 6.0, 1.0f32 / 3.0);
+    // Step weights as the textbook writes them: dt/2, dt, dt/6, dt/3 (each rounded once).
+    let (half, full) = (dt * 0.5, dt * 1.0);
+    let (w0, w1) = (dt * (1.0f32 / 6.0), dt * (1.0f32 / 3.0));
     let one = move |o: &mut [f32], r: f32| {
         let mut u = u0;
         let (mut k1, mut k2, mut k3, mut k4) = ([0.0f32; 3], [0.0f32; 3], [0.0f32; 3], [0.0f32; 3]);
         for _ in 0..steps {
             lorenz_rhs(s, b, r, &u, &mut k1);
-            let v: [f32; 3] = std::array::from_fn(|i| u[i] + dt * (0.5 * k1[i]));
+            let v: [f32; 3] = std::array::from_fn(|i| u[i] + half * k1[i]);
             lorenz_rhs(s, b, r, &v, &mut k2);
-            let v: [f32; 3] = std::array::from_fn(|i| u[i] + dt * (0.5 * k2[i]));
+            let v: [f32; 3] = std::array::from_fn(|i| u[i] + half * k2[i]);
             lorenz_rhs(s, b, r, &v, &mut k3);
-            let v: [f32; 3] = std::array::from_fn(|i| u[i] + dt * (1.0 * k3[i]));
+            let v: [f32; 3] = std::array::from_fn(|i| u[i] + full * k3[i]);
             lorenz_rhs(s, b, r, &v, &mut k4);
             for i in 0..3 {
-                u[i] += dt * (c0 * k1[i] + c1 * k2[i] + c1 * k3[i] + c0 * k4[i]);
+                u[i] += w0 * k1[i] + w1 * k2[i] + w1 * k3[i] + w0 * k4[i];
             }
         }
         o.copy_from_slice(&u);
@@ -183,7 +185,8 @@ pub fn lorenz_reference_lanes(p: &LorenzProblem, par: Par) -> Result<Vec<f32>, F
     let rho = p.rho();
     let mut out = vec![0.0f32; 3 * p.n];
     let (s, b, dt, steps, u0) = (p.sigma, p.beta, p.dt, p.steps, p.u0);
-    let (c0, c1) = (1.0f32 / 6.0, 1.0f32 / 3.0);
+    let (half, full) = (dt * 0.5, dt * 1.0);
+    let (w0, w1) = (dt * (1.0f32 / 6.0), dt * (1.0f32 / 3.0));
     #[inline(always)]
     fn rhs(s: f32, b: f32, r: &Lanes, u: &[Lanes; 3], du: &mut [Lanes; 3]) {
         for l in 0..L {
@@ -193,8 +196,8 @@ pub fn lorenz_reference_lanes(p: &LorenzProblem, par: Par) -> Result<Vec<f32>, F
         }
     }
     #[inline(always)]
-    fn stage(u: &[Lanes; 3], k: &[Lanes; 3], dt: f32, a: f32) -> [Lanes; 3] {
-        std::array::from_fn(|i| std::array::from_fn(|l| u[i][l] + dt * (a * k[i][l])))
+    fn stage(u: &[Lanes; 3], k: &[Lanes; 3], h: f32) -> [Lanes; 3] {
+        std::array::from_fn(|i| std::array::from_fn(|l| u[i][l] + h * k[i][l]))
     }
     let chunk = move |o: &mut [f32], r: &[f32]| {
         let m = r.len();
@@ -205,12 +208,12 @@ pub fn lorenz_reference_lanes(p: &LorenzProblem, par: Par) -> Result<Vec<f32>, F
             ([[0.0; L]; 3], [[0.0; L]; 3], [[0.0; L]; 3], [[0.0; L]; 3]);
         for _ in 0..steps {
             rhs(s, b, &rr, &u, &mut k1);
-            rhs(s, b, &rr, &stage(&u, &k1, dt, 0.5), &mut k2);
-            rhs(s, b, &rr, &stage(&u, &k2, dt, 0.5), &mut k3);
-            rhs(s, b, &rr, &stage(&u, &k3, dt, 1.0), &mut k4);
+            rhs(s, b, &rr, &stage(&u, &k1, half), &mut k2);
+            rhs(s, b, &rr, &stage(&u, &k2, half), &mut k3);
+            rhs(s, b, &rr, &stage(&u, &k3, full), &mut k4);
             for i in 0..3 {
                 for l in 0..L {
-                    u[i][l] += dt * (c0 * k1[i][l] + c1 * k2[i][l] + c1 * k3[i][l] + c0 * k4[i][l]);
+                    u[i][l] += w0 * k1[i][l] + w1 * k2[i][l] + w1 * k3[i][l] + w0 * k4[i][l];
                 }
             }
         }

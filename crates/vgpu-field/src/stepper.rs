@@ -124,33 +124,33 @@ macro_rules! combine_body {
                 }
             }
             1 => {
-                let (c0, k0) = ($terms[0].1, kk($terms[0].0));
+                let (c0, k0) = ($dt * $terms[0].1, kk($terms[0].0));
                 for l in 0..$n {
-                    $o[l] = $y[l] + $dt * (c0 * k0[l]);
+                    $o[l] = $y[l] + c0 * k0[l];
                 }
             }
             2 => {
-                let (c0, k0) = ($terms[0].1, kk($terms[0].0));
-                let (c1, k1) = ($terms[1].1, kk($terms[1].0));
+                let (c0, k0) = ($dt * $terms[0].1, kk($terms[0].0));
+                let (c1, k1) = ($dt * $terms[1].1, kk($terms[1].0));
                 for l in 0..$n {
-                    $o[l] = $y[l] + $dt * (c0 * k0[l] + c1 * k1[l]);
+                    $o[l] = $y[l] + (c0 * k0[l] + c1 * k1[l]);
                 }
             }
             3 => {
-                let (c0, k0) = ($terms[0].1, kk($terms[0].0));
-                let (c1, k1) = ($terms[1].1, kk($terms[1].0));
-                let (c2, k2) = ($terms[2].1, kk($terms[2].0));
+                let (c0, k0) = ($dt * $terms[0].1, kk($terms[0].0));
+                let (c1, k1) = ($dt * $terms[1].1, kk($terms[1].0));
+                let (c2, k2) = ($dt * $terms[2].1, kk($terms[2].0));
                 for l in 0..$n {
-                    $o[l] = $y[l] + $dt * (c0 * k0[l] + c1 * k1[l] + c2 * k2[l]);
+                    $o[l] = $y[l] + (c0 * k0[l] + c1 * k1[l] + c2 * k2[l]);
                 }
             }
             4 => {
-                let (c0, k0) = ($terms[0].1, kk($terms[0].0));
-                let (c1, k1) = ($terms[1].1, kk($terms[1].0));
-                let (c2, k2) = ($terms[2].1, kk($terms[2].0));
-                let (c3, k3) = ($terms[3].1, kk($terms[3].0));
+                let (c0, k0) = ($dt * $terms[0].1, kk($terms[0].0));
+                let (c1, k1) = ($dt * $terms[1].1, kk($terms[1].0));
+                let (c2, k2) = ($dt * $terms[2].1, kk($terms[2].0));
+                let (c3, k3) = ($dt * $terms[3].1, kk($terms[3].0));
                 for l in 0..$n {
-                    $o[l] = $y[l] + $dt * (c0 * k0[l] + c1 * k1[l] + c2 * k2[l] + c3 * k3[l]);
+                    $o[l] = $y[l] + (c0 * k0[l] + c1 * k1[l] + c2 * k2[l] + c3 * k3[l]);
                 }
             }
             _ => {
@@ -159,23 +159,23 @@ macro_rules! combine_body {
                 for l in 0..$n {
                     let mut s = T::ZERO;
                     for &(j, c) in $terms {
-                        s += c * $k[j * $n + l];
+                        s += ($dt * c) * $k[j * $n + l];
                     }
-                    $o[l] = $y[l] + $dt * s;
+                    $o[l] = $y[l] + s;
                 }
             }
         }
     }};
 }
 
-/// `out = y + dt·Σ c_j·k_j` over `n` values.
+/// `out = y + Σ (dt·c_j)·k_j` over `n` values (`dt·c_j` rounded once, outside the loop).
 #[inline]
 fn combine<T: Real>(out: &mut [T], y: &[T], dt: T, terms: &[(usize, T)], k: &[T], n: usize) {
     let y = &y[..n];
     combine_body!(o <- out, y, dt, terms, k, n)
 }
 
-/// `y = y + dt·Σ c_j·k_j` over `n` values, in place (the shared body writes
+/// `y = y + Σ (dt·c_j)·k_j` over `n` values, in place (the shared body writes
 /// `y[l] = y[l] + …`, and with no terms `y[l] = y[l]`).
 #[inline]
 #[allow(clippy::self_assignment, clippy::assign_op_pattern)]
