@@ -10,6 +10,7 @@
 mod arrays;
 mod cache;
 mod errors;
+mod vgpu;
 
 use pyo3::prelude::*;
 
@@ -20,5 +21,6 @@ fn _vgpu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VGPUError", m.py().get_type::<errors::VGPUError>())?;
     m.add_class::<cache::PyVgpuCache>()?;
     m.add_class::<cache::PyCacheStats>()?;
+    m.add_class::<vgpu::PyVgpu>()?;
     Ok(())
 }

@@ -7,6 +7,8 @@ numpy users:
 * :class:`VGPUCache` -- matrix multiplication through VGPU's persistent kernel
   cache (one compile per distinct shape, reused afterwards), on the GPU through
   wgpu, or on the CPU when there is none (``VGPU_BACKEND=auto|gpu|cpu``).
+* :class:`VGPU` -- the field engine: the equivalence demos (CUDA kernels written
+  as vector fields, each checked against what the CUDA kernel computes).
 * :class:`VGPUError` -- raised for every failure that is not a bad shape or dtype
   (those raise :class:`ValueError`); its message is the Rust error's.
 
@@ -22,7 +24,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -31,7 +33,7 @@ from ._vgpu import CacheStats, VGPUError
 
 __version__: str = _vgpu.__version__
 
-__all__ = ["VGPUCache", "CacheStats", "VGPUError", "__version__"]
+__all__ = ["VGPU", "VGPUCache", "CacheStats", "VGPUError", "__version__"]
 
 # dtype kinds VGPU converts to float32: bool, signed and unsigned integers, floats.
 _REAL_KINDS = "biuf"
@@ -117,3 +119,56 @@ class VGPUCache:
 
     def __repr__(self) -> str:
         return repr(self._cache)
+
+
+class VGPU:
+    """VGPU's field engine: kernels as vector fields, launches as ensemble integrations."""
+
+    __slots__ = ("_vgpu",)
+
+    def __init__(self) -> None:
+        self._vgpu = _vgpu.VGPU()
+
+    def demos(
+        self,
+        *,
+        n: Optional[int] = None,
+        mat: Optional[Tuple[int, int, int]] = None,
+        block: Optional[int] = None,
+        method: Optional[str] = None,
+        dt: Optional[float] = None,
+        t_end: Optional[float] = None,
+        scale: Optional[float] = None,
+        threads: Optional[int] = None,
+        seed: Optional[int] = None,
+    ) -> List[Dict[str, Any]]:
+        """Runs the equivalence demos: scale, matmul, relax, reverse, tree-sum and
+        histogram, each a CUDA kernel written as a field and compared with the
+        result the CUDA kernel computes.
+
+        Args (each ``None`` keeps VGPU's default):
+            n: elements of the 1-D demos (default 32768).
+            mat: the matmul demo's (m, k, n).
+            block: trajectories per block (at most 1024; a power of two for tree-sum).
+            method: the relax demo's integrator, ``"rk4"`` or ``"euler"``.
+            dt, t_end: the relax demo's step and end time.
+            scale: the scale demo's factor.
+            threads: CPU threads (``1`` sequential, ``0`` one per core); results
+                are the same bits for any value.
+            seed: seed of the inputs.
+
+        Returns one dict per demo: ``name``, ``passed``, ``max_error``,
+        ``tolerance`` (0 for bit-exact demos), ``trajectories``, ``steps``,
+        ``seconds``, ``note``.
+
+        Raises:
+            ValueError: an unknown ``method``.
+            VGPUError: invalid sizes (the message names the demo and the limit).
+        """
+        return self._vgpu.demos(
+            n=n, mat=mat, block=block, method=method, dt=dt, t_end=t_end,
+            scale=scale, threads=threads, seed=seed,
+        )
+
+    def __repr__(self) -> str:
+        return "VGPU()"

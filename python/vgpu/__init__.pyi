@@ -1,6 +1,6 @@
 """Type stubs of the ``vgpu`` package: numpy arrays in, numpy arrays out."""
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -24,3 +24,21 @@ class VGPUCache:
     def adapter(self) -> Optional[Dict[str, str]]: ...
     @property
     def fallback_reason(self) -> Optional[str]: ...
+
+class VGPU:
+    """VGPU's field engine: kernels as vector fields, launches as ensemble integrations."""
+
+    def __init__(self) -> None: ...
+    def demos(
+        self,
+        *,
+        n: Optional[int] = None,
+        mat: Optional[Tuple[int, int, int]] = None,
+        block: Optional[int] = None,
+        method: Optional[str] = None,
+        dt: Optional[float] = None,
+        t_end: Optional[float] = None,
+        scale: Optional[float] = None,
+        threads: Optional[int] = None,
+        seed: Optional[int] = None,
+    ) -> List[Dict[str, Any]]: ...

@@ -1,0 +1,93 @@
+//! `VGPU`: the field engine from Python: the equivalence demos (and, as the
+//! front ends land, `.field` ensembles and PTX cases).
+
+use crate::errors::{no_panic, vgpu_error};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use vgpu_field::demos::{run_all, DemoOptions, DemoReport};
+use vgpu_field::{Method, Par};
+
+/// Parses an integrator name (`"euler"`, `"rk4"`), as a `ValueError` when unknown.
+pub fn parse_method(name: &str) -> PyResult<Method> {
+    name.parse::<Method>().map_err(|_| {
+        PyValueError::new_err(format!("method={name:?}: expected \"euler\" or \"rk4\""))
+    })
+}
+
+/// `threads`: `None` for rayon's current pool, `0` for one per core, `1` sequential.
+pub fn parse_threads(threads: Option<usize>) -> Par {
+    match threads {
+        None => Par::Auto,
+        Some(1) => Par::Seq,
+        Some(n) => Par::Rayon(n),
+    }
+}
+
+fn report_dict<'py>(py: Python<'py>, r: &DemoReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", r.name)?;
+    d.set_item("passed", r.passed)?;
+    d.set_item("max_error", r.max_error)?;
+    d.set_item("tolerance", r.tolerance)?;
+    d.set_item("trajectories", r.trajectories)?;
+    d.set_item("steps", r.steps)?;
+    d.set_item("seconds", r.elapsed.as_secs_f64())?;
+    d.set_item("note", &r.note)?;
+    Ok(d)
+}
+
+/// The field engine.
+#[pyclass(name = "VGPU", module = "vgpu._vgpu", frozen)]
+pub struct PyVgpu {}
+
+#[pymethods]
+impl PyVgpu {
+    #[new]
+    fn new() -> Self {
+        PyVgpu {}
+    }
+
+    /// Runs every equivalence demo (scale, matmul, relax, reverse, tree-sum,
+    /// histogram) and returns one report dict per demo. `None` keeps a default.
+    #[pyo3(signature = (n = None, mat = None, block = None, method = None, dt = None, t_end = None, scale = None, threads = None, seed = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn demos<'py>(
+        &self,
+        py: Python<'py>,
+        n: Option<usize>,
+        mat: Option<(usize, usize, usize)>,
+        block: Option<u32>,
+        method: Option<&str>,
+        dt: Option<f64>,
+        t_end: Option<f64>,
+        scale: Option<f32>,
+        threads: Option<usize>,
+        seed: Option<u64>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let d = DemoOptions::default();
+        let opts = DemoOptions {
+            n: n.unwrap_or(d.n),
+            mat: mat.unwrap_or(d.mat),
+            block: block.unwrap_or(d.block),
+            method: method.map(parse_method).transpose()?.unwrap_or(d.method),
+            dt: dt.unwrap_or(d.dt),
+            t_end: t_end.unwrap_or(d.t_end),
+            s: scale.unwrap_or(d.s),
+            par: threads.map_or(d.par, |t| parse_threads(Some(t))),
+            seed: seed.unwrap_or(d.seed),
+        };
+        let results = py
+            .detach(|| no_panic("demos", || run_all(&opts)))
+            .map_err(vgpu_error)?;
+        let mut reports = Vec::with_capacity(results.len());
+        for r in results {
+            reports.push(report_dict(py, &r.map_err(vgpu_error)?)?);
+        }
+        Ok(reports)
+    }
+
+    fn __repr__(&self) -> String {
+        "VGPU()".to_string()
+    }
+}
