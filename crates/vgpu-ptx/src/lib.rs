@@ -1,1 +1,44 @@
-//! placeholder: replaced by the crate owner
+//! VGPU's PTX front end: the PTX that nvcc emits, parsed, decoded and run on the
+//! CPU as fields.
+//!
+//! Each PTX instruction is a unit-time segment of a piecewise-constant field on
+//! a thread's register file; its exact flow is the assignment `dst = op(src)`,
+//! which the executor applies exactly (DESIGN.md, Exactness). Each thread is one
+//! trajectory; the threads of a block advance together (SIMT, 32-lane warps);
+//! `bar.sync` is a basin collapse of the block; `atom`/`red` whose result is not
+//! read are flux, summed after the launch in a fixed order.
+//!
+//! ```no_run
+//! use vgpu_ptx::{Module, LaunchConfig, KernelArg, ExecOptions};
+//! let m = Module::from_file("kernels.ptx".as_ref())?;
+//! let mut bufs = vec![vec![0u8; 4000]];
+//! let cfg = LaunchConfig { grid: [4, 1, 1], block: [256, 1, 1], shared_bytes: 0 };
+//! let args = [KernelArg::Buffer(0), KernelArg::F32(2.5), KernelArg::S32(1000)];
+//! m.launch("scale", &cfg, &args, &mut bufs, &ExecOptions::default())?;
+//! # Ok::<(), vgpu_ptx::PtxError>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod ast;
+pub mod case;
+mod decode;
+pub mod error;
+mod exec;
+mod float;
+mod launch;
+mod lexer;
+mod memory;
+pub mod parser;
+mod program;
+mod semantics;
+pub mod trace;
+mod types;
+
+pub use case::{run_case, BufferReport, Case, CaseReport};
+pub use error::{Fault, FaultClass, PtxError};
+pub use launch::{
+    launch, ExecOptions, KernelArg, LaunchConfig, LaunchStats, Module, TraceStep, TraceTarget,
+    DEFAULT_WATCHDOG,
+};
+pub use program::{Kernel, ParamInfo, RegInfo};
+pub use types::Ty;

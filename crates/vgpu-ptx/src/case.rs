@@ -1,0 +1,352 @@
+//! The case runner: one launch described by a `case.json` (the format of
+//! ../shared/ptx-cases/README.md), its buffers from raw little-endian `.bin`
+//! files, compared with the expected outputs bit for bit (`exact`) or within
+//! `atol + rtol·|want|`, or, with `expect_error`, the fault it must stop with.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{FaultClass, PtxError};
+use crate::launch::{ExecOptions, KernelArg, LaunchConfig, LaunchStats, Module};
+
+/// A case.json.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Case {
+    /// The PTX module, relative to the case's folder.
+    pub ptx: String,
+    /// The entry to launch.
+    pub entry: String,
+    /// Blocks per grid.
+    pub grid: [u32; 3],
+    /// Threads per block.
+    pub block: [u32; 3],
+    /// The kernel's arguments, in order.
+    pub args: Vec<CaseArg>,
+    /// The buffers, by name.
+    pub buffers: BTreeMap<String, CaseBuffer>,
+    /// Compare bits exactly.
+    #[serde(default)]
+    pub exact: bool,
+    /// Relative tolerance when not exact.
+    #[serde(default)]
+    pub rtol: f64,
+    /// Absolute tolerance when not exact.
+    #[serde(default)]
+    pub atol: f64,
+    /// Dynamic shared memory in bytes.
+    #[serde(default)]
+    pub shared_bytes: u32,
+    /// The fault class the launch must stop with.
+    #[serde(default)]
+    pub expect_error: Option<String>,
+    /// A watchdog limit for this case (instructions per warp; VGPU's extension).
+    #[serde(default)]
+    pub watchdog: Option<u64>,
+}
+
+/// A kernel argument of a case.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum CaseArg {
+    /// A scalar of type `s32`, `u32`, `f32`, `s64`, `u64` or `f64`.
+    Scalar {
+        /// The type.
+        #[serde(rename = "type")]
+        ty: String,
+        /// The value.
+        value: serde_json::Number,
+    },
+    /// A pointer to the named buffer.
+    Buffer {
+        /// The buffer's name.
+        name: String,
+    },
+}
+
+/// A buffer of a case.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CaseBuffer {
+    /// Element type: `f32`, `f64`, `s32`, `u32`, `u8`.
+    pub dtype: String,
+    /// Number of elements.
+    pub len: usize,
+    /// Initial contents (raw little-endian), else zeros.
+    #[serde(default)]
+    pub init: Option<String>,
+    /// Expected contents after the launch.
+    #[serde(default)]
+    pub expect: Option<String>,
+}
+
+/// The comparison of one buffer with its expected contents.
+#[derive(Debug, Clone)]
+pub struct BufferReport {
+    /// The buffer's name.
+    pub name: String,
+    /// Its element type.
+    pub dtype: String,
+    /// Elements compared.
+    pub len: usize,
+    /// Elements that differ (beyond the tolerance).
+    pub mismatches: usize,
+    /// Largest difference in units in the last place (floats) or in value (integers).
+    pub max_ulp: u64,
+    /// Largest absolute difference.
+    pub max_abs: f64,
+    /// The first mismatching index, with got and want.
+    pub first_mismatch: Option<(usize, f64, f64)>,
+}
+
+impl BufferReport {
+    /// Every element matches.
+    pub fn passed(&self) -> bool {
+        self.mismatches == 0
+    }
+}
+
+/// The outcome of a case.
+#[derive(Debug)]
+pub struct CaseReport {
+    /// The case.json path.
+    pub path: PathBuf,
+    /// The entry.
+    pub entry: String,
+    /// Per expected buffer.
+    pub buffers: Vec<BufferReport>,
+    /// The launch's error, if it stopped with one.
+    pub error: Option<PtxError>,
+    /// The fault class the case expects.
+    pub expect_error: Option<String>,
+    /// The launch's statistics (when it completed).
+    pub stats: Option<LaunchStats>,
+}
+
+impl CaseReport {
+    /// The case passes: expected buffers all match, or the expected fault occurred.
+    pub fn passed(&self) -> bool {
+        match (&self.expect_error, &self.error) {
+            (Some(class), Some(e)) => e
+                .fault()
+                .map(|f| f.class.as_str() == class)
+                .unwrap_or(false),
+            (Some(_), None) => false,
+            (None, Some(_)) => false,
+            (None, None) => self.buffers.iter().all(|b| b.passed()),
+        }
+    }
+}
+
+fn elem_size(dtype: &str) -> Option<usize> {
+    Some(match dtype {
+        "f32" | "s32" | "u32" => 4,
+        "f64" | "s64" | "u64" => 8,
+        "u8" | "s8" => 1,
+        "f16" | "u16" | "s16" => 2,
+        _ => return None,
+    })
+}
+
+fn read_bin(dir: &Path, file: &str, bytes: usize) -> Result<Vec<u8>, PtxError> {
+    let p = dir.join(file);
+    let data = std::fs::read(&p).map_err(|e| PtxError::Case {
+        path: p.display().to_string(),
+        msg: e.to_string(),
+    })?;
+    if data.len() != bytes {
+        return Err(PtxError::Case {
+            path: p.display().to_string(),
+            msg: format!("{} bytes, the case says {bytes}", data.len()),
+        });
+    }
+    Ok(data)
+}
+
+/// Element `i` of a raw buffer as f64, and as an ordered integer for ulp distances.
+fn elem(data: &[u8], dtype: &str, i: usize) -> (f64, i128) {
+    let es = elem_size(dtype).unwrap_or(1);
+    let mut b = [0u8; 8];
+    b[..es].copy_from_slice(&data[i * es..i * es + es]);
+    let u = u64::from_le_bytes(b);
+    match dtype {
+        "f32" => {
+            let x = u as u32;
+            let ord = if x & 0x8000_0000 != 0 {
+                -((x & 0x7fff_ffff) as i128)
+            } else {
+                x as i128
+            };
+            (f32::from_bits(x) as f64, ord)
+        }
+        "f64" => {
+            let ord = if u >> 63 != 0 {
+                -((u & !(1 << 63)) as i128)
+            } else {
+                u as i128
+            };
+            (f64::from_bits(u), ord)
+        }
+        "s32" => (u as u32 as i32 as f64, u as u32 as i32 as i128),
+        "s64" => (u as i64 as f64, u as i64 as i128),
+        "s8" => (u as u8 as i8 as f64, u as u8 as i8 as i128),
+        "s16" => (u as u16 as i16 as f64, u as u16 as i16 as i128),
+        _ => (u as f64, u as i128),
+    }
+}
+
+/// Compares `got` with `want`, element by element.
+pub fn compare(
+    name: &str,
+    dtype: &str,
+    got: &[u8],
+    want: &[u8],
+    exact: bool,
+    rtol: f64,
+    atol: f64,
+) -> BufferReport {
+    let es = elem_size(dtype).unwrap_or(1);
+    let n = got.len().min(want.len()) / es;
+    let mut r = BufferReport {
+        name: name.into(),
+        dtype: dtype.into(),
+        len: n,
+        mismatches: 0,
+        max_ulp: 0,
+        max_abs: 0.0,
+        first_mismatch: None,
+    };
+    for i in 0..n {
+        let (g, go) = elem(got, dtype, i);
+        let (w, wo) = elem(want, dtype, i);
+        let bits_eq = got[i * es..i * es + es] == want[i * es..i * es + es];
+        let ulp = (go - wo).unsigned_abs().min(u64::MAX as u128) as u64;
+        let ok = if exact {
+            bits_eq
+        } else {
+            bits_eq || (g.is_nan() && w.is_nan()) || (g - w).abs() <= atol + rtol * w.abs()
+        };
+        if !bits_eq {
+            r.max_ulp = r.max_ulp.max(ulp);
+            let d = (g - w).abs();
+            if d.is_finite() {
+                r.max_abs = r.max_abs.max(d);
+            } else {
+                r.max_abs = f64::INFINITY;
+            }
+        }
+        if !ok {
+            r.mismatches += 1;
+            if r.first_mismatch.is_none() {
+                r.first_mismatch = Some((i, g, w));
+            }
+        }
+    }
+    if got.len() != want.len() {
+        r.mismatches += 1;
+    }
+    r
+}
+
+/// Reads a case.json.
+pub fn load_case(path: &Path) -> Result<Case, PtxError> {
+    let text = std::fs::read_to_string(path).map_err(|e| PtxError::Case {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    })?;
+    serde_json::from_str(&text).map_err(|e| PtxError::Case {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    })
+}
+
+/// Runs the case at `path` (a case.json, or a folder holding one).
+pub fn run_case(path: &Path, opts: &ExecOptions) -> Result<CaseReport, PtxError> {
+    let path = if path.is_dir() {
+        path.join("case.json")
+    } else {
+        path.to_path_buf()
+    };
+    let case = load_case(&path)?;
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let cerr = |msg: String| PtxError::Case {
+        path: path.display().to_string(),
+        msg,
+    };
+    if let Some(c) = &case.expect_error {
+        if FaultClass::parse(c).is_none() {
+            return Err(cerr(format!("unknown expect_error class `{c}`")));
+        }
+    }
+    let module = Module::from_file(&dir.join(&case.ptx))?;
+    let names: Vec<&String> = case.buffers.keys().collect();
+    let mut bufs = Vec::new();
+    for (name, b) in &case.buffers {
+        let es = elem_size(&b.dtype)
+            .ok_or_else(|| cerr(format!("buffer `{name}`: unknown dtype `{}`", b.dtype)))?;
+        let bytes = es * b.len;
+        bufs.push(match &b.init {
+            Some(f) => read_bin(&dir, f, bytes)?,
+            None => vec![0u8; bytes],
+        });
+    }
+    let mut args = Vec::new();
+    for (i, a) in case.args.iter().enumerate() {
+        args.push(match a {
+            CaseArg::Buffer { name } => KernelArg::Buffer(
+                names
+                    .iter()
+                    .position(|n| *n == name)
+                    .ok_or_else(|| cerr(format!("argument {i}: no buffer `{name}`")))?,
+            ),
+            CaseArg::Scalar { ty, value } => scalar(ty, value)
+                .ok_or_else(|| cerr(format!("argument {i}: bad {ty} scalar {value}")))?,
+        });
+    }
+    let cfg = LaunchConfig {
+        grid: case.grid,
+        block: case.block,
+        shared_bytes: case.shared_bytes,
+    };
+    let mut opts = opts.clone();
+    if let Some(w) = case.watchdog {
+        opts.watchdog = opts.watchdog.min(w);
+    }
+    let mut report = CaseReport {
+        path: path.clone(),
+        entry: case.entry.clone(),
+        buffers: Vec::new(),
+        error: None,
+        expect_error: case.expect_error.clone(),
+        stats: None,
+    };
+    match module.launch(&case.entry, &cfg, &args, &mut bufs, &opts) {
+        Err(e @ PtxError::Fault(_)) => report.error = Some(e),
+        Err(e) => return Err(e),
+        Ok(stats) => report.stats = Some(stats),
+    }
+    if report.error.is_none() {
+        for ((name, b), got) in case.buffers.iter().zip(&bufs) {
+            if let Some(f) = &b.expect {
+                let want = read_bin(&dir, f, got.len())?;
+                report.buffers.push(compare(
+                    name, &b.dtype, got, &want, case.exact, case.rtol, case.atol,
+                ));
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Parses a scalar argument of a type name (`s32`, `u32`, `f32`, `s64`, `u64`, `f64`).
+pub fn scalar(ty: &str, v: &serde_json::Number) -> Option<KernelArg> {
+    Some(match ty {
+        "s32" => KernelArg::S32(i32::try_from(v.as_i64()?).ok()?),
+        "u32" => KernelArg::U32(u32::try_from(v.as_u64()?).ok()?),
+        "s64" => KernelArg::S64(v.as_i64()?),
+        "u64" => KernelArg::U64(v.as_u64()?),
+        "f32" => KernelArg::F32(v.as_f64()? as f32),
+        "f64" => KernelArg::F64(v.as_f64()?),
+        _ => return None,
+    })
+}

@@ -1,0 +1,775 @@
+//! The SIMT executor: one block at a time per worker, its threads grouped in
+//! 32-lane warps that advance together. Each instruction is applied across the
+//! active lanes of a warp in one tight loop (lane-vectorised), as the exact
+//! assignment `dst = op(src)` (DESIGN.md: each instruction is a unit-time segment
+//! of a piecewise-constant field on the register file, whose exact flow is that
+//! assignment).
+//!
+//! Divergence uses "min-PC" scheduling: a warp runs the lanes at the lowest
+//! program counter together; the others wait until the running group reaches
+//! them, where they merge again. For the structured control flow nvcc emits this
+//! reconverges at the immediate post-dominator, and it is simple and correct.
+//! `bar.sync` parks lanes until every thread of the block has arrived (a basin
+//! collapse: the block's shared sub-field is exact when the next phase reads it).
+
+use crate::ast::Space;
+use crate::error::{Fault, FaultClass, PtxError};
+use crate::launch::{ExecOptions, TraceStep};
+use crate::memory::*;
+use crate::program::*;
+
+const RUN: u8 = 0;
+const BAR: u8 = 1;
+const EXITED: u8 = 2;
+const ABSENT: u8 = 3;
+
+/// An atomic whose old value is never read: applied after the launch, in block
+/// order then program order (flux, summed in a fixed order).
+pub(crate) struct Flux {
+    pub pc: u32,
+    pub addr: u64,
+    pub b: u64,
+    pub c: u64,
+}
+
+/// What one launch shares among its blocks.
+pub(crate) struct LaunchCtx<'a> {
+    pub k: &'a Kernel,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dyn_shared: u32,
+    pub gmem: &'a GlobalMem,
+    pub params: &'a [u8],
+    pub opts: &'a ExecOptions,
+}
+
+/// Reusable per-worker memory (faer's idea: scratch sized once, passed in).
+pub(crate) struct Scratch {
+    shared: SharedMem,
+    local: Vec<u8>,
+    warps: Vec<Warp>,
+}
+
+impl Scratch {
+    pub(crate) fn new(ctx: &LaunchCtx) -> Scratch {
+        let nthreads = ctx.block.iter().product::<u32>() as usize;
+        let nwarps = nthreads.div_ceil(32);
+        let nregs = ctx.k.regs.len().max(1);
+        Scratch {
+            shared: SharedMem::new(
+                (ctx.k.shared_static + ctx.dyn_shared) as usize,
+                ctx.opts.check,
+            ),
+            local: vec![0; nthreads * ctx.k.local_bytes as usize],
+            warps: (0..nwarps)
+                .map(|w| Warp {
+                    regs: vec![0; nregs * 32],
+                    pc: [0; 32],
+                    state: [RUN; 32],
+                    base: (w * 32) as u32,
+                    steps: 0,
+                })
+                .collect(),
+        }
+    }
+}
+
+struct Warp {
+    /// Register `r` of lane `l` is `regs[r * 32 + l]`.
+    regs: Vec<u64>,
+    pc: [u32; 32],
+    state: [u8; 32],
+    base: u32,
+    steps: u64,
+}
+
+/// Results of one block.
+pub(crate) struct BlockOut {
+    pub thread_instructions: u64,
+    pub flux: Vec<Flux>,
+    pub trace: Vec<TraceStep>,
+}
+
+#[inline(always)]
+fn rd(regs: &[u64], s: Src, l: usize) -> u64 {
+    match s {
+        Src::Reg(r) => regs[r as usize * 32 + l],
+        Src::Imm(v) => v,
+    }
+}
+
+struct BlockRun<'a, 'b> {
+    ctx: &'a LaunchCtx<'a>,
+    bid: [u32; 3],
+    shared: &'b mut SharedMem,
+    local: &'b mut [u8],
+    flux: Vec<Flux>,
+    trace: Vec<TraceStep>,
+    trace_tid: Option<u32>,
+    nthreads: u32,
+    nwarps: u32,
+    thread_instr: u64,
+}
+
+impl LaunchCtx<'_> {
+    pub(crate) fn tid3(&self, t: u32) -> [u32; 3] {
+        let [bx, by, _] = self.block;
+        [t % bx, (t / bx) % by, t / (bx * by)]
+    }
+}
+
+/// Runs block `bid`.
+pub(crate) fn run_block(
+    ctx: &LaunchCtx,
+    bid: [u32; 3],
+    sc: &mut Scratch,
+) -> Result<BlockOut, PtxError> {
+    let nthreads = ctx.block.iter().product::<u32>();
+    sc.shared.reset();
+    sc.local.fill(0);
+    for w in sc.warps.iter_mut() {
+        w.regs.fill(0);
+        w.pc = [0; 32];
+        w.steps = 0;
+        for l in 0..32 {
+            w.state[l] = if w.base + (l as u32) < nthreads {
+                RUN
+            } else {
+                ABSENT
+            };
+        }
+    }
+    let trace_tid = ctx.opts.trace.as_ref().and_then(|t| {
+        (t.block == bid)
+            .then(|| t.thread[0] + ctx.block[0] * (t.thread[1] + ctx.block[1] * t.thread[2]))
+    });
+    let mut run = BlockRun {
+        ctx,
+        bid,
+        shared: &mut sc.shared,
+        local: &mut sc.local,
+        flux: Vec::new(),
+        trace: Vec::new(),
+        trace_tid,
+        nthreads,
+        nwarps: sc.warps.len() as u32,
+        thread_instr: 0,
+    };
+    loop {
+        for w in sc.warps.iter_mut() {
+            run.run_warp(w)?;
+        }
+        // Every lane is parked at a barrier or has exited.
+        let mut waiting: Option<(u32, u32)> = None; // (tid, pc)
+        let mut exited: Option<(u32, u32)> = None;
+        for w in sc.warps.iter() {
+            for l in 0..32 {
+                let t = w.base + l as u32;
+                match w.state[l] {
+                    BAR => {
+                        if let Some((t0, pc0)) = waiting {
+                            if pc0 != w.pc[l] && ctx.opts.check {
+                                let k = ctx.k;
+                                return Err(run.fault(
+                                    FaultClass::Barrier,
+                                    t,
+                                    k.code[w.pc[l] as usize].line,
+                                    format!(
+                                        "threads wait at different barriers: this one here, thread {} at PTX line {}",
+                                        fmt3(ctx.tid3(t0)),
+                                        k.code[pc0 as usize].line
+                                    ),
+                                ));
+                            }
+                        } else {
+                            waiting = Some((t, w.pc[l]));
+                        }
+                    }
+                    EXITED if exited.is_none() => exited = Some((t, w.pc[l])),
+                    _ => {}
+                }
+            }
+        }
+        let Some((_, bpc)) = waiting else { break };
+        if let (Some((t, epc)), true) = (exited, ctx.opts.check) {
+            let k = ctx.k;
+            return Err(run.fault(
+                FaultClass::Barrier,
+                t,
+                k.code[bpc as usize].line,
+                format!(
+                    "bar.sync at PTX line {} is not reached by every thread of the block: this thread exited at PTX line {}",
+                    k.code[bpc as usize].line,
+                    k.code[epc as usize].line
+                ),
+            ));
+        }
+        for w in sc.warps.iter_mut() {
+            for l in 0..32 {
+                if w.state[l] == BAR {
+                    w.state[l] = RUN;
+                    w.pc[l] += 1;
+                }
+            }
+        }
+        if let Some(s) = &mut run.shared.shadow {
+            s.epoch += 1;
+        }
+    }
+    Ok(BlockOut {
+        thread_instructions: run.thread_instr,
+        flux: run.flux,
+        trace: run.trace,
+    })
+}
+
+fn fmt3(t: [u32; 3]) -> String {
+    format!("({},{},{})", t[0], t[1], t[2])
+}
+
+impl BlockRun<'_, '_> {
+    fn fault(&self, class: FaultClass, tid: u32, line: u32, detail: String) -> PtxError {
+        PtxError::Fault(Box::new(Fault {
+            class,
+            entry: self.ctx.k.name.clone(),
+            block: self.bid,
+            thread: self.ctx.tid3(tid),
+            line,
+            detail,
+        }))
+    }
+
+    fn mem_fault(&self, e: MemFault, tid: u32, line: u32) -> PtxError {
+        self.fault(e.class, tid, line, e.detail)
+    }
+
+    /// Runs a warp until all its lanes are parked at a barrier or exited.
+    fn run_warp(&mut self, w: &mut Warp) -> Result<(), PtxError> {
+        let k = self.ctx.k;
+        let code = &k.code;
+        let limit = self.ctx.opts.watchdog;
+        loop {
+            // The group: running lanes at the lowest pc.
+            let mut pc = u32::MAX;
+            for l in 0..32 {
+                if w.state[l] == RUN && w.pc[l] < pc {
+                    pc = w.pc[l];
+                }
+            }
+            if pc == u32::MAX {
+                return Ok(());
+            }
+            let mut mask = 0u32;
+            let mut next_other = u32::MAX;
+            for l in 0..32 {
+                if w.state[l] == RUN {
+                    if w.pc[l] == pc {
+                        mask |= 1 << l;
+                    } else if w.pc[l] < next_other {
+                        next_other = w.pc[l];
+                    }
+                }
+            }
+            // Run the group until it diverges, parks, or reaches another group.
+            loop {
+                if pc as usize >= code.len() {
+                    for l in lanes(mask) {
+                        w.state[l] = EXITED;
+                        w.pc[l] = code.len().saturating_sub(1) as u32;
+                    }
+                    break;
+                }
+                let inst = &code[pc as usize];
+                w.steps += 1;
+                self.thread_instr += mask.count_ones() as u64;
+                if w.steps > limit {
+                    let l = mask.trailing_zeros();
+                    return Err(self.fault(
+                        FaultClass::Watchdog,
+                        w.base + l,
+                        inst.line,
+                        format!("the warp executed more than {limit} instructions (raise the limit with --watchdog)"),
+                    ));
+                }
+                let emask = match inst.guard {
+                    None => mask,
+                    Some((p, neg)) => {
+                        let mut m = 0u32;
+                        for l in lanes(mask) {
+                            if ((w.regs[p as usize * 32 + l] & 1) == 1) != neg {
+                                m |= 1 << l;
+                            }
+                        }
+                        m
+                    }
+                };
+                match &inst.op {
+                    Op::Bra { target } => {
+                        let target = *target;
+                        if emask == mask {
+                            pc = target;
+                        } else if emask == 0 {
+                            pc += 1;
+                        } else {
+                            for l in lanes(mask) {
+                                w.pc[l] = if emask & (1 << l) != 0 {
+                                    target
+                                } else {
+                                    pc + 1
+                                };
+                            }
+                            break;
+                        }
+                        if self.trace_hit(w, emask) {
+                            self.record(inst, w, &[]);
+                        }
+                        if pc >= next_other {
+                            for l in lanes(mask) {
+                                w.pc[l] = pc;
+                            }
+                            break;
+                        }
+                        continue;
+                    }
+                    Op::Exit | Op::Bar | Op::Trap if emask != 0 => {
+                        if let Op::Trap = inst.op {
+                            let l = emask.trailing_zeros();
+                            return Err(self.fault(
+                                FaultClass::Trap,
+                                w.base + l,
+                                inst.line,
+                                "the kernel executed trap".into(),
+                            ));
+                        }
+                        let st = if let Op::Exit = inst.op { EXITED } else { BAR };
+                        for l in lanes(emask) {
+                            w.state[l] = st;
+                            w.pc[l] = pc;
+                        }
+                        if self.trace_hit(w, emask) {
+                            self.record(inst, w, &[]);
+                        }
+                        mask &= !emask;
+                        pc += 1;
+                        if mask == 0 {
+                            break;
+                        }
+                    }
+                    _ => {
+                        if emask != 0 {
+                            self.exec(pc, inst, w, emask)?;
+                            if self.trace_hit(w, emask) {
+                                let d = inst.op.dsts();
+                                self.record(inst, w, &d);
+                            }
+                        }
+                        pc += 1;
+                    }
+                }
+                if pc >= next_other {
+                    for l in lanes(mask) {
+                        w.pc[l] = pc;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+
+    fn trace_hit(&self, w: &Warp, emask: u32) -> bool {
+        match self.trace_tid {
+            Some(t) => t >= w.base && t < w.base + 32 && emask & (1 << (t - w.base)) != 0,
+            None => false,
+        }
+    }
+
+    fn record(&mut self, inst: &Inst, w: &Warp, dsts: &[u32]) {
+        let l = (self.trace_tid.unwrap_or(0) - w.base) as usize;
+        let regs = &self.ctx.k.regs;
+        self.trace.push(TraceStep {
+            line: inst.line,
+            writes: dsts
+                .iter()
+                .map(|&r| {
+                    (
+                        regs[r as usize].name.clone(),
+                        regs[r as usize].ty,
+                        w.regs[r as usize * 32 + l],
+                    )
+                })
+                .collect(),
+        });
+    }
+
+    #[inline]
+    fn resolve(&self, space: Space, a: u64) -> (Space, u64) {
+        match space {
+            Space::Generic => generic_window(a),
+            Space::Const => (Space::Global, a),
+            s => (s, a),
+        }
+    }
+
+    fn load(&mut self, space: Space, a: u64, size: u8, tid: u32) -> Result<u64, MemFault> {
+        let check = self.ctx.opts.check;
+        let (sp, a) = self.resolve(space, a);
+        if check {
+            check_align(space_name(sp), a, size as u64)?;
+        }
+        match sp {
+            Space::Global => self.ctx.gmem.load(a, size),
+            Space::Shared => {
+                let ctx = self.ctx;
+                self.shared.load(a, size, tid, &|t| fmt3(ctx.tid3(t)))
+            }
+            Space::Local => {
+                let lb = self.ctx.k.local_bytes;
+                let o = local_range(a, size, lb)? + (tid * lb) as usize;
+                let mut v = 0u64;
+                for i in 0..size as usize {
+                    v |= (self.local[o + i] as u64) << (8 * i);
+                }
+                Ok(v)
+            }
+            Space::Param => {
+                let p = self.ctx.params;
+                if a.checked_add(size as u64)
+                    .is_none_or(|e| e > p.len() as u64)
+                {
+                    return Err(MemFault {
+                        class: FaultClass::OutOfBounds,
+                        detail: format!(
+                            "parameter access at byte {a}, the parameters have {} bytes",
+                            p.len()
+                        ),
+                    });
+                }
+                let mut v = 0u64;
+                for i in 0..size as usize {
+                    v |= (p[a as usize + i] as u64) << (8 * i);
+                }
+                Ok(v)
+            }
+            Space::Const | Space::Generic => unreachable!("resolved"),
+        }
+    }
+
+    fn store(&mut self, space: Space, a: u64, size: u8, v: u64, tid: u32) -> Result<(), MemFault> {
+        let check = self.ctx.opts.check;
+        let (sp, a) = self.resolve(space, a);
+        if check {
+            check_align(space_name(sp), a, size as u64)?;
+        }
+        match sp {
+            Space::Global => self.ctx.gmem.store(a, size, v),
+            Space::Shared => {
+                let ctx = self.ctx;
+                self.shared.store(a, size, v, tid, &|t| fmt3(ctx.tid3(t)))
+            }
+            Space::Local => {
+                let lb = self.ctx.k.local_bytes;
+                let o = local_range(a, size, lb)? + (tid * lb) as usize;
+                for i in 0..size as usize {
+                    self.local[o + i] = (v >> (8 * i)) as u8;
+                }
+                Ok(())
+            }
+            _ => Err(MemFault {
+                class: FaultClass::OutOfBounds,
+                detail: "store to the parameter space".into(),
+            }),
+        }
+    }
+
+    /// Applies one non-control instruction to the lanes of `em`.
+    fn exec(&mut self, pc: u32, inst: &Inst, w: &mut Warp, em: u32) -> Result<(), PtxError> {
+        let regs = &mut w.regs;
+        match &inst.op {
+            Op::Alu { f, d, a, b, c } => {
+                let d = *d as usize * 32;
+                if em == u32::MAX {
+                    for l in 0..32 {
+                        let v = f(rd(regs, *a, l), rd(regs, *b, l), rd(regs, *c, l));
+                        regs[d + l] = v;
+                    }
+                } else {
+                    for l in lanes(em) {
+                        let v = f(rd(regs, *a, l), rd(regs, *b, l), rd(regs, *c, l));
+                        regs[d + l] = v;
+                    }
+                }
+            }
+            Op::Alu2 { f, d, d2, a, b, c } => {
+                for l in lanes(em) {
+                    let (x, y) = f(rd(regs, *a, l), rd(regs, *b, l), rd(regs, *c, l));
+                    if *d != u32::MAX {
+                        regs[*d as usize * 32 + l] = x;
+                    }
+                    if *d2 != u32::MAX {
+                        regs[*d2 as usize * 32 + l] = y;
+                    }
+                }
+            }
+            Op::Special { d, s } => {
+                let ctx = self.ctx;
+                for l in lanes(em) {
+                    let t = w.base + l as u32;
+                    let tid = ctx.tid3(t);
+                    let v: u64 = match *s {
+                        Special::Tid(i) => tid[i as usize] as u64,
+                        Special::Ntid(i) => ctx.block[i as usize] as u64,
+                        Special::Ctaid(i) => self.bid[i as usize] as u64,
+                        Special::Nctaid(i) => ctx.grid[i as usize] as u64,
+                        Special::LaneId => l as u64,
+                        Special::WarpId => (w.base / 32) as u64,
+                        Special::NWarpId => self.nwarps as u64,
+                        Special::LaneMask(kind) => {
+                            let eq = 1u64 << l;
+                            (match kind {
+                                0 => eq,
+                                1 => eq - 1,
+                                2 => (eq << 1) - 1,
+                                3 => !((eq << 1) - 1),
+                                _ => !(eq - 1),
+                            }) & 0xffff_ffff
+                        }
+                        Special::Clock | Special::Clock64 => w.steps,
+                        Special::SmId | Special::GridId => 0,
+                        Special::NSmId => 1,
+                        Special::DynSmem => ctx.dyn_shared as u64,
+                        Special::TotalSmem => (ctx.k.shared_static + ctx.dyn_shared) as u64,
+                    };
+                    regs[*d as usize * 32 + l] = v;
+                }
+            }
+            Op::Ld {
+                space,
+                size,
+                sign,
+                d,
+                addr,
+            } => {
+                let n = d.len() as u64;
+                for l in lanes(em) {
+                    let tid = w.base + l as u32;
+                    let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
+                    if n > 1 && self.ctx.opts.check && a % (n * *size as u64) != 0 {
+                        return Err(self.fault(
+                            FaultClass::Misaligned,
+                            tid,
+                            inst.line,
+                            format!(
+                                "vector access of {} bytes at 0x{a:x} is not {}-byte aligned",
+                                n * *size as u64,
+                                n * *size as u64
+                            ),
+                        ));
+                    }
+                    for (i, &r) in d.iter().enumerate() {
+                        let v = self
+                            .load(*space, a.wrapping_add(i as u64 * *size as u64), *size, tid)
+                            .map_err(|e| self.mem_fault(e, tid, inst.line))?;
+                        if r != u32::MAX {
+                            regs[r as usize * 32 + l] = if *sign {
+                                crate::types::sx(v, *size as u32 * 8) as u64
+                            } else {
+                                v
+                            };
+                        }
+                    }
+                }
+            }
+            Op::St {
+                space,
+                size,
+                src,
+                addr,
+            } => {
+                let n = src.len() as u64;
+                for l in lanes(em) {
+                    let tid = w.base + l as u32;
+                    let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
+                    if n > 1 && self.ctx.opts.check && a % (n * *size as u64) != 0 {
+                        return Err(self.fault(
+                            FaultClass::Misaligned,
+                            tid,
+                            inst.line,
+                            format!(
+                                "vector access of {} bytes at 0x{a:x} is not {}-byte aligned",
+                                n * *size as u64,
+                                n * *size as u64
+                            ),
+                        ));
+                    }
+                    for (i, s) in src.iter().enumerate() {
+                        let v = rd(regs, *s, l);
+                        self.store(
+                            *space,
+                            a.wrapping_add(i as u64 * *size as u64),
+                            *size,
+                            v,
+                            tid,
+                        )
+                        .map_err(|e| self.mem_fault(e, tid, inst.line))?;
+                    }
+                }
+            }
+            Op::Atom {
+                space,
+                size,
+                f,
+                d,
+                addr,
+                b,
+                c,
+                deferred,
+            } => {
+                for l in lanes(em) {
+                    let tid = w.base + l as u32;
+                    let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
+                    let (bv, cv) = (rd(regs, *b, l), rd(regs, *c, l));
+                    let (sp, ra) = self.resolve(*space, a);
+                    let res = (|| {
+                        check_align(space_name(sp), ra, *size as u64)?;
+                        match sp {
+                            Space::Shared => self.shared.rmw(ra, *size, tid, &|o| f(o, bv, cv)),
+                            Space::Global => {
+                                if *deferred {
+                                    self.ctx.gmem.load(ra, *size)?;
+                                    self.flux.push(Flux {
+                                        pc,
+                                        addr: ra,
+                                        b: bv,
+                                        c: cv,
+                                    });
+                                    Ok(0)
+                                } else {
+                                    self.ctx.gmem.rmw(ra, *size, &|o| f(o, bv, cv))
+                                }
+                            }
+                            _ => Err(MemFault {
+                                class: FaultClass::OutOfBounds,
+                                detail: "atomic on local memory".into(),
+                            }),
+                        }
+                    })();
+                    let old = res.map_err(|e| self.mem_fault(e, tid, inst.line))?;
+                    if let Some(d) = d {
+                        regs[*d as usize * 32 + l] = old;
+                    }
+                }
+            }
+            Op::Shfl {
+                mode,
+                d,
+                p,
+                a,
+                b,
+                c,
+            } => {
+                let mut vals = [0u64; 32];
+                for (l, v) in vals.iter_mut().enumerate() {
+                    *v = rd(regs, *a, l);
+                }
+                let mut outs = [(0u64, false); 32];
+                for l in lanes(em) {
+                    let bval = (rd(regs, *b, l) & 0x1f) as i32;
+                    let cv = rd(regs, *c, l) as u32;
+                    let seg = ((cv >> 8) & 0x1f) as i32;
+                    let cval = (cv & 0x1f) as i32;
+                    let lane = l as i32;
+                    let max_lane = (lane & seg) | (cval & !seg);
+                    let min_lane = lane & seg;
+                    let (j, ok) = match mode {
+                        ShflMode::Up => (lane - bval, lane - bval >= max_lane),
+                        ShflMode::Down => (lane + bval, lane + bval <= max_lane),
+                        ShflMode::Bfly => (lane ^ bval, (lane ^ bval) <= max_lane),
+                        ShflMode::Idx => {
+                            let j = min_lane | (bval & !seg);
+                            (j, j <= max_lane)
+                        }
+                    };
+                    let j = if ok && (0..32).contains(&j) { j } else { lane };
+                    outs[l] = (vals[j as usize] & 0xffff_ffff, ok);
+                }
+                for l in lanes(em) {
+                    regs[*d as usize * 32 + l] = outs[l].0;
+                    if let Some(p) = p {
+                        regs[*p as usize * 32 + l] = outs[l].1 as u64;
+                    }
+                }
+            }
+            Op::Vote { mode, d, a, neg } => {
+                let mut ballot = 0u32;
+                for l in lanes(em) {
+                    if ((rd(regs, *a, l) & 1) == 1) != *neg {
+                        ballot |= 1 << l;
+                    }
+                }
+                let v = match mode {
+                    VoteMode::All => (ballot == em) as u64,
+                    VoteMode::Any => (ballot != 0) as u64,
+                    VoteMode::Uni => (ballot == em || ballot == 0) as u64,
+                    VoteMode::Ballot => ballot as u64,
+                };
+                for l in lanes(em) {
+                    regs[*d as usize * 32 + l] = v;
+                }
+            }
+            Op::Redux { op, signed, d, a } => {
+                let vals: Vec<u64> = lanes(em).map(|l| rd(regs, *a, l) & 0xffff_ffff).collect();
+                let key = |v: u64| {
+                    if *signed {
+                        v as u32 as i32 as i64
+                    } else {
+                        v as i64
+                    }
+                };
+                let v = match op {
+                    ReduxOp::Add => vals.iter().fold(0u64, |s, v| s.wrapping_add(*v)) & 0xffff_ffff,
+                    ReduxOp::Min => vals.iter().copied().min_by_key(|v| key(*v)).unwrap_or(0),
+                    ReduxOp::Max => vals.iter().copied().max_by_key(|v| key(*v)).unwrap_or(0),
+                    ReduxOp::And => vals.iter().fold(0xffff_ffff, |s, v| s & v),
+                    ReduxOp::Or => vals.iter().fold(0, |s, v| s | v),
+                    ReduxOp::Xor => vals.iter().fold(0, |s, v| s ^ v),
+                };
+                for l in lanes(em) {
+                    regs[*d as usize * 32 + l] = v;
+                }
+            }
+            Op::ActiveMask { d } => {
+                for l in lanes(em) {
+                    regs[*d as usize * 32 + l] = em as u64;
+                }
+            }
+            Op::Nop | Op::Bra { .. } | Op::Bar | Op::Exit | Op::Trap => {}
+        }
+        let _ = self.nthreads;
+        Ok(())
+    }
+}
+
+fn space_name(s: Space) -> &'static str {
+    match s {
+        Space::Global => "global",
+        Space::Shared => "shared",
+        Space::Local => "local",
+        Space::Param => "param",
+        Space::Const => "const",
+        Space::Generic => "generic",
+    }
+}
+
+/// Iterates the set bits of a lane mask.
+#[inline(always)]
+fn lanes(mut m: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            None
+        } else {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            Some(l)
+        }
+    })
+}

@@ -1,0 +1,404 @@
+//! The state spaces: global memory (shared by all blocks, word-atomic so blocks
+//! can run in parallel), shared memory with its checker shadow (per byte: last
+//! writer and reader with their barrier epoch), per-thread local memory, and the
+//! generic address windows.
+
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use crate::ast::Space;
+use crate::error::FaultClass;
+
+/// Where module `.global`/`.const` variables are placed.
+pub(crate) const GLOBAL_VAR_BASE: u64 = 0x10_0000;
+/// Where launch buffers are placed (each 256-aligned, with a gap after it).
+pub(crate) const BUFFER_BASE: u64 = 0x1_0000_0000;
+/// Gap between buffers, so an access just past one is out of bounds.
+pub(crate) const BUFFER_GAP: u64 = 1 << 20;
+/// Generic addresses `[SHARED_WINDOW, +4 GiB)` are shared memory.
+pub(crate) const SHARED_WINDOW: u64 = 1 << 44;
+/// Generic addresses `[LOCAL_WINDOW, +4 GiB)` are local memory.
+pub(crate) const LOCAL_WINDOW: u64 = 2 << 44;
+
+/// The space and space-relative address of a generic address.
+pub(crate) fn generic_window(a: u64) -> (Space, u64) {
+    if (SHARED_WINDOW..SHARED_WINDOW + (1 << 32)).contains(&a) {
+        (Space::Shared, a - SHARED_WINDOW)
+    } else if (LOCAL_WINDOW..LOCAL_WINDOW + (1 << 32)).contains(&a) {
+        (Space::Local, a - LOCAL_WINDOW)
+    } else {
+        (Space::Global, a)
+    }
+}
+
+/// A memory fault before it gets its place (entry, block, thread, line).
+#[derive(Debug)]
+pub(crate) struct MemFault {
+    pub class: FaultClass,
+    pub detail: String,
+}
+
+fn fault(class: FaultClass, detail: String) -> MemFault {
+    MemFault { class, detail }
+}
+
+/// One allocation in global memory.
+pub(crate) struct Region {
+    pub name: String,
+    pub base: u64,
+    pub len: u64,
+    pub writable: bool,
+    words: Box<[AtomicU32]>,
+}
+
+impl Region {
+    pub(crate) fn new(name: String, base: u64, bytes: &[u8], writable: bool) -> Region {
+        let n = bytes.len().div_ceil(4);
+        let words: Box<[AtomicU32]> = (0..n)
+            .map(|i| {
+                let mut w = [0u8; 4];
+                let end = (4 * i + 4).min(bytes.len());
+                w[..end - 4 * i].copy_from_slice(&bytes[4 * i..end]);
+                AtomicU32::new(u32::from_le_bytes(w))
+            })
+            .collect();
+        Region {
+            name,
+            base,
+            len: bytes.len() as u64,
+            writable,
+            words,
+        }
+    }
+
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let mut out: Vec<u8> = self
+            .words
+            .iter()
+            .flat_map(|w| w.load(Relaxed).to_le_bytes())
+            .collect();
+        out.truncate(self.len as usize);
+        out
+    }
+
+    #[inline]
+    fn load_at(&self, off: u64, size: u8) -> u64 {
+        let o = off as usize;
+        match size {
+            4 if o % 4 == 0 => self.words[o / 4].load(Relaxed) as u64,
+            8 if o % 4 == 0 => {
+                self.words[o / 4].load(Relaxed) as u64
+                    | ((self.words[o / 4 + 1].load(Relaxed) as u64) << 32)
+            }
+            _ => {
+                let mut v = 0u64;
+                for i in 0..size as usize {
+                    let b = o + i;
+                    let w = self.words[b / 4].load(Relaxed);
+                    v |= (((w >> (8 * (b % 4))) & 0xff) as u64) << (8 * i);
+                }
+                v
+            }
+        }
+    }
+
+    #[inline]
+    fn store_at(&self, off: u64, size: u8, v: u64) {
+        let o = off as usize;
+        match size {
+            4 if o % 4 == 0 => self.words[o / 4].store(v as u32, Relaxed),
+            8 if o % 4 == 0 => {
+                self.words[o / 4].store(v as u32, Relaxed);
+                self.words[o / 4 + 1].store((v >> 32) as u32, Relaxed);
+            }
+            _ => {
+                for i in 0..size as usize {
+                    let b = o + i;
+                    let sh = 8 * (b % 4);
+                    let byte = ((v >> (8 * i)) & 0xff) as u32;
+                    self.words[b / 4].fetch_and(!(0xff << sh), Relaxed);
+                    self.words[b / 4].fetch_or(byte << sh, Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// Global memory: the launch's buffers and the module's variables.
+pub(crate) struct GlobalMem {
+    pub regions: Vec<Region>,
+}
+
+impl GlobalMem {
+    #[inline]
+    fn find(&self, addr: u64, size: u8, write: bool) -> Result<(&Region, u64), MemFault> {
+        for r in &self.regions {
+            if addr >= r.base && addr < r.base + r.len.max(1) {
+                let off = addr - r.base;
+                if off + size as u64 > r.len {
+                    return Err(fault(
+                        FaultClass::OutOfBounds,
+                        format!(
+                            "global {}-byte access at 0x{addr:x} runs past the end of `{}` (byte {off} of {})",
+                            size, r.name, r.len
+                        ),
+                    ));
+                }
+                if write && !r.writable {
+                    return Err(fault(
+                        FaultClass::OutOfBounds,
+                        format!("write to read-only `{}` at 0x{addr:x}", r.name),
+                    ));
+                }
+                return Ok((r, off));
+            }
+        }
+        let near = self
+            .regions
+            .iter()
+            .map(|r| {
+                let d = if addr < r.base {
+                    r.base - addr
+                } else {
+                    addr - (r.base + r.len)
+                };
+                (d, r)
+            })
+            .min_by_key(|(d, _)| *d);
+        let hint = match near {
+            Some((d, r)) if addr >= r.base + r.len => {
+                format!(
+                    " ({d} bytes past the end of `{}`, {} bytes at 0x{:x})",
+                    r.name, r.len, r.base
+                )
+            }
+            Some((d, r)) => format!(" ({d} bytes before `{}` at 0x{:x})", r.name, r.base),
+            None => String::new(),
+        };
+        Err(fault(
+            FaultClass::OutOfBounds,
+            format!("global {size}-byte access at 0x{addr:x} is in no allocation{hint}"),
+        ))
+    }
+
+    #[inline]
+    pub(crate) fn load(&self, addr: u64, size: u8) -> Result<u64, MemFault> {
+        let (r, off) = self.find(addr, size, false)?;
+        Ok(r.load_at(off, size))
+    }
+
+    #[inline]
+    pub(crate) fn store(&self, addr: u64, size: u8, v: u64) -> Result<(), MemFault> {
+        let (r, off) = self.find(addr, size, true)?;
+        r.store_at(off, size, v);
+        Ok(())
+    }
+
+    /// Read-modify-write. VGPU never runs two global atomics at once (flux is
+    /// applied after the launch; kernels that read an atomic's old value run
+    /// their blocks one at a time), so this load-then-store is atomic.
+    pub(crate) fn rmw(&self, addr: u64, size: u8, f: &dyn Fn(u64) -> u64) -> Result<u64, MemFault> {
+        let (r, off) = self.find(addr, size, true)?;
+        let old = r.load_at(off, size);
+        r.store_at(off, size, f(old));
+        Ok(old)
+    }
+}
+
+/// Checks natural alignment.
+#[inline]
+pub(crate) fn check_align(space: &str, addr: u64, align: u64) -> Result<(), MemFault> {
+    if addr % align != 0 {
+        return Err(fault(
+            FaultClass::Misaligned,
+            format!("{space} access of {align} bytes at 0x{addr:x} is not {align}-byte aligned"),
+        ));
+    }
+    Ok(())
+}
+
+const MULTI: u32 = u32::MAX;
+
+/// Per-byte shadow of shared memory for the race and uninitialized checks.
+pub(crate) struct Shadow {
+    writer: Vec<u32>,
+    wepoch: Vec<u32>,
+    reader: Vec<u32>,
+    repoch: Vec<u32>,
+    /// Current barrier interval, from 1.
+    pub epoch: u32,
+}
+
+/// A block's shared memory.
+pub(crate) struct SharedMem {
+    pub data: Vec<u8>,
+    pub shadow: Option<Shadow>,
+}
+
+impl SharedMem {
+    pub(crate) fn new(size: usize, check: bool) -> SharedMem {
+        SharedMem {
+            data: vec![0; size],
+            shadow: check.then(|| Shadow {
+                writer: vec![0; size],
+                wepoch: vec![0; size],
+                reader: vec![0; size],
+                repoch: vec![0; size],
+                epoch: 1,
+            }),
+        }
+    }
+
+    /// Resets for the next block (same size).
+    pub(crate) fn reset(&mut self) {
+        self.data.fill(0);
+        if let Some(s) = &mut self.shadow {
+            s.writer.fill(0);
+            s.wepoch.fill(0);
+            s.reader.fill(0);
+            s.repoch.fill(0);
+            s.epoch = 1;
+        }
+    }
+
+    #[inline]
+    fn bounds(&self, addr: u64, size: u8) -> Result<usize, MemFault> {
+        if addr
+            .checked_add(size as u64)
+            .is_none_or(|e| e > self.data.len() as u64)
+        {
+            return Err(fault(
+                FaultClass::OutOfBounds,
+                format!("shared {size}-byte access at 0x{addr:x}, the block has {} bytes of shared memory", self.data.len()),
+            ));
+        }
+        Ok(addr as usize)
+    }
+
+    /// `tid` is the thread's linear index in the block; `who` formats one.
+    #[inline]
+    pub(crate) fn load(
+        &mut self,
+        addr: u64,
+        size: u8,
+        tid: u32,
+        who: &dyn Fn(u32) -> String,
+    ) -> Result<u64, MemFault> {
+        let a = self.bounds(addr, size)?;
+        if let Some(s) = &mut self.shadow {
+            for b in a..a + size as usize {
+                if s.writer[b] == 0 {
+                    return Err(fault(
+                        FaultClass::Uninitialized,
+                        format!("read of shared byte 0x{b:x} that nothing wrote"),
+                    ));
+                }
+                if s.wepoch[b] == s.epoch && s.writer[b] != tid + 1 {
+                    return Err(fault(
+                        FaultClass::Race,
+                        format!("read of shared byte 0x{b:x}, written by thread {} with no barrier between", who(s.writer[b] - 1)),
+                    ));
+                }
+                if s.repoch[b] != s.epoch {
+                    s.reader[b] = tid + 1;
+                    s.repoch[b] = s.epoch;
+                } else if s.reader[b] != tid + 1 {
+                    s.reader[b] = MULTI;
+                }
+            }
+        }
+        let mut v = 0u64;
+        for i in 0..size as usize {
+            v |= (self.data[a + i] as u64) << (8 * i);
+        }
+        Ok(v)
+    }
+
+    #[inline]
+    pub(crate) fn store(
+        &mut self,
+        addr: u64,
+        size: u8,
+        v: u64,
+        tid: u32,
+        who: &dyn Fn(u32) -> String,
+    ) -> Result<(), MemFault> {
+        let a = self.bounds(addr, size)?;
+        if let Some(s) = &mut self.shadow {
+            for b in a..a + size as usize {
+                if s.wepoch[b] == s.epoch && s.writer[b] != tid + 1 {
+                    return Err(fault(
+                        FaultClass::Race,
+                        format!("write of shared byte 0x{b:x}, also written by thread {} with no barrier between", who(s.writer[b] - 1)),
+                    ));
+                }
+                if s.repoch[b] == s.epoch && s.reader[b] != tid + 1 {
+                    let other = if s.reader[b] == MULTI {
+                        "several threads".to_string()
+                    } else {
+                        format!("thread {}", who(s.reader[b] - 1))
+                    };
+                    return Err(fault(
+                        FaultClass::Race,
+                        format!(
+                            "write of shared byte 0x{b:x}, read by {other} with no barrier between"
+                        ),
+                    ));
+                }
+                s.writer[b] = tid + 1;
+                s.wepoch[b] = s.epoch;
+            }
+        }
+        for i in 0..size as usize {
+            self.data[a + i] = (v >> (8 * i)) as u8;
+        }
+        Ok(())
+    }
+
+    /// An atomic: must be initialised; not a race with other atomics.
+    pub(crate) fn rmw(
+        &mut self,
+        addr: u64,
+        size: u8,
+        tid: u32,
+        f: &dyn Fn(u64) -> u64,
+    ) -> Result<u64, MemFault> {
+        let a = self.bounds(addr, size)?;
+        if let Some(s) = &mut self.shadow {
+            for b in a..a + size as usize {
+                if s.writer[b] == 0 {
+                    return Err(fault(
+                        FaultClass::Uninitialized,
+                        format!("atomic on shared byte 0x{b:x} that nothing wrote"),
+                    ));
+                }
+                s.writer[b] = tid + 1;
+                s.wepoch[b] = s.epoch;
+                s.repoch[b] = 0;
+            }
+        }
+        let mut old = 0u64;
+        for i in 0..size as usize {
+            old |= (self.data[a + i] as u64) << (8 * i);
+        }
+        let new = f(old);
+        for i in 0..size as usize {
+            self.data[a + i] = (new >> (8 * i)) as u8;
+        }
+        Ok(old)
+    }
+}
+
+/// Bounds check for a thread's local memory.
+#[inline]
+pub(crate) fn local_range(addr: u64, size: u8, local_bytes: u32) -> Result<usize, MemFault> {
+    if addr
+        .checked_add(size as u64)
+        .is_none_or(|e| e > local_bytes as u64)
+    {
+        return Err(fault(
+            FaultClass::OutOfBounds,
+            format!("local {size}-byte access at 0x{addr:x}, the thread has {local_bytes} bytes of local memory"),
+        ));
+    }
+    Ok(addr as usize)
+}

@@ -1,0 +1,295 @@
+//! The decoded ("lowered") form of a kernel: registers as indices, opcodes typed
+//! and resolved to closures over bits, symbols resolved to addresses, calls
+//! inlined. Execution does no string work.
+//!
+//! Field view: every [`Inst`] is a unit-time segment of a piecewise-constant
+//! field on the register file; its exact flow over that unit of time is the
+//! assignment `dst = op(src)`, which the executor applies as is (DESIGN.md,
+//! Exactness).
+
+use crate::ast::Space;
+use crate::types::Ty;
+
+/// A pure operation on up to three register values (as bits), giving one.
+pub(crate) type AluFn = Box<dyn Fn(u64, u64, u64) -> u64 + Send + Sync>;
+/// A pure operation giving two values (`setp` with two destinations, carries).
+pub(crate) type Alu2Fn = Box<dyn Fn(u64, u64, u64) -> (u64, u64) + Send + Sync>;
+/// An atomic read-modify-write: `(old, b, c) -> new`.
+pub(crate) type AtomFn = Box<dyn Fn(u64, u64, u64) -> u64 + Send + Sync>;
+
+/// A source operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Src {
+    /// A register, by index.
+    Reg(u32),
+    /// An immediate, as bits.
+    Imm(u64),
+}
+
+/// An address operand: base plus byte offset.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Addr {
+    /// A register holding the base, or an absolute base (a symbol's address).
+    pub base: Src,
+    /// The byte offset.
+    pub off: i64,
+}
+
+/// A special register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Special {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    LaneId,
+    WarpId,
+    NWarpId,
+    /// `%lanemask_eq/lt/le/gt/ge`: 0..5.
+    LaneMask(u8),
+    Clock,
+    Clock64,
+    SmId,
+    NSmId,
+    GridId,
+    DynSmem,
+    TotalSmem,
+}
+
+/// `shfl.sync` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+/// `vote.sync` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+/// `redux.sync` operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReduxOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+/// A decoded operation.
+pub(crate) enum Op {
+    /// `d = f(a, b, c)`.
+    Alu {
+        f: AluFn,
+        d: u32,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `(d, d2) = f(a, b, c)`; a destination `u32::MAX` is discarded.
+    Alu2 {
+        f: Alu2Fn,
+        d: u32,
+        d2: u32,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `d = special register`.
+    Special { d: u32, s: Special },
+    /// Load `d.len()` elements of `size` bytes; `sign` sign-extends.
+    Ld {
+        space: Space,
+        size: u8,
+        sign: bool,
+        d: Vec<u32>,
+        addr: Addr,
+    },
+    /// Store `src.len()` elements of `size` bytes.
+    St {
+        space: Space,
+        size: u8,
+        src: Vec<Src>,
+        addr: Addr,
+    },
+    /// Atomic read-modify-write; `d` receives the old value; `deferred`: the old
+    /// value is never read, so a global atomic may be applied after the launch
+    /// in a fixed order (flux).
+    Atom {
+        space: Space,
+        size: u8,
+        f: AtomFn,
+        d: Option<u32>,
+        addr: Addr,
+        b: Src,
+        c: Src,
+        deferred: bool,
+    },
+    /// Branch.
+    Bra { target: u32 },
+    /// `bar.sync` / `barrier.sync`: the whole block.
+    Bar,
+    /// `ret` from the entry, `exit`.
+    Exit,
+    /// `trap`.
+    Trap,
+    /// `shfl.sync`.
+    Shfl {
+        mode: ShflMode,
+        d: u32,
+        p: Option<u32>,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
+    /// `vote.sync`; `neg` negates the source predicate.
+    Vote {
+        mode: VoteMode,
+        d: u32,
+        a: Src,
+        neg: bool,
+    },
+    /// `redux.sync`.
+    Redux {
+        op: ReduxOp,
+        signed: bool,
+        d: u32,
+        a: Src,
+    },
+    /// `activemask.b32`.
+    ActiveMask { d: u32 },
+    /// No effect on the state (`membar`, `fence`, `bar.warp.sync`, `prefetch`).
+    Nop,
+}
+
+/// One decoded instruction.
+pub(crate) struct Inst {
+    pub op: Op,
+    /// Guard predicate register and whether it is negated.
+    pub guard: Option<(u32, bool)>,
+    /// 1-based PTX line.
+    pub line: u32,
+}
+
+impl Op {
+    /// Registers this operation writes (for traces).
+    pub(crate) fn dsts(&self) -> Vec<u32> {
+        match self {
+            Op::Alu { d, .. }
+            | Op::Special { d, .. }
+            | Op::Vote { d, .. }
+            | Op::Redux { d, .. }
+            | Op::ActiveMask { d } => {
+                vec![*d]
+            }
+            Op::Alu2 { d, d2, .. } => [*d, *d2].into_iter().filter(|&r| r != u32::MAX).collect(),
+            Op::Ld { d, .. } => d.iter().copied().filter(|&r| r != u32::MAX).collect(),
+            Op::Atom { d, .. } => d.iter().copied().collect(),
+            Op::Shfl { d, p, .. } => std::iter::once(*d).chain(p.iter().copied()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Registers this operation reads.
+    pub(crate) fn srcs(&self) -> Vec<u32> {
+        let mut v = Vec::new();
+        let mut s = |x: &Src| {
+            if let Src::Reg(r) = x {
+                v.push(*r)
+            }
+        };
+        match self {
+            Op::Alu { a, b, c, .. } | Op::Alu2 { a, b, c, .. } | Op::Shfl { a, b, c, .. } => {
+                s(a);
+                s(b);
+                s(c)
+            }
+            Op::Ld { addr, .. } => s(&addr.base),
+            Op::St { src, addr, .. } => {
+                src.iter().for_each(&mut s);
+                s(&addr.base)
+            }
+            Op::Atom { addr, b, c, .. } => {
+                s(&addr.base);
+                s(b);
+                s(c)
+            }
+            Op::Vote { a, .. } | Op::Redux { a, .. } => s(a),
+            _ => {}
+        }
+        v
+    }
+}
+
+/// A register's name and declared type (for traces and messages).
+#[derive(Debug, Clone)]
+pub struct RegInfo {
+    /// The name as written (`%f12`; an inlined callee's registers are prefixed).
+    pub name: String,
+    /// The declared type.
+    pub ty: Ty,
+}
+
+/// A kernel parameter's layout in the parameter buffer.
+#[derive(Debug, Clone)]
+pub struct ParamInfo {
+    /// The name.
+    pub name: String,
+    /// The type name (`u64`, `f32`, `b8` …).
+    pub ty: String,
+    /// Size in bytes.
+    pub size: u32,
+    /// Offset in the parameter buffer.
+    pub offset: u32,
+}
+
+/// A module-level `.global`/`.const` variable placed in global memory.
+#[derive(Debug, Clone)]
+pub(crate) struct GlobalVar {
+    pub name: String,
+    pub addr: u64,
+    pub bytes: Vec<u8>,
+    pub writable: bool,
+}
+
+/// A decoded kernel, ready to launch.
+pub struct Kernel {
+    /// The entry's name.
+    pub name: String,
+    pub(crate) code: Vec<Inst>,
+    /// Registers, by index.
+    pub regs: Vec<RegInfo>,
+    /// Parameters in order.
+    pub params: Vec<ParamInfo>,
+    /// Bytes of the parameter buffer.
+    pub param_bytes: u32,
+    /// Static shared memory in bytes (the dynamic part follows, aligned).
+    pub shared_static: u32,
+    /// Local memory per thread in bytes.
+    pub local_bytes: u32,
+    /// The module's global variables (placed in global memory at launch).
+    pub(crate) globals: Vec<GlobalVar>,
+    /// Some global atomic's old value is used: blocks run in order, one at a time.
+    pub(crate) needs_ordered_blocks: bool,
+}
+
+impl Kernel {
+    /// Number of decoded instructions.
+    pub fn len(&self) -> usize {
+        self.code.len()
+    }
+
+    /// No instructions.
+    pub fn is_empty(&self) -> bool {
+        self.code.is_empty()
+    }
+}
