@@ -42,8 +42,9 @@ pub fn matmul_into(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: u
     }
 }
 
-/// The same product through `matrixmultiply::sgemm` (single-threaded); kept for
-/// the CPU-library comparison in `vgpu bench matmul --backend cpu`.
+/// The same product through `matrixmultiply::sgemm` (threads: `MATMUL_NUM_THREADS`,
+/// default all cores); kept for the CPU-library comparison,
+/// `vgpu bench matmul --backend cpu --cpu-lib matrixmultiply`.
 pub fn matmul_into_matrixmultiply(
     a: &[f32],
     b: &[f32],

@@ -26,7 +26,7 @@ pub enum BackendArg {
 pub enum CpuLib {
     /// `gemm` (the fallback VGPU uses).
     Gemm,
-    /// `matrixmultiply` (single-threaded), for comparison.
+    /// `matrixmultiply` (threaded), for comparison.
     Matrixmultiply,
 }
 
