@@ -20,6 +20,10 @@ pub enum Error {
     /// step, buffer lengths, trajectory/block/thread and time named).
     #[error(transparent)]
     Field(#[from] vgpu_field::FieldError),
+    /// The PTX front end: parse error (file:line:col), unsupported instruction
+    /// (line), launch problem, or a checker fault (class, entry, block, thread, line).
+    #[error(transparent)]
+    Ptx(#[from] vgpu_ptx::PtxError),
     /// A command-line or input problem the facade itself detected.
     #[error("{0}")]
     Usage(String),

@@ -22,3 +22,6 @@ pub use vgpu_field::{
     LaunchReport, Method, Par, PerTrajectory, PhaseKernel, PhaseOut, PhaseReport, PhasedLaunch,
     Real, Tableau,
 };
+
+/// The PTX front end: nvcc's PTX parsed, decoded and run as fields (SIMT), with a checker and the case runner.
+pub use vgpu_ptx as ptx;

@@ -23,6 +23,10 @@ enum Command {
     /// Benchmarks (programs, never tests): each prints its figure, `--json` for one JSON object.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Run nvcc's PTX on the CPU, checked: `vgpu ptx run CASE.json`, `vgpu ptx run
+    /// FILE.ptx --entry … --grid … --block … --arg …`, `vgpu ptx trace …`.
+    #[command(subcommand)]
+    Ptx(cli::ptx::PtxCommand),
     /// The kernel-cache demo: 200 matmul calls (N=16, N=64, then interleaved), each
     /// checked against the CPU, then the cache's counters.
     CacheDemo,
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: Result<ExitCode, vgpu::Error> = match cli.command {
         Command::Demo(args) => cli::demo::run(args),
+        Command::Ptx(p) => cli::ptx::run(p),
         Command::Bench(b) => match b {
             BenchCommand::Lorenz(args) => cli::bench_lorenz::run(args),
             BenchCommand::Matmul(args) => cli::bench_matmul::run(args),

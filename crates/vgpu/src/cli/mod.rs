@@ -3,3 +3,4 @@ pub mod bench_lorenz;
 pub mod bench_matmul;
 pub mod cache_demo;
 pub mod demo;
+pub mod ptx;

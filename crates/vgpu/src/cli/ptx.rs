@@ -1,0 +1,391 @@
+//! `vgpu ptx run …` and `vgpu ptx trace …`: run nvcc's PTX on the CPU, checked.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use ndarray::ArrayD;
+use ndarray_npy::{read_npy, write_npy};
+use vgpu::ptx::{self, ExecOptions, KernelArg, LaunchConfig, Module, TraceTarget};
+use vgpu::Error;
+
+/// `vgpu ptx …` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PtxCommand {
+    /// Run a case (case.json, its folder, or a folder of case folders) and compare
+    /// with the expected outputs; or run FILE.ptx with --entry/--grid/--block/--arg.
+    /// Exit status 0 exactly when every case passes.
+    Run(RunArgs),
+    /// Run like `run`, printing one thread's trajectory: after each instruction, the
+    /// registers it changed.
+    Trace(TraceArgs),
+}
+
+/// Options of `vgpu ptx run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A case.json, a case folder, a folder of case folders, or a .ptx file.
+    pub input: PathBuf,
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// Options of `vgpu ptx trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// A case.json (or its folder) or a .ptx file.
+    pub input: PathBuf,
+    /// The traced thread's block index `X,Y,Z`.
+    #[arg(long = "trace-block", default_value = "0,0,0", value_parser = parse_dim3)]
+    pub trace_block: [u32; 3],
+    /// The traced thread's index in its block `X,Y,Z`.
+    #[arg(long = "thread", default_value = "0,0,0", value_parser = parse_dim3)]
+    pub thread: [u32; 3],
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+}
+
+/// Launch options shared by `run` and `trace`.
+#[derive(Debug, Args)]
+pub struct LaunchArgs {
+    /// The .entry to launch (for a .ptx input).
+    #[arg(long)]
+    pub entry: Option<String>,
+    /// Blocks per grid `X,Y,Z` (for a .ptx input).
+    #[arg(long, value_parser = parse_dim3)]
+    pub grid: Option<[u32; 3]>,
+    /// Threads per block `X,Y,Z` (for a .ptx input).
+    #[arg(long, value_parser = parse_dim3)]
+    pub block: Option<[u32; 3]>,
+    /// Dynamic shared memory in bytes (for a .ptx input).
+    #[arg(long, default_value_t = 0)]
+    pub shared_bytes: u32,
+    /// A kernel argument, in order: a scalar `s32:1000`, `u32:…`, `f32:-1.75`,
+    /// `s64:…`, `u64:…`, `f64:…`; a buffer file `x.npy` or `x.bin` (raw bytes;
+    /// read, and written back after the launch); or a new buffer of zeros
+    /// `zeros:f32:1000:out.npy` (written after the launch).
+    #[arg(long = "arg", allow_hyphen_values = true)]
+    pub args: Vec<String>,
+    /// Write buffers into this folder instead of over their input files.
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+    /// Turn the checker off (misaligned, barrier, race, uninitialized);
+    /// out-of-bounds and the watchdog stay errors.
+    #[arg(long)]
+    pub no_check: bool,
+    /// Watchdog: the most instructions one warp may execute.
+    #[arg(long, default_value_t = ptx::DEFAULT_WATCHDOG)]
+    pub watchdog: u64,
+    /// Run blocks one at a time (results are identical; for debugging).
+    #[arg(long)]
+    pub sequential: bool,
+}
+
+fn parse_dim3(s: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("`{s}`: expected X[,Y[,Z]]"));
+    }
+    let mut d = [1u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        d[i] = p
+            .parse()
+            .map_err(|_| format!("`{s}`: `{p}` is not a non-negative integer"))?;
+    }
+    Ok(d)
+}
+
+impl LaunchArgs {
+    fn options(&self) -> ExecOptions {
+        ExecOptions {
+            check: !self.no_check,
+            watchdog: self.watchdog,
+            trace: None,
+            parallel: !self.sequential,
+        }
+    }
+}
+
+/// `vgpu ptx …`.
+pub fn run(cmd: PtxCommand) -> Result<ExitCode, Error> {
+    match cmd {
+        PtxCommand::Run(a) => run_cmd(&a.input, &a.launch, None),
+        PtxCommand::Trace(a) => {
+            let t = TraceTarget {
+                block: a.trace_block,
+                thread: a.thread,
+            };
+            run_cmd(&a.input, &a.launch, Some(t))
+        }
+    }
+}
+
+fn is_ptx(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "ptx")
+}
+
+fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<ExitCode, Error> {
+    let mut opts = la.options();
+    opts.trace = trace;
+    if is_ptx(input) {
+        return run_ptx_file(input, la, &opts);
+    }
+    // Cases: one, or a folder of them.
+    let cases: Vec<PathBuf> = if input.is_dir() && !input.join("case.json").is_file() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(input)
+            .map_err(|e| Error::Io {
+                path: input.display().to_string(),
+                source: e,
+            })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("case.json").is_file())
+            .collect();
+        v.sort();
+        if v.is_empty() {
+            return Err(Error::Usage(format!(
+                "{}: no case.json in it or in its sub-folders",
+                input.display()
+            )));
+        }
+        v
+    } else {
+        vec![input.to_path_buf()]
+    };
+    let mut all_pass = true;
+    for c in &cases {
+        let r = ptx::run_case(c, &opts)?;
+        all_pass &= print_report(&r);
+        if trace.is_some() {
+            let case = ptx::case::load_case(&r.path)?;
+            let src =
+                std::fs::read_to_string(r.path.parent().unwrap_or(Path::new(".")).join(&case.ptx))
+                    .ok();
+            if let Some(s) = &r.stats {
+                print!("{}", ptx::trace::format_trace(&s.trace, src.as_deref()));
+            }
+        }
+    }
+    if cases.len() > 1 {
+        println!(
+            "{} cases: {}",
+            cases.len(),
+            if all_pass { "all pass" } else { "SOME FAIL" }
+        );
+    }
+    Ok(if all_pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_report(r: &ptx::CaseReport) -> bool {
+    println!("case {} (entry `{}`)", r.path.display(), r.entry);
+    for b in &r.buffers {
+        if b.passed() {
+            println!(
+                "  {:<12} {}[{}]  match (max ulp {}, max abs {:e})",
+                b.name, b.dtype, b.len, b.max_ulp, b.max_abs
+            );
+        } else {
+            let (i, got, want) = b.first_mismatch.unwrap_or((0, f64::NAN, f64::NAN));
+            println!(
+                "  {:<12} {}[{}]  MISMATCH: {} elements, max ulp {}, max abs {:e}, first at index {i}: got {got:e}, want {want:e}",
+                b.name, b.dtype, b.len, b.mismatches, b.max_ulp, b.max_abs
+            );
+        }
+    }
+    match (&r.expect_error, &r.error) {
+        (Some(c), Some(e)) => println!("  expected {c}: {e}"),
+        (Some(c), None) => println!("  expected a `{c}` error; the kernel ran to completion"),
+        (None, Some(e)) => println!("  error: {e}"),
+        (None, None) => {}
+    }
+    if let Some(s) = &r.stats {
+        println!("  {} thread-instructions", s.thread_instructions);
+    }
+    let ok = r.passed();
+    println!("  {}", if ok { "PASS" } else { "FAIL" });
+    ok
+}
+
+/// A buffer of a .ptx launch: where it came from and goes.
+struct BufSpec {
+    path: PathBuf,
+    npy_dtype: Option<&'static str>,
+    shape: Vec<usize>,
+}
+
+fn npy_read(path: &Path) -> Result<(Vec<u8>, &'static str, Vec<usize>), Error> {
+    let perr = |m: String| Error::Usage(format!("{}: {m}", path.display()));
+    macro_rules! try_ty {
+        ($t:ty, $name:expr) => {
+            if let Ok(a) = read_npy::<_, ArrayD<$t>>(path) {
+                let shape = a.shape().to_vec();
+                let bytes: Vec<u8> = a.iter().flat_map(|v| v.to_le_bytes()).collect();
+                return Ok((bytes, $name, shape));
+            }
+        };
+    }
+    try_ty!(f32, "f32");
+    try_ty!(f64, "f64");
+    try_ty!(i32, "s32");
+    try_ty!(u32, "u32");
+    try_ty!(i64, "s64");
+    try_ty!(u64, "u64");
+    try_ty!(u8, "u8");
+    try_ty!(i8, "s8");
+    Err(perr(
+        "not a C-order .npy of f32, f64, i32, u32, i64, u64, u8 or i8".into(),
+    ))
+}
+
+fn npy_write(path: &Path, bytes: &[u8], dtype: &str, shape: &[usize]) -> Result<(), Error> {
+    let werr = |m: String| Error::Usage(format!("{}: {m}", path.display()));
+    macro_rules! w {
+        ($t:ty, $n:expr) => {{
+            let v: Vec<$t> = bytes
+                .chunks_exact($n)
+                .map(|c| <$t>::from_le_bytes(c.try_into().expect("chunk size")))
+                .collect();
+            let a = ArrayD::from_shape_vec(shape.to_vec(), v).map_err(|e| werr(e.to_string()))?;
+            write_npy(path, &a).map_err(|e| werr(e.to_string()))
+        }};
+    }
+    match dtype {
+        "f32" => w!(f32, 4),
+        "f64" => w!(f64, 8),
+        "s32" => w!(i32, 4),
+        "u32" => w!(u32, 4),
+        "s64" => w!(i64, 8),
+        "u64" => w!(u64, 8),
+        "s8" => w!(i8, 1),
+        _ => w!(u8, 1),
+    }
+}
+
+fn dtype_size(d: &str) -> Option<usize> {
+    Some(match d {
+        "f32" | "s32" | "u32" => 4,
+        "f64" | "s64" | "u64" => 8,
+        "u8" | "s8" => 1,
+        _ => return None,
+    })
+}
+
+fn static_dtype(d: &str) -> Option<&'static str> {
+    ["f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8"]
+        .into_iter()
+        .find(|x| *x == d)
+}
+
+fn run_ptx_file(path: &Path, la: &LaunchArgs, opts: &ExecOptions) -> Result<ExitCode, Error> {
+    let usage = |m: &str| Error::Usage(m.to_string());
+    let entry = la
+        .entry
+        .as_deref()
+        .ok_or_else(|| usage("a .ptx input needs --entry NAME"))?;
+    let grid = la
+        .grid
+        .ok_or_else(|| usage("a .ptx input needs --grid X,Y,Z"))?;
+    let block = la
+        .block
+        .ok_or_else(|| usage("a .ptx input needs --block X,Y,Z"))?;
+    let module = Module::from_file(path)?;
+    let mut args = Vec::new();
+    let mut bufs: Vec<Vec<u8>> = Vec::new();
+    let mut specs: Vec<BufSpec> = Vec::new();
+    for (i, a) in la.args.iter().enumerate() {
+        let bad = |m: String| Error::Usage(format!("--arg {i} `{a}`: {m}"));
+        if let Some((ty, v)) = a
+            .split_once(':')
+            .filter(|(t, _)| ["s32", "u32", "f32", "s64", "u64", "f64"].contains(t))
+        {
+            let num: serde_json::Number = v
+                .parse()
+                .map_err(|_| bad(format!("`{v}` is not a number")))?;
+            args.push(
+                ptx::case::scalar(ty, &num)
+                    .ok_or_else(|| bad(format!("`{v}` does not fit {ty}")))?,
+            );
+            continue;
+        }
+        if let Some(rest) = a.strip_prefix("zeros:") {
+            let parts: Vec<&str> = rest.splitn(3, ':').collect();
+            if parts.len() != 3 {
+                return Err(bad("expected zeros:DTYPE:LEN:PATH".into()));
+            }
+            let dt = static_dtype(parts[0])
+                .ok_or_else(|| bad(format!("unknown dtype `{}`", parts[0])))?;
+            let len: usize = parts[1]
+                .parse()
+                .map_err(|_| bad(format!("`{}` is not a length", parts[1])))?;
+            let p = PathBuf::from(parts[2]);
+            let npy = p.extension().is_some_and(|e| e == "npy");
+            bufs.push(vec![0u8; len * dtype_size(dt).expect("known")]);
+            specs.push(BufSpec {
+                path: p,
+                npy_dtype: npy.then_some(dt),
+                shape: vec![len],
+            });
+        } else {
+            let p = PathBuf::from(a);
+            match p.extension().and_then(|e| e.to_str()) {
+                Some("npy") => {
+                    let (bytes, dt, shape) = npy_read(&p)?;
+                    bufs.push(bytes);
+                    specs.push(BufSpec {
+                        path: p,
+                        npy_dtype: Some(dt),
+                        shape,
+                    });
+                }
+                Some("bin") => {
+                    let bytes = std::fs::read(&p).map_err(|e| Error::Io {
+                        path: p.display().to_string(),
+                        source: e,
+                    })?;
+                    let n = bytes.len();
+                    bufs.push(bytes);
+                    specs.push(BufSpec {
+                        path: p,
+                        npy_dtype: None,
+                        shape: vec![n],
+                    });
+                }
+                _ => {
+                    return Err(bad(
+                        "expected TYPE:VALUE, a .npy or .bin file, or zeros:DTYPE:LEN:PATH".into(),
+                    ))
+                }
+            }
+        }
+        args.push(KernelArg::Buffer(bufs.len() - 1));
+    }
+    let cfg = LaunchConfig {
+        grid,
+        block,
+        shared_bytes: la.shared_bytes,
+    };
+    let stats = module.launch(entry, &cfg, &args, &mut bufs, opts)?;
+    for (b, s) in bufs.iter().zip(&specs) {
+        let out = match &la.out_dir {
+            Some(d) => d.join(s.path.file_name().unwrap_or_default()),
+            None => s.path.clone(),
+        };
+        match s.npy_dtype {
+            Some(dt) => npy_write(&out, b, dt, &s.shape)?,
+            None => std::fs::write(&out, b).map_err(|e| Error::Io {
+                path: out.display().to_string(),
+                source: e,
+            })?,
+        }
+        println!("wrote {}", out.display());
+    }
+    if opts.trace.is_some() {
+        let src = std::fs::read_to_string(path).ok();
+        print!("{}", ptx::trace::format_trace(&stats.trace, src.as_deref()));
+    }
+    println!("{} thread-instructions", stats.thread_instructions);
+    Ok(ExitCode::SUCCESS)
+}
