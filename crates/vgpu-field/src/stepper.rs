@@ -5,6 +5,13 @@
 //! layout, possibly followed by a shared sub-field). Every stage combination is
 //! a loop over that slice with a fixed number of terms, which the compiler
 //! vectorises. Nothing is allocated per step.
+//!
+//! **The exact arithmetic** (for other executors that must round the same way,
+//! such as generated WGSL): with `w_j = fl(dt · a_ij)` (stage inputs) or
+//! `w_j = fl(dt · b_j)` (the update), each rounded once, every combination is
+//! `y + (w_0·k_0 + w_1·k_1 + …)` over the non-zero coefficients in index order,
+//! summed left to right, no fused operations. Stage `i` is evaluated at
+//! `t + fl(c_i · dt)`, and step `n` starts at `t_n = fl(n) · dt + t0`.
 
 use crate::real::Real;
 use crate::tableau::Tableau;
