@@ -19,11 +19,28 @@ fn demo_prints_a_passing_table() {
     let (code, out, err) = vgpu(&["demo", "--n", "3000", "--threads", "2"]);
     assert_eq!(code, 0, "{out}\n{err}");
     let header = out.lines().next().unwrap();
-    for col in ["demo", "trajectories", "steps", "max error", "verdict", "time"] {
+    for col in [
+        "demo",
+        "trajectories",
+        "steps",
+        "max error",
+        "verdict",
+        "time",
+    ] {
         assert!(header.contains(col), "{header}");
     }
-    for demo in ["scale", "matmul", "relax", "reverse", "tree-sum", "histogram"] {
-        let row = out.lines().find(|l| l.starts_with(demo)).unwrap_or_else(|| panic!("{demo} row in\n{out}"));
+    for demo in [
+        "scale",
+        "matmul",
+        "relax",
+        "reverse",
+        "tree-sum",
+        "histogram",
+    ] {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(demo))
+            .unwrap_or_else(|| panic!("{demo} row in\n{out}"));
         assert!(row.contains("PASS"), "{row}");
     }
     assert!(out.contains("37x53 @ 53x29"), "{out}");
@@ -31,7 +48,21 @@ fn demo_prints_a_passing_table() {
 
 #[test]
 fn demo_options_choose_integrator_dt_and_sizes() {
-    let (code, out, err) = vgpu(&["demo", "--n", "1000", "--method", "euler", "--dt", "0.002", "--t-end", "10", "--mat", "5,7,3", "--threads", "1"]);
+    let (code, out, err) = vgpu(&[
+        "demo",
+        "--n",
+        "1000",
+        "--method",
+        "euler",
+        "--dt",
+        "0.002",
+        "--t-end",
+        "10",
+        "--mat",
+        "5,7,3",
+        "--threads",
+        "1",
+    ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("euler, T = 10"), "{out}");
     let relax = out.lines().find(|l| l.starts_with("relax")).unwrap();
@@ -43,8 +74,15 @@ fn demo_fails_with_nonzero_status_when_a_demo_errs() {
     // 96 is a valid block but not a power of two: tree-sum refuses it, the others pass.
     let (code, out, _) = vgpu(&["demo", "--n", "500", "--block", "96"]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("ERROR") && out.contains("not a power of two"), "{out}");
-    assert!(out.lines().find(|l| l.starts_with("scale")).unwrap().contains("PASS"));
+    assert!(
+        out.contains("ERROR") && out.contains("not a power of two"),
+        "{out}"
+    );
+    assert!(out
+        .lines()
+        .find(|l| l.starts_with("scale"))
+        .unwrap()
+        .contains("PASS"));
 }
 
 #[test]
@@ -54,7 +92,10 @@ fn demo_rejects_bad_options() {
     assert!(err.contains("unknown integrator"), "{err}");
     let (code, out, _) = vgpu(&["demo", "--n", "100", "--block", "2048"]);
     assert_eq!(code, 1);
-    assert!(out.contains("2048 trajectories, more than the limit of 1024"), "{out}");
+    assert!(
+        out.contains("2048 trajectories, more than the limit of 1024"),
+        "{out}"
+    );
     let (code, out, _) = vgpu(&["demo", "--n", "100", "--dt", "0"]);
     assert_eq!(code, 1);
     assert!(out.contains("relax: demo relax: dt = 0"), "{out}");
@@ -62,7 +103,17 @@ fn demo_rejects_bad_options() {
 
 #[test]
 fn bench_lorenz_json_has_the_keys_and_the_library_checksum() {
-    let (code, out, err) = vgpu(&["bench", "lorenz", "--n", "512", "--json", "--repeats", "1", "--threads", "2"]);
+    let (code, out, err) = vgpu(&[
+        "bench",
+        "lorenz",
+        "--n",
+        "512",
+        "--json",
+        "--repeats",
+        "1",
+        "--threads",
+        "2",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
     assert_eq!(v["n"], 512);
@@ -70,7 +121,12 @@ fn bench_lorenz_json_has_the_keys_and_the_library_checksum() {
     assert!(v["seconds"].as_f64().unwrap() > 0.0);
     assert!(v["traj_steps_per_s"].as_f64().unwrap() > 0.0);
     let want = vgpu::field::lorenz::checksum(
-        &vgpu::field::lorenz::lorenz_field(&vgpu::field::lorenz::LorenzProblem::new(512), 256, vgpu::field::Par::Seq).unwrap(),
+        &vgpu::field::lorenz::lorenz_field(
+            &vgpu::field::lorenz::LorenzProblem::new(512),
+            256,
+            vgpu::field::Par::Seq,
+        )
+        .unwrap(),
     );
     assert_eq!(v["checksum"].as_f64().unwrap(), want);
     // The references compute the same bits, so the same checksum.

@@ -35,7 +35,10 @@ struct Timed {
     checksum: f64,
 }
 
-fn best_of(repeats: usize, mut f: impl FnMut() -> Result<Vec<f32>, vgpu::Error>) -> Result<Timed, vgpu::Error> {
+fn best_of(
+    repeats: usize,
+    mut f: impl FnMut() -> Result<Vec<f32>, vgpu::Error>,
+) -> Result<Timed, vgpu::Error> {
     let mut best = f64::INFINITY;
     let mut sum = 0.0;
     for _ in 0..repeats.max(1) {
@@ -44,24 +47,33 @@ fn best_of(repeats: usize, mut f: impl FnMut() -> Result<Vec<f32>, vgpu::Error>)
         best = best.min(t.elapsed().as_secs_f64());
         sum = lorenz::checksum(&u);
     }
-    Ok(Timed { seconds: best, checksum: sum })
+    Ok(Timed {
+        seconds: best,
+        checksum: sum,
+    })
 }
 
 /// Runs the benchmark and prints its figures.
 pub fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
     if args.n == 0 {
-        return Err(vgpu::Error::Usage("bench lorenz: --n must be at least 1".into()));
+        return Err(vgpu::Error::Usage(
+            "bench lorenz: --n must be at least 1".into(),
+        ));
     }
     let p = LorenzProblem::new(args.n);
     let par = Par::Rayon(args.threads);
     let threads = par.threads();
     let work = (p.n * p.steps) as f64;
-    let field = best_of(args.repeats, || Ok(lorenz::lorenz_field(&p, args.block, par)?))?;
+    let field = best_of(args.repeats, || {
+        Ok(lorenz::lorenz_field(&p, args.block, par)?)
+    })?;
     let refs = if args.no_reference {
         None
     } else {
         let scalar = best_of(args.repeats, || Ok(lorenz::lorenz_reference(&p, par)?))?;
-        let lanes = best_of(args.repeats, || Ok(lorenz::lorenz_reference_lanes(&p, par)?))?;
+        let lanes = best_of(args.repeats, || {
+            Ok(lorenz::lorenz_reference_lanes(&p, par)?)
+        })?;
         Some((scalar, lanes))
     };
     let rate = |t: &Timed| work / t.seconds;
@@ -96,7 +108,10 @@ pub fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
             p.dt,
             args.repeats.max(1)
         );
-        println!("{:<34} {:>10} {:>16} {:>22} {:>8}", "variant", "seconds", "traj-steps/s", "checksum", "ratio");
+        println!(
+            "{:<34} {:>10} {:>16} {:>22} {:>8}",
+            "variant", "seconds", "traj-steps/s", "checksum", "ratio"
+        );
         let line = |name: &str, t: &Timed| {
             println!(
                 "{name:<34} {:>10.4} {:>16.3e} {:>22.10} {:>8.2}",

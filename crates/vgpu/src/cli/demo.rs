@@ -36,7 +36,10 @@ pub struct DemoArgs {
 
 fn parse_shape(s: &str) -> Result<(usize, usize, usize), String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    let parse = |p: &str| p.parse::<usize>().map_err(|e| format!("`{p}` in shape `{s}`: {e}"));
+    let parse = |p: &str| {
+        p.parse::<usize>()
+            .map_err(|e| format!("`{p}` in shape `{s}`: {e}"))
+    };
     match parts.as_slice() {
         [m, k, n] => Ok((parse(m)?, parse(k)?, parse(n)?)),
         _ => Err(format!("shape `{s}` must be M,K,N")),
@@ -65,7 +68,14 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, vgpu::Error> {
     );
     let mut all_pass = true;
     let mut notes = Vec::new();
-    let names = ["scale", "matmul", "relax", "reverse", "tree-sum", "histogram"];
+    let names = [
+        "scale",
+        "matmul",
+        "relax",
+        "reverse",
+        "tree-sum",
+        "histogram",
+    ];
     for (name, result) in names.iter().zip(demos::run_all(&opts)) {
         match result {
             Ok(r) => {
@@ -75,7 +85,10 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, vgpu::Error> {
             }
             Err(e) => {
                 all_pass = false;
-                println!("{name:<10} {:>12} {:>7} {:>11} {:>8} {:>10}", "-", "-", "-", "ERROR", "-");
+                println!(
+                    "{name:<10} {:>12} {:>7} {:>11} {:>8} {:>10}",
+                    "-", "-", "-", "ERROR", "-"
+                );
                 notes.push(format!("{name}: {e}"));
             }
         }
