@@ -167,6 +167,21 @@ impl GpuContext {
         &self.limits
     }
 
+    /// Destroys the shared device, as a driver reset would lose it: the device-lost
+    /// callback fires, every later dispatch of the process fails with
+    /// [`GpuError::DeviceLost`] and every [`crate::VgpuCache`] falls back to the CPU.
+    /// There is no way back within the process. Meant for testing that path.
+    pub fn destroy(&self) {
+        self.device.destroy();
+        // Backends report the loss through the callback; make sure it is seen even
+        // where the callback runs only on the next poll.
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        self.lost.store(true, Ordering::SeqCst);
+        if let Ok(mut r) = self.lost_reason.lock() {
+            r.get_or_insert_with(|| "destroyed".to_string());
+        }
+    }
+
     /// Whether the device-lost callback has fired.
     pub fn is_lost(&self) -> bool {
         self.lost.load(Ordering::SeqCst)
