@@ -1,1 +1,30 @@
-//! placeholder: replaced by the crate owner
+//! The VGPU kernel IR: a typed, SSA expression arena describing a vector field
+//! (states, rates, parameters, buffers, indices, shared sub-fields, barriers and
+//! flux outputs); the `.field` language that writes it; its batched CPU
+//! evaluator; and the WGSL emitter that runs the same kernel on any GPU.
+#![deny(missing_docs)]
+
+pub mod args;
+pub mod ast;
+mod check;
+pub mod error;
+mod eval;
+pub mod field;
+pub mod kernel;
+mod lexer;
+pub mod ops;
+mod parser;
+mod run;
+pub mod types;
+pub mod wgsl;
+
+pub use args::{Arg, Args, Buffer};
+pub use check::{compile, compile_all, compile_file};
+pub use error::{IrError, Pos};
+pub use field::{IrField, IrFloat};
+pub use kernel::{Builtin, Kernel, Node, NodeId, Phase, Update};
+pub use parser::parse;
+pub use run::{run_cpu, Integration, Output};
+pub use types::{ScalarType, Value};
+pub use vgpu_field::{Method, Par};
+pub use wgsl::{emit_wgsl, validate_wgsl};

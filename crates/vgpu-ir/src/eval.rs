@@ -1,0 +1,721 @@
+//! Batched evaluation of IR nodes over the lanes of a block: every node is one
+//! loop over a column of `lanes` values (structure of arrays), so nothing on the
+//! hot path interprets one trajectory at a time.
+//!
+//! A phase's nodes fall into three groups (see [`Variance`]): *uniform* nodes
+//! (constants, parameters) are computed once per launch and baked into the
+//! instructions as immediates; *lane* nodes (indices, `rho[i]`, `init(x)`) once
+//! per block; *varying* nodes at every stage of every step.
+
+use crate::args::{Args, Buffer};
+use crate::error::{IrError, Pos};
+use crate::kernel::{BinOp, Builtin, Kernel, Node, NodeId, UnOp, Variance};
+use crate::ops;
+use crate::types::{ScalarType, Value};
+
+/// The launch values uniform nodes may read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dims {
+    pub bdim: u32,
+    pub gdim: u32,
+    pub n: u32,
+    pub rep: u32,
+}
+
+/// Computes every uniform node among `nodes` (arena order); other nodes get `None`.
+pub(crate) fn uniform_values(
+    k: &Kernel,
+    nodes: &[NodeId],
+    var: &[Variance],
+    args: &Args,
+    dims: Dims,
+) -> Result<Vec<Option<Value>>, IrError> {
+    let mut vals: Vec<Option<Value>> = vec![None; k.nodes.len()];
+    for &id in nodes {
+        if var[id.index()] != Variance::Uniform {
+            continue;
+        }
+        let g = |n: NodeId| vals[n.index()].expect("operands come first");
+        let v = match k.nodes[id.index()] {
+            Node::Const(v) => v,
+            Node::Param(p) => args.scalar_at(p as usize).expect("args checked complete"),
+            Node::Builtin(b) => Value::U32(match b {
+                Builtin::BlockDim => dims.bdim,
+                Builtin::GridDim => dims.gdim,
+                Builtin::Count => dims.n,
+                Builtin::Repetition => dims.rep,
+                _ => unreachable!("not uniform"),
+            }),
+            Node::Load { buf, index, site } => {
+                let b = args.buffer_at(buf as usize).expect("args checked complete");
+                let i = index_of(g(index));
+                if i < 0 || i as usize >= b.len() {
+                    return Err(oob(
+                        k,
+                        &k.params[buf as usize].name,
+                        b.len(),
+                        i,
+                        0,
+                        dims.bdim,
+                        k.sites[site as usize],
+                    ));
+                }
+                b.get(i as usize)
+            }
+            Node::Unary(op, a) => ops::unary(op, g(a)).expect("type-checked"),
+            Node::Binary(op, a, b) => ops::binary(op, g(a), g(b)).expect("type-checked"),
+            Node::Select(c, a, b) => {
+                if g(c) == Value::Bool(true) {
+                    g(a)
+                } else {
+                    g(b)
+                }
+            }
+            Node::Fma(a, b, c) => ops::fma(g(a), g(b), g(c)),
+            Node::Cast(t, a) => g(a).cast(t),
+            Node::State(_) | Node::Init(_) | Node::SharedLoad { .. } => unreachable!("not uniform"),
+        };
+        vals[id.index()] = Some(v);
+    }
+    Ok(vals)
+}
+
+/// An integer index value as `i64` (negative for negative `i32`).
+#[inline]
+pub(crate) fn index_of(v: Value) -> i64 {
+    match v {
+        Value::I32(x) => x as i64,
+        Value::U32(x) => x as i64,
+        _ => -1,
+    }
+}
+
+pub(crate) fn oob(
+    k: &Kernel,
+    name: &str,
+    len: usize,
+    index: i64,
+    traj: usize,
+    bdim: u32,
+    pos: Pos,
+) -> IrError {
+    let bdim = bdim.max(1) as usize;
+    IrError::OutOfBounds {
+        kernel: k.name.clone(),
+        buffer: name.to_string(),
+        len,
+        index,
+        trajectory: traj,
+        block: traj / bdim,
+        thread: traj % bdim,
+        file: k.source.clone(),
+        pos,
+    }
+}
+
+/// Where an operand lives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Src {
+    /// An immediate (uniform node).
+    Imm(Value),
+    /// A column of the scratch pools (slot of the node's type).
+    Col(u32),
+    /// State component `k` (the stage's input).
+    State(u32),
+    /// Initial state component `k`.
+    Init(u32),
+    /// The stage time.
+    Time,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Op {
+    Un(UnOp),
+    Bin(BinOp),
+    Select,
+    Fma,
+    Cast,
+    Load { buf: u32, site: u32 },
+    SharedLoad { shared: u32, site: u32 },
+    Lane(Builtin),
+}
+
+/// One column operation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Instr {
+    op: Op,
+    /// Operand type (for `Select`: the value type; `Cast`: the source type).
+    ty: ScalarType,
+    /// Result type.
+    rty: ScalarType,
+    a: Src,
+    b: Src,
+    c: Src,
+    dst: u32,
+}
+
+/// The instructions of one phase for one launch.
+#[derive(Clone, Debug)]
+pub(crate) struct Program {
+    pub lane: Vec<Instr>,
+    pub vary: Vec<Instr>,
+    /// Where each node's value is (for the roots).
+    pub src: Vec<Option<Src>>,
+    /// Slots per pool: f32, f64, integers (as u32 bits), bool.
+    pub slots: [u32; 4],
+}
+
+fn pool_of(t: ScalarType) -> usize {
+    match t {
+        ScalarType::F32 => 0,
+        ScalarType::F64 => 1,
+        ScalarType::I32 | ScalarType::U32 => 2,
+        ScalarType::Bool => 3,
+    }
+}
+
+impl Program {
+    /// Compiles the nodes reachable from `roots`, with uniform values baked in.
+    pub fn build(k: &Kernel, roots: &[NodeId], var: &[Variance], uni: &[Option<Value>]) -> Program {
+        let nodes = k.reachable(roots);
+        let mut p = Program {
+            lane: vec![],
+            vary: vec![],
+            src: vec![None; k.nodes.len()],
+            slots: [0; 4],
+        };
+        for id in nodes {
+            let i = id.index();
+            if let Some(v) = uni[i] {
+                p.src[i] = Some(Src::Imm(v));
+                continue;
+            }
+            let node = k.nodes[i];
+            match node {
+                Node::State(s) => {
+                    p.src[i] = Some(Src::State(s));
+                    continue;
+                }
+                Node::Init(s) => {
+                    p.src[i] = Some(Src::Init(s));
+                    continue;
+                }
+                Node::Builtin(Builtin::Time) => {
+                    p.src[i] = Some(Src::Time);
+                    continue;
+                }
+                _ => {}
+            }
+            let rty = k.ty(id);
+            let g = |n: NodeId| p.src[n.index()].expect("operands come first");
+            let none = Src::Imm(Value::Bool(false));
+            let (op, ty, a, b, c) = match node {
+                Node::Builtin(bi) => (Op::Lane(bi), rty, none, none, none),
+                Node::Load { buf, index, site } => {
+                    (Op::Load { buf, site }, k.ty(index), g(index), none, none)
+                }
+                Node::SharedLoad {
+                    shared,
+                    index,
+                    site,
+                } => (
+                    Op::SharedLoad { shared, site },
+                    k.ty(index),
+                    g(index),
+                    none,
+                    none,
+                ),
+                Node::Unary(op, a) => (Op::Un(op), k.ty(a), g(a), none, none),
+                Node::Binary(op, a, b) => (Op::Bin(op), k.ty(a), g(a), g(b), none),
+                Node::Select(c, a, b) => (Op::Select, k.ty(a), g(c), g(a), g(b)),
+                Node::Fma(a, b, c) => (Op::Fma, k.ty(a), g(a), g(b), g(c)),
+                Node::Cast(_, a) => (Op::Cast, k.ty(a), g(a), none, none),
+                _ => unreachable!("handled above"),
+            };
+            let pool = pool_of(rty);
+            let dst = p.slots[pool];
+            p.slots[pool] += 1;
+            let ins = Instr {
+                op,
+                ty,
+                rty,
+                a,
+                b,
+                c,
+                dst,
+            };
+            if var[i] == Variance::Lane {
+                p.lane.push(ins);
+            } else {
+                p.vary.push(ins);
+            }
+            p.src[i] = Some(Src::Col(dst));
+        }
+        p
+    }
+}
+
+/// Column storage for one block: one column of `width` values per slot.
+#[derive(Debug, Default)]
+pub struct Pools {
+    pub f32s: Vec<f32>,
+    pub f64s: Vec<f64>,
+    pub ints: Vec<u32>,
+    pub bools: Vec<bool>,
+    pub width: usize,
+}
+
+impl Pools {
+    pub fn new(slots: [u32; 4], width: usize) -> Pools {
+        Pools {
+            f32s: vec![0.0; slots[0] as usize * width],
+            f64s: vec![0.0; slots[1] as usize * width],
+            ints: vec![0; slots[2] as usize * width],
+            bools: vec![false; slots[3] as usize * width],
+            width,
+        }
+    }
+}
+
+/// The state columns of a stage, in the field's float type.
+#[derive(Clone, Copy)]
+pub enum StateCols<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+/// One element of a shared sub-field's storage in a block.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum SharedCol {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Int(Vec<u32>),
+    Bool(Vec<bool>),
+}
+
+impl SharedCol {
+    pub fn len(&self) -> usize {
+        match self {
+            SharedCol::F32(v) => v.len(),
+            SharedCol::F64(v) => v.len(),
+            SharedCol::Int(v) => v.len(),
+            SharedCol::Bool(v) => v.len(),
+        }
+    }
+    pub fn get(&self, i: usize, ty: ScalarType) -> Value {
+        match self {
+            SharedCol::F32(v) => Value::F32(v[i]),
+            SharedCol::F64(v) => Value::F64(v[i]),
+            SharedCol::Int(v) => {
+                if ty == ScalarType::I32 {
+                    Value::I32(v[i] as i32)
+                } else {
+                    Value::U32(v[i])
+                }
+            }
+            SharedCol::Bool(v) => Value::Bool(v[i]),
+        }
+    }
+}
+
+/// Everything a block evaluation reads.
+#[allow(dead_code)] // `k` and `bdim` document the frame; faults use them via the caller.
+pub(crate) struct Frame<'a> {
+    pub k: &'a Kernel,
+    pub args: &'a Args,
+    pub lanes: usize,
+    /// Global index of lane 0.
+    pub first: usize,
+    pub block: u32,
+    pub bdim: u32,
+    pub h: StateCols<'a>,
+    pub h0: StateCols<'a>,
+    pub t: Value,
+    pub shared: &'a [SharedCol],
+    /// Lanes at or past this one are padding: their global index is clamped to
+    /// the last real trajectory.
+    pub last: usize,
+}
+
+/// The first out-of-bounds access of an evaluation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Fault {
+    pub lane: usize,
+    pub index: i64,
+    pub len: usize,
+    pub site: u32,
+    /// Buffer parameter (`false`) or shared sub-field (`true`), and its index.
+    pub shared: bool,
+    pub which: u32,
+}
+
+impl Fault {
+    pub fn into_error(self, k: &Kernel, first: usize, bdim: u32) -> IrError {
+        let name = if self.shared {
+            &k.shared[self.which as usize].name
+        } else {
+            &k.params[self.which as usize].name
+        };
+        oob(
+            k,
+            name,
+            self.len,
+            self.index,
+            first + self.lane,
+            bdim,
+            k.sites[self.site as usize],
+        )
+    }
+}
+
+enum Opnd<'a, X> {
+    Col(&'a [X]),
+    Imm(X),
+}
+
+impl<X: Copy> Opnd<'_, X> {
+    #[inline(always)]
+    fn get(&self, l: usize) -> X {
+        match self {
+            Opnd::Col(c) => c[l],
+            Opnd::Imm(x) => *x,
+        }
+    }
+}
+
+#[inline(always)]
+fn map1<X: Copy, R: Copy>(d: &mut [R], a: Opnd<X>, f: impl Fn(X) -> R) {
+    match a {
+        Opnd::Col(a) => {
+            for (d, &x) in d.iter_mut().zip(a) {
+                *d = f(x);
+            }
+        }
+        Opnd::Imm(x) => d.fill(f(x)),
+    }
+}
+
+#[inline(always)]
+fn map2<X: Copy, R: Copy>(d: &mut [R], a: Opnd<X>, b: Opnd<X>, f: impl Fn(X, X) -> R) {
+    match (a, b) {
+        (Opnd::Col(a), Opnd::Col(b)) => {
+            for ((d, &x), &y) in d.iter_mut().zip(a).zip(b) {
+                *d = f(x, y);
+            }
+        }
+        (Opnd::Col(a), Opnd::Imm(y)) => {
+            for (d, &x) in d.iter_mut().zip(a) {
+                *d = f(x, y);
+            }
+        }
+        (Opnd::Imm(x), Opnd::Col(b)) => {
+            for (d, &y) in d.iter_mut().zip(b) {
+                *d = f(x, y);
+            }
+        }
+        (Opnd::Imm(x), Opnd::Imm(y)) => d.fill(f(x, y)),
+    }
+}
+
+macro_rules! float_ops {
+    ($name:ident, $t:ty) => {
+        #[inline(always)]
+        fn $name(op: Op, d: &mut [$t], a: Opnd<$t>, b: Opnd<$t>, c: Opnd<$t>) -> bool {
+            match op {
+                Op::Un(u) => match u {
+                    UnOp::Neg => map1(d, a, |x| -x),
+                    UnOp::Abs => map1(d, a, |x| x.abs()),
+                    UnOp::Sqrt => map1(d, a, |x| x.sqrt()),
+                    UnOp::Floor => map1(d, a, |x| x.floor()),
+                    UnOp::Sin => map1(d, a, |x| x.sin()),
+                    UnOp::Cos => map1(d, a, |x| x.cos()),
+                    UnOp::Exp => map1(d, a, |x| x.exp()),
+                    UnOp::Log => map1(d, a, |x| x.ln()),
+                    UnOp::Tanh => map1(d, a, |x| x.tanh()),
+                    UnOp::Not => return false,
+                },
+                Op::Bin(o) => match o {
+                    BinOp::Add => map2(d, a, b, |x, y| x + y),
+                    BinOp::Sub => map2(d, a, b, |x, y| x - y),
+                    BinOp::Mul => map2(d, a, b, |x, y| x * y),
+                    BinOp::Div => map2(d, a, b, |x, y| x / y),
+                    BinOp::Min => map2(d, a, b, |x, y| x.min(y)),
+                    BinOp::Max => map2(d, a, b, |x, y| x.max(y)),
+                    BinOp::Rem => map2(d, a, b, |x, y| x % y),
+                    BinOp::Pow => map2(d, a, b, |x, y| x.powf(y)),
+                    _ => return false,
+                },
+                Op::Fma => {
+                    for (l, d) in d.iter_mut().enumerate() {
+                        *d = a.get(l).mul_add(b.get(l), c.get(l));
+                    }
+                }
+                _ => return false,
+            }
+            true
+        }
+    };
+}
+float_ops!(f32_ops, f32);
+float_ops!(f64_ops, f64);
+
+/// Runs `prog` (the `lane` or `vary` list) over the frame's lanes.
+pub(crate) fn run(instrs: &[Instr], pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault>) {
+    for ins in instrs {
+        exec(ins, pools, fr, fault);
+    }
+}
+
+/// # Safety of the raw slices
+/// An instruction's destination slot is never one of its operand slots (every
+/// node has its own slot), and the pools are not resized while an instruction
+/// runs, so the destination slice never overlaps an operand slice.
+fn exec(ins: &Instr, pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault>) {
+    let w = pools.width;
+    let n = fr.lanes;
+    let f32s: *mut f32 = pools.f32s.as_mut_ptr();
+    let f64s: *mut f64 = pools.f64s.as_mut_ptr();
+    macro_rules! col {
+        ($pool:ident, $slot:expr) => {{
+            let p = $pool.cast_const();
+            // SAFETY: see the function's doc; slot < slots, lanes <= width.
+            unsafe { std::slice::from_raw_parts(p.add($slot as usize * w), n) }
+        }};
+    }
+    macro_rules! dst {
+        ($pool:ident) => {{
+            let p = $pool;
+            // SAFETY: as above; the destination is this instruction's own slot.
+            unsafe { std::slice::from_raw_parts_mut(p.add(ins.dst as usize * w), n) }
+        }};
+    }
+    let fast = match ins.ty {
+        ScalarType::F32
+            if ins.rty == ScalarType::F32
+                && !matches!(
+                    ins.op,
+                    Op::Select | Op::Cast | Op::Load { .. } | Op::SharedLoad { .. } | Op::Lane(_)
+                ) =>
+        {
+            let opnd = |s: Src| -> Opnd<f32> {
+                match s {
+                    Src::Col(c) => Opnd::Col(col!(f32s, c)),
+                    Src::Imm(Value::F32(x)) => Opnd::Imm(x),
+                    Src::Time => match fr.t {
+                        Value::F32(x) => Opnd::Imm(x),
+                        v => Opnd::Imm(v.as_f64() as f32),
+                    },
+                    Src::State(k) => match fr.h {
+                        StateCols::F32(h) => Opnd::Col(&h[k as usize * n..(k as usize + 1) * n]),
+                        StateCols::F64(_) => unreachable!("state type"),
+                    },
+                    Src::Init(k) => match fr.h0 {
+                        StateCols::F32(h) => Opnd::Col(&h[k as usize * n..(k as usize + 1) * n]),
+                        StateCols::F64(_) => unreachable!("state type"),
+                    },
+                    Src::Imm(_) => Opnd::Imm(0.0),
+                }
+            };
+            f32_ops(ins.op, dst!(f32s), opnd(ins.a), opnd(ins.b), opnd(ins.c))
+        }
+        ScalarType::F64
+            if ins.rty == ScalarType::F64
+                && !matches!(
+                    ins.op,
+                    Op::Select | Op::Cast | Op::Load { .. } | Op::SharedLoad { .. } | Op::Lane(_)
+                ) =>
+        {
+            let opnd = |s: Src| -> Opnd<f64> {
+                match s {
+                    Src::Col(c) => Opnd::Col(col!(f64s, c)),
+                    Src::Imm(Value::F64(x)) => Opnd::Imm(x),
+                    Src::Time => Opnd::Imm(fr.t.as_f64()),
+                    Src::State(k) => match fr.h {
+                        StateCols::F64(h) => Opnd::Col(&h[k as usize * n..(k as usize + 1) * n]),
+                        StateCols::F32(_) => unreachable!("state type"),
+                    },
+                    Src::Init(k) => match fr.h0 {
+                        StateCols::F64(h) => Opnd::Col(&h[k as usize * n..(k as usize + 1) * n]),
+                        StateCols::F32(_) => unreachable!("state type"),
+                    },
+                    Src::Imm(_) => Opnd::Imm(0.0),
+                }
+            };
+            f64_ops(ins.op, dst!(f64s), opnd(ins.a), opnd(ins.b), opnd(ins.c))
+        }
+        _ => false,
+    };
+    if fast {
+        return;
+    }
+    // The general path: one value at a time through the scalar semantics.
+    let read = |s: Src, ty: ScalarType, l: usize| -> Value {
+        match s {
+            Src::Imm(v) => v,
+            Src::Time => fr.t,
+            Src::State(k) | Src::Init(k) => {
+                let cols = if matches!(s, Src::State(_)) {
+                    fr.h
+                } else {
+                    fr.h0
+                };
+                match cols {
+                    StateCols::F32(h) => Value::F32(h[k as usize * n + l]),
+                    StateCols::F64(h) => Value::F64(h[k as usize * n + l]),
+                }
+            }
+            Src::Col(c) => {
+                let at = c as usize * w + l;
+                match ty {
+                    ScalarType::F32 => Value::F32(pools.f32s[at]),
+                    ScalarType::F64 => Value::F64(pools.f64s[at]),
+                    ScalarType::I32 => Value::I32(pools.ints[at] as i32),
+                    ScalarType::U32 => Value::U32(pools.ints[at]),
+                    ScalarType::Bool => Value::Bool(pools.bools[at]),
+                }
+            }
+        }
+    };
+    let mut out: Vec<Value> = Vec::with_capacity(n);
+    match ins.op {
+        Op::Lane(b) => {
+            for l in 0..n {
+                out.push(Value::U32(match b {
+                    Builtin::Global => (fr.first + l.min(fr.last.saturating_sub(1))) as u32,
+                    Builtin::Thread => l as u32,
+                    Builtin::Block => fr.block,
+                    _ => unreachable!("uniform builtins are immediates"),
+                }));
+            }
+        }
+        Op::Load { buf, site } => {
+            let b: &Buffer = fr
+                .args
+                .buffer_at(buf as usize)
+                .expect("args checked complete");
+            let len = b.len();
+            for l in 0..n {
+                let i = index_of(read(ins.a, ins.ty, l));
+                if i < 0 || i as usize >= len {
+                    if fault.is_none_or(|f| l < f.lane) {
+                        *fault = Some(Fault {
+                            lane: l,
+                            index: i,
+                            len,
+                            site,
+                            shared: false,
+                            which: buf,
+                        });
+                    }
+                    out.push(Value::F64(0.0).cast(ins.rty));
+                } else {
+                    out.push(b.get(i as usize));
+                }
+            }
+        }
+        Op::SharedLoad { shared, site } => {
+            let s = &fr.shared[shared as usize];
+            let len = s.len();
+            for l in 0..n {
+                let i = index_of(read(ins.a, ins.ty, l));
+                if i < 0 || i as usize >= len {
+                    if fault.is_none_or(|f| l < f.lane) {
+                        *fault = Some(Fault {
+                            lane: l,
+                            index: i,
+                            len,
+                            site,
+                            shared: true,
+                            which: shared,
+                        });
+                    }
+                    out.push(Value::F64(0.0).cast(ins.rty));
+                } else {
+                    out.push(s.get(i as usize, ins.rty));
+                }
+            }
+        }
+        Op::Un(op) => {
+            for l in 0..n {
+                out.push(ops::unary(op, read(ins.a, ins.ty, l)).expect("type-checked"));
+            }
+        }
+        Op::Bin(op) => {
+            let bty = if matches!(op, BinOp::Shl | BinOp::Shr) {
+                ScalarType::U32
+            } else {
+                ins.ty
+            };
+            for l in 0..n {
+                out.push(
+                    ops::binary(op, read(ins.a, ins.ty, l), read(ins.b, bty, l))
+                        .expect("type-checked"),
+                );
+            }
+        }
+        Op::Select => {
+            for l in 0..n {
+                let c = read(ins.a, ScalarType::Bool, l) == Value::Bool(true);
+                out.push(if c {
+                    read(ins.b, ins.ty, l)
+                } else {
+                    read(ins.c, ins.ty, l)
+                });
+            }
+        }
+        Op::Fma => {
+            for l in 0..n {
+                out.push(ops::fma(
+                    read(ins.a, ins.ty, l),
+                    read(ins.b, ins.ty, l),
+                    read(ins.c, ins.ty, l),
+                ));
+            }
+        }
+        Op::Cast => {
+            for l in 0..n {
+                out.push(read(ins.a, ins.ty, l).cast(ins.rty));
+            }
+        }
+    }
+    let base = ins.dst as usize * w;
+    for (l, v) in out.into_iter().enumerate() {
+        match v {
+            Value::F32(x) => pools.f32s[base + l] = x,
+            Value::F64(x) => pools.f64s[base + l] = x,
+            Value::I32(x) => pools.ints[base + l] = x as u32,
+            Value::U32(x) => pools.ints[base + l] = x,
+            Value::Bool(x) => pools.bools[base + l] = x,
+        }
+    }
+}
+
+/// Reads the value of `src` at lane `l` (for roots: rates, drives, emits).
+pub(crate) fn read_src(src: Src, ty: ScalarType, pools: &Pools, fr: &Frame<'_>, l: usize) -> Value {
+    let n = fr.lanes;
+    match src {
+        Src::Imm(v) => v,
+        Src::Time => fr.t,
+        Src::State(k) | Src::Init(k) => {
+            let cols = if matches!(src, Src::State(_)) {
+                fr.h
+            } else {
+                fr.h0
+            };
+            match cols {
+                StateCols::F32(h) => Value::F32(h[k as usize * n + l]),
+                StateCols::F64(h) => Value::F64(h[k as usize * n + l]),
+            }
+        }
+        Src::Col(c) => {
+            let at = c as usize * pools.width + l;
+            match ty {
+                ScalarType::F32 => Value::F32(pools.f32s[at]),
+                ScalarType::F64 => Value::F64(pools.f64s[at]),
+                ScalarType::I32 => Value::I32(pools.ints[at] as i32),
+                ScalarType::U32 => Value::U32(pools.ints[at]),
+                ScalarType::Bool => Value::Bool(pools.bools[at]),
+            }
+        }
+    }
+}

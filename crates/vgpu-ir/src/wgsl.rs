@@ -1,0 +1,527 @@
+//! The WGSL emitter: one compute shader per (kernel, integrator, workgroup
+//! size). Each invocation integrates one trajectory through all of its steps in
+//! a single dispatch, with the integrator's stages unrolled inside the step loop
+//! in exactly the order the CPU stepper combines them.
+//!
+//! Bindings (group 0): `0` the endpoint states (`n × dim` f32, written),
+//! `1` launch words ([`meta_words`]), `2` the fault record (4 atomic u32), then
+//! one read-only binding per buffer parameter, in declaration order.
+//!
+//! Restrictions: WGSL has no portable `f64`, so a kernel using `f64` anywhere
+//! is refused ([`IrError::Unsupported`]) and runs on the CPU; fields with
+//! phases (shared sub-fields, barriers, flux) run on the CPU.
+
+use crate::args::Args;
+use crate::error::IrError;
+use crate::kernel::{BinOp, Builtin, Kernel, Node, NodeId, UnOp, Update, Variance};
+use crate::types::{ScalarType, Value};
+use std::fmt::Write;
+use vgpu_field::Tableau;
+
+/// Index of the first buffer binding.
+pub const FIRST_BUFFER_BINDING: u32 = 3;
+/// Launch words before the per-buffer lengths: `n`, `steps`, `t0` bits, `dt` bits.
+pub const META_HEADER: usize = 4;
+
+fn unsupported(k: &Kernel, reason: impl Into<String>) -> IrError {
+    IrError::Unsupported {
+        kernel: k.name.clone(),
+        backend: "gpu (WGSL)".into(),
+        reason: reason.into(),
+    }
+}
+
+/// Whether the kernel can run as WGSL, and why not.
+///
+/// # Errors
+/// [`IrError::Unsupported`] for `f64` anywhere, phases, or `:=` jumps.
+pub fn check_wgsl(k: &Kernel) -> Result<(), IrError> {
+    if k.is_phased() {
+        return Err(unsupported(
+            k,
+            "fields with phases (shared sub-fields, barriers, flux) run on the CPU",
+        ));
+    }
+    if k.types.contains(&ScalarType::F64) || k.params.iter().any(|p| p.ty == ScalarType::F64) {
+        return Err(unsupported(
+            k,
+            "WGSL has no portable f64: run f64 fields on the CPU (--backend cpu)",
+        ));
+    }
+    if k.states.is_empty() {
+        return Err(unsupported(
+            k,
+            "a field with no state has nothing to integrate on the GPU",
+        ));
+    }
+    if k.phases[0]
+        .updates
+        .iter()
+        .any(|u| matches!(u, Update::Jump(_)))
+    {
+        return Err(unsupported(k, "`:=` jumps need a phase"));
+    }
+    Ok(())
+}
+
+fn wty(t: ScalarType) -> &'static str {
+    match t {
+        ScalarType::F32 => "f32",
+        ScalarType::I32 => "i32",
+        ScalarType::U32 => "u32",
+        ScalarType::Bool => "bool",
+        ScalarType::F64 => "f64",
+    }
+}
+
+/// A WGSL literal for a constant, exact: non-integral floats are written as bit patterns.
+pub fn literal(v: Value) -> String {
+    match v {
+        Value::F32(x) => {
+            if x == x.trunc() && x.abs() < 16_777_216.0 && !(x == 0.0 && x.is_sign_negative()) {
+                format!("{:.1}f", x)
+            } else {
+                format!("bitcast<f32>({:#010x}u)", x.to_bits())
+            }
+        }
+        Value::I32(x) => {
+            if x == i32::MIN {
+                "bitcast<i32>(0x80000000u)".into()
+            } else if x < 0 {
+                format!("({x}i)")
+            } else {
+                format!("{x}i")
+            }
+        }
+        Value::U32(x) => format!("{x}u"),
+        Value::Bool(b) => b.to_string(),
+        Value::F64(x) => format!("{x:?}"),
+    }
+}
+
+struct Names<'a> {
+    k: &'a Kernel,
+    /// Nodes computed before the step loop (uniform and per-lane), passed in `L`.
+    pre: &'a [bool],
+    in_field: bool,
+}
+
+impl Names<'_> {
+    fn r(&self, n: NodeId) -> String {
+        let i = n.index();
+        match self.k.nodes[i] {
+            Node::Const(v) => literal(v),
+            Node::State(s) if self.in_field => format!("h.v{s}"),
+            Node::Init(s) => {
+                if self.in_field {
+                    format!("l.i{s}")
+                } else {
+                    format!("i{s}")
+                }
+            }
+            Node::Builtin(Builtin::Time) if self.in_field => "t".into(),
+            _ => {
+                if self.in_field && self.pre[i] {
+                    format!("l.n{i}")
+                } else {
+                    format!("n{i}")
+                }
+            }
+        }
+    }
+}
+
+fn expr(k: &Kernel, id: NodeId, nm: &Names<'_>, meta_scalar: &dyn Fn(u32) -> usize) -> String {
+    let r = |n: NodeId| nm.r(n);
+    match k.nodes[id.index()] {
+        Node::Const(v) => literal(v),
+        Node::Param(p) => {
+            let w = format!("launch[{}]", meta_scalar(p));
+            match k.params[p as usize].ty {
+                ScalarType::F32 => format!("bitcast<f32>({w})"),
+                ScalarType::I32 => format!("bitcast<i32>({w})"),
+                ScalarType::U32 => w,
+                _ => format!("({w} != 0u)"),
+            }
+        }
+        Node::Builtin(b) => match b {
+            Builtin::Global => "gid".into(),
+            Builtin::Thread => "lid".into(),
+            Builtin::Block => "wg".into(),
+            Builtin::BlockDim => "WG".into(),
+            Builtin::GridDim => "(nwg.x * nwg.y)".into(),
+            Builtin::Count => "launch[0]".into(),
+            Builtin::Time => "t".into(),
+            Builtin::Repetition => "0u".into(),
+        },
+        Node::State(s) => format!("h.v{s}"),
+        Node::Init(s) => format!("i{s}"),
+        Node::Load { buf, index, site } => format!("ld{buf}(u32({}), {site}u, gid)", r(index)),
+        Node::SharedLoad { .. } => "0.0f".into(),
+        Node::Unary(op, a) => {
+            let a = r(a);
+            let t = k.ty(id);
+            match op {
+                UnOp::Neg => format!("(-{a})"),
+                UnOp::Not if t == ScalarType::Bool => format!("(!{a})"),
+                UnOp::Not => format!("(~{a})"),
+                UnOp::Sin => format!("sin({a})"),
+                UnOp::Cos => format!("cos({a})"),
+                UnOp::Exp => format!("exp({a})"),
+                UnOp::Log => format!("log({a})"),
+                UnOp::Sqrt => format!("sqrt({a})"),
+                UnOp::Tanh => format!("tanh({a})"),
+                UnOp::Abs => format!("abs({a})"),
+                UnOp::Floor => format!("floor({a})"),
+            }
+        }
+        Node::Binary(op, a, b) => {
+            let (x, y) = (r(a), r(b));
+            let int = k.ty(a).is_int();
+            let sym = match op {
+                BinOp::Add => "+",
+                BinOp::Sub => "-",
+                BinOp::Mul => "*",
+                BinOp::Div if int => return format!("idiv_{}({x}, {y})", wty(k.ty(a))),
+                BinOp::Rem if int => return format!("irem_{}({x}, {y})", wty(k.ty(a))),
+                BinOp::Div => "/",
+                BinOp::Rem => "%",
+                BinOp::Min => return format!("min({x}, {y})"),
+                BinOp::Max => return format!("max({x}, {y})"),
+                BinOp::Pow => return format!("pow({x}, {y})"),
+                BinOp::Eq => "==",
+                BinOp::Ne => "!=",
+                BinOp::Lt => "<",
+                BinOp::Le => "<=",
+                BinOp::Gt => ">",
+                BinOp::Ge => ">=",
+                BinOp::And => "&&",
+                BinOp::Or => "||",
+                BinOp::BitAnd => "&",
+                BinOp::BitOr => "|",
+                BinOp::BitXor => "^",
+                BinOp::Shl => return format!("({x} << ({y} & 31u))"),
+                BinOp::Shr => return format!("({x} >> ({y} & 31u))"),
+            };
+            format!("({x} {sym} {y})")
+        }
+        Node::Select(c, a, b) => format!("select({}, {}, {})", r(b), r(a), r(c)),
+        Node::Fma(a, b, c) => {
+            if k.ty(a).is_float() {
+                format!("fma({}, {}, {})", r(a), r(b), r(c))
+            } else {
+                format!("({} * {} + {})", r(a), r(b), r(c))
+            }
+        }
+        Node::Cast(t, a) => format!("{}({})", wty(t), r(a)),
+    }
+}
+
+/// The launch words of binding 1: `n`, `steps`, `t0`, `dt` (as f32 bits), then
+/// each buffer parameter's length, then each scalar parameter's bits.
+pub fn meta_words(
+    k: &Kernel,
+    args: &Args,
+    n: u32,
+    steps: u32,
+    t0: f64,
+    dt: f64,
+) -> Result<Vec<u32>, IrError> {
+    args.check_complete()?;
+    let mut w = vec![n, steps, (t0 as f32).to_bits(), (dt as f32).to_bits()];
+    for (i, p) in k.params.iter().enumerate() {
+        if p.buffer {
+            w.push(
+                args.buffer_at(i)
+                    .map(|b| b.len())
+                    .unwrap_or(0)
+                    .min(u32::MAX as usize) as u32,
+            );
+        }
+    }
+    for (i, p) in k.params.iter().enumerate() {
+        if !p.buffer {
+            let v = args.scalar_at(i).expect("checked complete");
+            w.push(match v {
+                Value::F32(x) => x.to_bits(),
+                Value::I32(x) => x as u32,
+                Value::U32(x) => x,
+                Value::Bool(b) => b as u32,
+                Value::F64(_) => return Err(unsupported(k, format!("scalar `{}` is f64", p.name))),
+            });
+        }
+    }
+    Ok(w)
+}
+
+/// Emits the compute shader integrating `k` with `tableau` in workgroups of `wg`
+/// invocations (entry point `main`).
+///
+/// # Errors
+/// [`IrError::Unsupported`] (see [`check_wgsl`]).
+pub fn emit_wgsl(k: &Kernel, tableau: &Tableau, wg: u32) -> Result<String, IrError> {
+    check_wgsl(k)?;
+    let dim = k.states.len();
+    let phase = &k.phases[0];
+    let var = k.variance();
+    let roots = k.phase_roots(phase);
+    let field_nodes = k.reachable(&roots);
+    let init_roots: Vec<NodeId> = k.states.iter().map(|s| s.init).collect();
+    // Everything computed before the loop: initial values, uniform and lane nodes of the field.
+    let mut pre_roots = init_roots.clone();
+    for &n in &field_nodes {
+        if var[n.index()] != Variance::Varying && !matches!(k.nodes[n.index()], Node::Const(_)) {
+            pre_roots.push(n);
+        }
+    }
+    let pre_nodes = k.reachable(&pre_roots);
+    let mut pre = vec![false; k.nodes.len()];
+    for n in &pre_nodes {
+        pre[n.index()] = true;
+    }
+    let n_buffers = k.params.iter().filter(|p| p.buffer).count();
+    let mut buf_slot = vec![0usize; k.params.len()];
+    let mut scalar_slot = vec![0usize; k.params.len()];
+    let (mut nb, mut ns) = (0, 0);
+    for (i, p) in k.params.iter().enumerate() {
+        if p.buffer {
+            buf_slot[i] = nb;
+            nb += 1;
+        } else {
+            scalar_slot[i] = META_HEADER + n_buffers + ns;
+            ns += 1;
+        }
+    }
+    let ms = |p: u32| scalar_slot[p as usize];
+
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// Generated by vgpu-ir from field `{}` ({}), integrator {}.",
+        k.name,
+        k.source,
+        tableau.name()
+    );
+    let _ = writeln!(s, "const WG: u32 = {wg}u;");
+    let _ = writeln!(
+        s,
+        "@group(0) @binding(0) var<storage, read_write> out: array<f32>;"
+    );
+    let _ = writeln!(
+        s,
+        "@group(0) @binding(1) var<storage, read> launch: array<u32>;"
+    );
+    let _ = writeln!(
+        s,
+        "@group(0) @binding(2) var<storage, read_write> fault: array<atomic<u32>, 4>;"
+    );
+    for (i, p) in k.params.iter().enumerate() {
+        if p.buffer {
+            let _ = writeln!(
+                s,
+                "@group(0) @binding({}) var<storage, read> b{i}: array<{}>;",
+                FIRST_BUFFER_BINDING as usize + buf_slot[i],
+                wty(p.ty)
+            );
+        }
+    }
+    s.push_str(
+        "\nfn report(site: u32, index: u32, gid: u32) {\n    let old = atomicMin(&fault[0], gid);\n    if (gid < old) {\n        atomicStore(&fault[1], site);\n        atomicStore(&fault[2], index);\n    }\n}\n",
+    );
+    s.push_str("fn idiv_i32(a: i32, b: i32) -> i32 { if (b == 0i) { return a; } if (a == bitcast<i32>(0x80000000u) && b == -1i) { return a; } return a / b; }\n");
+    s.push_str("fn irem_i32(a: i32, b: i32) -> i32 { if (b == 0i) { return 0i; } if (a == bitcast<i32>(0x80000000u) && b == -1i) { return 0i; } return a % b; }\n");
+    s.push_str("fn idiv_u32(a: u32, b: u32) -> u32 { if (b == 0u) { return a; } return a / b; }\n");
+    s.push_str(
+        "fn irem_u32(a: u32, b: u32) -> u32 { if (b == 0u) { return 0u; } return a % b; }\n",
+    );
+    for (i, p) in k.params.iter().enumerate() {
+        if p.buffer {
+            let t = wty(p.ty);
+            let zero = literal(Value::U32(0).cast(p.ty));
+            let _ = writeln!(
+                s,
+                "fn ld{i}(i: u32, site: u32, gid: u32) -> {t} {{\n    if (i >= launch[{}]) {{ report(site, i, gid); return {zero}; }}\n    return b{i}[i];\n}}",
+                META_HEADER + buf_slot[i]
+            );
+        }
+    }
+    // State and lane-value structs.
+    let _ = writeln!(
+        s,
+        "struct S {{ {} }}",
+        (0..dim)
+            .map(|i| format!("v{i}: f32"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut lfields: Vec<String> = vec![];
+    let mut init_used = vec![false; dim];
+    for &n in &field_nodes {
+        if let Node::Init(j) = k.nodes[n.index()] {
+            init_used[j as usize] = true;
+        }
+    }
+    for (j, used) in init_used.iter().enumerate() {
+        if *used {
+            lfields.push(format!("i{j}: f32"));
+        }
+    }
+    let field_pre: Vec<NodeId> = field_nodes
+        .iter()
+        .copied()
+        .filter(|n| pre[n.index()] && !matches!(k.nodes[n.index()], Node::Const(_) | Node::Init(_)))
+        .collect();
+    for n in &field_pre {
+        lfields.push(format!("n{}: {}", n.index(), wty(k.ty(*n))));
+    }
+    if lfields.is_empty() {
+        lfields.push("unused: u32".into());
+    }
+    let _ = writeln!(s, "struct L {{ {} }}", lfields.join(", "));
+    // The field.
+    let _ = writeln!(s, "fn field(t: f32, h: S, l: L, gid: u32) -> S {{");
+    let nm = Names {
+        k,
+        pre: &pre,
+        in_field: true,
+    };
+    for &n in &field_nodes {
+        if pre[n.index()]
+            || matches!(
+                k.nodes[n.index()],
+                Node::Const(_) | Node::State(_) | Node::Init(_) | Node::Builtin(Builtin::Time)
+            )
+        {
+            continue;
+        }
+        let _ = writeln!(s, "    let n{} = {};", n.index(), expr(k, n, &nm, &ms));
+    }
+    let rates: Vec<String> = phase
+        .updates
+        .iter()
+        .map(|u| match u {
+            Update::Rate(r) => nm.r(*r),
+            _ => "0.0f".into(),
+        })
+        .collect();
+    let _ = writeln!(s, "    return S({});\n}}", rates.join(", "));
+    // The entry point.
+    let _ = writeln!(
+        s,
+        "@compute @workgroup_size({wg})\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{"
+    );
+    s.push_str("    let wg = wid.y * nwg.x + wid.x;\n    let gid = wg * WG + lid;\n    if (gid >= launch[0]) { return; }\n");
+    s.push_str("    let steps = launch[1];\n    let t0 = bitcast<f32>(launch[2]);\n    let dt = bitcast<f32>(launch[3]);\n");
+    let nm0 = Names {
+        k,
+        pre: &pre,
+        in_field: false,
+    };
+    // Initial values first (they read no state), then what reads `init(x)`.
+    let init_nodes = k.reachable(&init_roots);
+    let mut done = vec![false; k.nodes.len()];
+    for &n in &init_nodes {
+        done[n.index()] = true;
+        if matches!(k.nodes[n.index()], Node::Const(_)) {
+            continue;
+        }
+        let _ = writeln!(s, "    let n{} = {};", n.index(), expr(k, n, &nm0, &ms));
+    }
+    for (j, st) in k.states.iter().enumerate() {
+        let _ = writeln!(s, "    let i{j} = {};", nm0.r(st.init));
+    }
+    for &n in &pre_nodes {
+        if done[n.index()] || matches!(k.nodes[n.index()], Node::Const(_) | Node::Init(_)) {
+            continue;
+        }
+        let _ = writeln!(s, "    let n{} = {};", n.index(), expr(k, n, &nm0, &ms));
+    }
+    let mut lvals: Vec<String> = vec![];
+    for (j, used) in init_used.iter().enumerate() {
+        if *used {
+            lvals.push(format!("i{j}"));
+        }
+    }
+    for n in &field_pre {
+        lvals.push(format!("n{}", n.index()));
+    }
+    if lvals.is_empty() {
+        lvals.push("0u".into());
+    }
+    let _ = writeln!(s, "    let l = L({});", lvals.join(", "));
+    let _ = writeln!(
+        s,
+        "    var h = S({});",
+        (0..dim)
+            .map(|j| format!("i{j}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    s.push_str("    for (var step: u32 = 0u; step < steps; step = step + 1u) {\n");
+    s.push_str("        let t = f32(step) * dt + t0;\n");
+    // Stages, combined exactly as vgpu_field::Stepper combines them.
+    let coef = |v: f64| literal(Value::F32(v as f32));
+    let combine = |terms: &[(usize, f64)], comp: usize| -> String {
+        if terms.is_empty() {
+            return format!("h.v{comp}");
+        }
+        let sum = terms
+            .iter()
+            .map(|(j, c)| format!("{} * k{j}.v{comp}", coef(*c)))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        format!("h.v{comp} + dt * ({sum})")
+    };
+    let nz = |row: &[f64]| {
+        row.iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, v)| *v != 0.0)
+            .collect::<Vec<_>>()
+    };
+    for i in 0..tableau.stages() {
+        let terms = nz(tableau.a(i));
+        let ti = format!("t + {} * dt", coef(tableau.c()[i]));
+        if terms.is_empty() {
+            let _ = writeln!(s, "        let k{i} = field({ti}, h, l, gid);");
+        } else {
+            let y = (0..dim)
+                .map(|c| combine(&terms, c))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let _ = writeln!(s, "        let k{i} = field({ti}, S({y}), l, gid);");
+        }
+    }
+    let b = nz(tableau.b());
+    let y = (0..dim)
+        .map(|c| combine(&b, c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(s, "        h = S({y});\n    }}");
+    for j in 0..dim {
+        let _ = writeln!(s, "    out[gid * {dim}u + {j}u] = h.v{j};");
+    }
+    s.push_str("}\n");
+    Ok(s)
+}
+
+/// Parses and validates WGSL with naga (the front end wgpu uses).
+///
+/// # Errors
+/// naga's message, with the kernel's name.
+pub fn validate_wgsl(kernel: &str, src: &str) -> Result<(), IrError> {
+    let module = naga::front::wgsl::parse_str(src).map_err(|e| IrError::Wgsl {
+        kernel: kernel.into(),
+        message: e.emit_to_string(src),
+    })?;
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::empty(),
+    )
+    .validate(&module)
+    .map_err(|e| IrError::Wgsl {
+        kernel: kernel.into(),
+        message: format!("{e:?}"),
+    })?;
+    Ok(())
+}
