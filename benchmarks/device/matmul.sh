@@ -33,7 +33,7 @@ $VGPU bench matmul --n 4096 --backend gpu --json --seconds 3 --device-side --ite
   | tee "$OUT/vgpu_n4096.json"
 # Other register-blocked tiles, device-side only matters here (short host phase).
 i=0
-for tile in 128x128x8x8x8 64x128x16x4x8 128x64x16x8x4 64x64x16x4x4; do
+for tile in 128x128x16x8x8 64x128x16x4x8 128x64x16x8x4 64x64x16x4x4; do
   $VGPU bench matmul --n 4096 --backend gpu --json --seconds 0.5 --device-side --iters 20 \
     --tile $tile | tee "$OUT/vgpu_n4096_tile$i.json"
   i=$((i + 1))
