@@ -10,6 +10,7 @@
 mod arrays;
 mod cache;
 mod errors;
+mod ptx;
 mod vgpu;
 
 use pyo3::prelude::*;

@@ -87,6 +87,18 @@ impl PyVgpu {
         Ok(reports)
     }
 
+    /// Runs a PTX case (`case.json` or its folder) and returns its report.
+    #[pyo3(signature = (path, check = true, parallel = true))]
+    fn ptx_case<'py>(
+        &self,
+        py: Python<'py>,
+        path: &str,
+        check: bool,
+        parallel: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        crate::ptx::ptx_case(py, path, check, parallel)
+    }
+
     fn __repr__(&self) -> String {
         "VGPU()".to_string()
     }

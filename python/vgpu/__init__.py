@@ -24,7 +24,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+import os
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -169,6 +170,31 @@ class VGPU:
             n=n, mat=mat, block=block, method=method, dt=dt, t_end=t_end,
             scale=scale, threads=threads, seed=seed,
         )
+
+    def ptx_case(
+        self, path: Union[str, "os.PathLike[str]"], *, check: bool = True, parallel: bool = True
+    ) -> Dict[str, Any]:
+        """Runs a PTX case -- real nvcc PTX with its inputs and expected outputs
+        (a ``case.json``, or the folder holding one) -- on VGPU's SIMT field
+        executor, and compares the outputs.
+
+        Args:
+            path: the ``case.json`` or its folder.
+            check: run the checker (misaligned accesses, barrier divergence,
+                shared-memory races, uninitialised reads).
+            parallel: run blocks in parallel (the results are the same).
+
+        Returns a dict: ``passed``, ``entry``, ``path``, ``error`` (the launch's
+        error message, or None), ``expect_error`` (the fault class the case
+        expects, or None), ``buffers`` (per expected buffer: ``name``, ``dtype``,
+        ``len``, ``mismatches``, ``max_ulp``, ``max_abs``, ``first_mismatch``,
+        ``passed``) and ``thread_instructions``.
+
+        Raises:
+            VGPUError: the case or its PTX cannot be read or parsed (PTX errors
+                name ``file:line:col``).
+        """
+        return self._vgpu.ptx_case(os.fspath(path), check, parallel)
 
     def __repr__(self) -> str:
         return "VGPU()"

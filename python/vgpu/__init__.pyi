@@ -1,6 +1,7 @@
 """Type stubs of the ``vgpu`` package: numpy arrays in, numpy arrays out."""
 
-from typing import Any, Dict, List, Optional, Tuple
+import os
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -42,3 +43,6 @@ class VGPU:
         threads: Optional[int] = None,
         seed: Optional[int] = None,
     ) -> List[Dict[str, Any]]: ...
+    def ptx_case(
+        self, path: Union[str, os.PathLike[str]], *, check: bool = ..., parallel: bool = ...
+    ) -> Dict[str, Any]: ...

@@ -1,0 +1,61 @@
+//! `VGPU.ptx_case`: a PTX case (real nvcc PTX, inputs, expected outputs) run on
+//! VGPU's SIMT field executor, its report as Python values.
+
+use crate::errors::{no_panic, vgpu_error};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::path::Path;
+use vgpu_ptx::{run_case, CaseReport, ExecOptions};
+
+/// Runs the case whose `case.json` is `path` (or the folder holding it).
+pub fn ptx_case<'py>(
+    py: Python<'py>,
+    path: &str,
+    check: bool,
+    parallel: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let p = Path::new(path);
+    let json = if p.is_dir() {
+        p.join("case.json")
+    } else {
+        p.to_path_buf()
+    };
+    let opts = ExecOptions {
+        check,
+        parallel,
+        ..ExecOptions::default()
+    };
+    let report = py
+        .detach(|| no_panic("ptx_case", || run_case(&json, &opts)))
+        .map_err(vgpu_error)?
+        .map_err(vgpu_error)?;
+    report_dict(py, &report)
+}
+
+fn report_dict<'py>(py: Python<'py>, r: &CaseReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("path", r.path.display().to_string())?;
+    d.set_item("entry", &r.entry)?;
+    d.set_item("passed", r.passed())?;
+    d.set_item("error", r.error.as_ref().map(|e| e.to_string()))?;
+    d.set_item("expect_error", r.expect_error.clone())?;
+    let buffers = PyList::empty(py);
+    for b in &r.buffers {
+        let bd = PyDict::new(py);
+        bd.set_item("name", &b.name)?;
+        bd.set_item("dtype", &b.dtype)?;
+        bd.set_item("len", b.len)?;
+        bd.set_item("mismatches", b.mismatches)?;
+        bd.set_item("max_ulp", b.max_ulp)?;
+        bd.set_item("max_abs", b.max_abs)?;
+        bd.set_item("first_mismatch", b.first_mismatch)?;
+        bd.set_item("passed", b.passed())?;
+        buffers.append(bd)?;
+    }
+    d.set_item("buffers", buffers)?;
+    d.set_item(
+        "thread_instructions",
+        r.stats.as_ref().map(|s| s.thread_instructions),
+    )?;
+    Ok(d)
+}
