@@ -207,7 +207,7 @@ fn var_size(v: &ast::VarDecl, file: &str) -> Result<u64, PtxError> {
             }
         }
     }
-    if n > 1 << 32 {
+    if n.saturating_mul(es) > 1 << 28 {
         return Err(PtxError::Semantic {
             file: file.into(),
             line: v.line,

@@ -210,6 +210,12 @@ pub fn launch(
             "{shared_total} bytes of shared memory per block; at most 228 KiB"
         )));
     }
+    if k.local_bytes > 512 * 1024 {
+        return Err(lerr(format!(
+            "{} bytes of local memory per thread; at most 512 KiB",
+            k.local_bytes
+        )));
+    }
     if args.len() != k.params.len() {
         return Err(lerr(format!(
             "{} arguments given, the kernel has {} parameters",
