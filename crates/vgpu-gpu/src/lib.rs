@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod backend;
+pub mod ensemble;
 mod error;
 pub mod kernel_cache;
 pub mod matmul;
@@ -20,6 +21,7 @@ mod stats;
 mod vgpu_cache;
 
 pub use backend::{ActiveBackend, BackendChoice};
+pub use ensemble::{run_ensemble_gpu, EnsembleError, GpuEnsemble};
 pub use error::GpuError;
 pub use kernel_cache::{Binding, KernelCache, KernelKey, KernelSpec};
 pub use matmul::tile::Tile;
