@@ -655,8 +655,10 @@ impl KernelCache {
         } else {
             None
         };
+        // With a readback, the map callback says the submission is done; without
+        // one, ask the queue to say so.
         let done = Arc::new(AtomicU8::new(0));
-        {
+        if staging.is_none() {
             let done = Arc::clone(&done);
             queue.on_submitted_work_done(move || done.store(1, Ordering::SeqCst));
         }
@@ -719,7 +721,8 @@ impl KernelCache {
 /// Waits for submission `index`: first by spinning on non-blocking polls for up to
 /// `spin` (a blocking fence wait can cost tens of microseconds of wake-up latency,
 /// more than a small kernel takes), then by a blocking wait of at most `timeout`.
-/// Done when the submission finished and, with `readback`, the staging buffer is mapped.
+/// Done when the staging buffer is mapped (with `readback`), else when the queue
+/// reports the submission done.
 fn wait(
     device: &wgpu::Device,
     index: wgpu::SubmissionIndex,
@@ -729,8 +732,13 @@ fn wait(
     spin: Duration,
     timeout: Duration,
 ) -> Result<(), wgpu::PollError> {
-    let finished =
-        || done.load(Ordering::SeqCst) != 0 && (!readback || mapped.load(Ordering::SeqCst) != 0);
+    let finished = || {
+        if readback {
+            mapped.load(Ordering::SeqCst) != 0
+        } else {
+            done.load(Ordering::SeqCst) != 0
+        }
+    };
     let start = Instant::now();
     while start.elapsed() < spin {
         device.poll(wgpu::PollType::Poll)?;
