@@ -9,6 +9,7 @@
 
 mod arrays;
 mod cache;
+mod ensemble;
 mod errors;
 mod ptx;
 mod vgpu;

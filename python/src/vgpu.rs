@@ -1,6 +1,7 @@
 //! `VGPU`: the field engine from Python: the equivalence demos (and, as the
 //! front ends land, `.field` ensembles and PTX cases).
 
+use crate::ensemble::{prepare, result_to_python, EnsembleBackend};
 use crate::errors::{no_panic, vgpu_error};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -85,6 +86,50 @@ impl PyVgpu {
             reports.push(report_dict(py, &r.map_err(vgpu_error)?)?);
         }
         Ok(reports)
+    }
+
+    /// Integrates `n` trajectories of the `.field` kernel in `source` (named
+    /// `file` in error messages) over `t` with step `dt`; returns the final
+    /// states (n, dim) and the flux outputs {name: 1-D array}.
+    #[pyo3(signature = (source, file, n, t, dt, method = "rk4", params = None, backend = "auto", block = None, threads = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn ensemble(
+        &self,
+        py: Python<'_>,
+        source: &str,
+        file: &str,
+        n: usize,
+        t: (f64, f64),
+        dt: f64,
+        method: &str,
+        params: Option<&Bound<'_, PyDict>>,
+        backend: &str,
+        block: Option<u32>,
+        threads: Option<usize>,
+    ) -> PyResult<(Py<PyAny>, Py<PyDict>)> {
+        let method = parse_method(method)?;
+        let backend = EnsembleBackend::parse(backend)?;
+        if n == 0 {
+            return Err(PyValueError::new_err("ensemble: n must be at least 1"));
+        }
+        let job = prepare(
+            py,
+            source,
+            file,
+            n,
+            t,
+            dt,
+            method,
+            params,
+            backend,
+            block,
+            parse_threads(threads),
+        )?;
+        let result = py
+            .detach(|| no_panic("ensemble", || job.run()))
+            .map_err(vgpu_error)?
+            .map_err(vgpu_error)?;
+        result_to_python(py, result)
     }
 
     /// Runs a PTX case (`case.json` or its folder) and returns its report.

@@ -8,7 +8,8 @@ numpy users:
   cache (one compile per distinct shape, reused afterwards), on the GPU through
   wgpu, or on the CPU when there is none (``VGPU_BACKEND=auto|gpu|cpu``).
 * :class:`VGPU` -- the field engine: the equivalence demos (CUDA kernels written
-  as vector fields, each checked against what the CUDA kernel computes).
+  as vector fields, each checked against what the CUDA kernel computes) and
+  ensembles of ``.field`` kernels (one trajectory per thread, numpy out).
 * :class:`VGPUError` -- raised for every failure that is not a bad shape or dtype
   (those raise :class:`ValueError`); its message is the Rust error's.
 
@@ -25,7 +26,7 @@ Example::
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -122,6 +123,22 @@ class VGPUCache:
         return repr(self._cache)
 
 
+def _field_source(source_or_path: Union[str, "os.PathLike[str]"]) -> Tuple[str, str]:
+    """(text, name for messages): a path-like, or a str without ``{`` (a file
+    name), is read; any other str is ``.field`` source named ``<string>``."""
+    if isinstance(source_or_path, os.PathLike) or (
+        isinstance(source_or_path, str) and "{" not in source_or_path
+    ):
+        path = os.fspath(source_or_path)
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    if isinstance(source_or_path, str):
+        return source_or_path, "<string>"
+    raise TypeError(
+        f"ensemble: expected .field source text or a path, got {type(source_or_path).__name__}"
+    )
+
+
 class VGPU:
     """VGPU's field engine: kernels as vector fields, launches as ensemble integrations."""
 
@@ -170,6 +187,64 @@ class VGPU:
             n=n, mat=mat, block=block, method=method, dt=dt, t_end=t_end,
             scale=scale, threads=threads, seed=seed,
         )
+
+    def ensemble(
+        self,
+        source_or_path: Union[str, "os.PathLike[str]"],
+        *,
+        n: int,
+        t: Tuple[float, float] = (0.0, 1.0),
+        dt: float,
+        method: str = "rk4",
+        params: Optional[Mapping[str, Any]] = None,
+        backend: str = "auto",
+        block: Optional[int] = None,
+        threads: Optional[int] = None,
+        return_fluxes: bool = False,
+    ) -> Any:
+        """Integrates ``n`` trajectories of a ``.field`` kernel (CUDA's
+        ``<<<grid, block>>>``: trajectory ``i`` is thread ``i``).
+
+        Args:
+            source_or_path: ``.field`` source text, or the path of a ``.field`` file
+                (a ``str`` without ``{`` or any path-like).
+            n: number of trajectories.
+            t: the time span ``(t0, t1)``; it must be a whole number of steps.
+                (Phased kernels -- barriers, shared sub-fields -- take their
+                spans from the kernel.)
+            dt: the step.
+            method: ``"rk4"`` or ``"euler"``.
+            params: the kernel's parameters by name: numbers for scalars, array-likes
+                for buffers (flattened in C order, converted to the declared element
+                type; integer buffers take only integer arrays).
+            backend: ``"auto"``, ``"cpu"`` or ``"gpu"``. This build integrates
+                ``.field`` ensembles on the CPU; ``"gpu"`` raises VGPUError.
+            block: trajectories per block (default min(n, 256)).
+            threads: CPU threads (``1`` sequential, ``0`` one per core); the
+                results are the same bits for any value.
+            return_fluxes: also return the flux outputs (``atomicAdd`` targets).
+
+        Returns:
+            The final states, an ``(n, number of states)`` array of the kernel's
+            float type; with ``return_fluxes``, ``(states, {name: 1-D array})``.
+
+        Raises:
+            ValueError: bad ``n``, ``method``, ``backend``, or a parameter of the
+                wrong type or dtype.
+            VGPUError: a parse or type error in the source (``file:line:col``), a
+                missing or unknown parameter, an out-of-bounds read (naming the
+                buffer, the trajectory and the place), a state that became NaN or
+                infinite, a span that is not a whole number of steps.
+            OSError: the file cannot be read.
+        """
+        text, name = _field_source(source_or_path)
+        if len(t) != 2:
+            raise ValueError(f"ensemble: t must be (t0, t1), got {t!r}")
+        states, fluxes = self._vgpu.ensemble(
+            text, name, int(n), (float(t[0]), float(t[1])), float(dt), method,
+            dict(params or {}), backend, block, threads,
+        )
+        return (states, fluxes) if return_fluxes else states
 
     def ptx_case(
         self, path: Union[str, "os.PathLike[str]"], *, check: bool = True, parallel: bool = True

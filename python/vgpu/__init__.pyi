@@ -1,7 +1,7 @@
 """Type stubs of the ``vgpu`` package: numpy arrays in, numpy arrays out."""
 
 import os
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +43,20 @@ class VGPU:
         threads: Optional[int] = None,
         seed: Optional[int] = None,
     ) -> List[Dict[str, Any]]: ...
+    def ensemble(
+        self,
+        source_or_path: Union[str, os.PathLike[str]],
+        *,
+        n: int,
+        t: Tuple[float, float] = ...,
+        dt: float,
+        method: str = ...,
+        params: Optional[Mapping[str, Any]] = ...,
+        backend: str = ...,
+        block: Optional[int] = ...,
+        threads: Optional[int] = ...,
+        return_fluxes: bool = ...,
+    ) -> Any: ...
     def ptx_case(
         self, path: Union[str, os.PathLike[str]], *, check: bool = ..., parallel: bool = ...
     ) -> Dict[str, Any]: ...

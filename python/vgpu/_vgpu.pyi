@@ -61,4 +61,17 @@ class VGPU:
         threads: Optional[int] = None,
         seed: Optional[int] = None,
     ) -> List[Dict[str, Any]]: ...
+    def ensemble(
+        self,
+        source: str,
+        file: str,
+        n: int,
+        t: Tuple[float, float],
+        dt: float,
+        method: str = ...,
+        params: Optional[Dict[str, Any]] = ...,
+        backend: str = ...,
+        block: Optional[int] = ...,
+        threads: Optional[int] = ...,
+    ) -> Tuple[np.ndarray, Dict[str, np.ndarray]]: ...
     def ptx_case(self, path: str, check: bool = ..., parallel: bool = ...) -> Dict[str, Any]: ...

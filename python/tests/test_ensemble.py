@@ -1,0 +1,201 @@
+"""VGPU.ensemble: .field kernels integrated over ensembles, numpy in and out."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import vgpu
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+RELAX = """
+field relax(x0: f32[]) {
+    state h = x0[i];
+    d(h)/dt = sin(init(h)) - h;
+}
+"""
+
+
+def lorenz_rk4_f64(rho, steps, dt):
+    """The Lorenz system (sigma 10, beta 8/3, u0 (1, 0, 0)) by RK4 in float64."""
+    u = np.zeros((len(rho), 3))
+    u[:, 0] = 1.0
+
+    def f(u):
+        x, y, z = u[:, 0], u[:, 1], u[:, 2]
+        return np.stack([10.0 * (y - x), x * (rho - z) - y, x * y - 8.0 / 3.0 * z], axis=1)
+
+    for _ in range(steps):
+        k1 = f(u)
+        k2 = f(u + dt / 2 * k1)
+        k3 = f(u + dt / 2 * k2)
+        k4 = f(u + dt * k3)
+        u = u + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return u
+
+
+def test_lorenz_file_matches_float64_rk4():
+    n = 512
+    rho = np.linspace(0.0, 21.0, n)
+    out = vgpu.VGPU().ensemble(
+        EXAMPLES / "lorenz.field", n=n, t=(0.0, 0.2), dt=0.001, method="rk4",
+        params={"rho": rho}, backend="cpu",
+    )
+    assert out.shape == (n, 3) and out.dtype == np.float32
+    ref = lorenz_rk4_f64(rho, 200, 0.001)
+    # f32 rounding over 200 RK4 steps of a system with |u| <= ~20: well under 1e-3.
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-3)
+    # The path may also be given as a str.
+    again = vgpu.VGPU().ensemble(
+        str(EXAMPLES / "lorenz.field"), n=n, t=(0.0, 0.2), dt=0.001, params={"rho": rho}
+    )
+    assert np.array_equal(again, out)
+
+
+def test_relax_source_reaches_its_attractor():
+    x0 = np.linspace(-3, 3, 1000, dtype=np.float32)
+    h = vgpu.VGPU().ensemble(RELAX, n=1000, t=(0, 20), dt=0.01, params={"x0": x0})
+    assert h.shape == (1000, 1)
+    # |h - sin x0| = e^-20 |x0 - sin x0| + RK4 and f32 rounding.
+    np.testing.assert_allclose(h[:, 0], np.sin(x0), rtol=0, atol=1e-5)
+
+
+def test_euler_and_rk4_differ_as_their_orders_say():
+    x0 = np.linspace(0.5, 2.0, 64)
+    exact = np.sin(x0) + (x0 - np.sin(x0)) * np.exp(-1.0)
+    errs = {}
+    for m in ("euler", "rk4"):
+        h = vgpu.VGPU().ensemble(RELAX, n=64, t=(0, 1), dt=0.1, method=m, params={"x0": x0})
+        errs[m] = np.abs(h[:, 0] - exact).max()
+    # Euler's global error ~ dt (1e-2 here), RK4's ~ dt^4 (down to f32 rounding).
+    assert errs["euler"] > 1e-3
+    assert errs["rk4"] < 1e-5
+
+
+def test_scale_is_bit_exact():
+    x = (np.sin(np.arange(1000) * 0.37) * 1e3).astype(np.float32)
+    y = vgpu.VGPU().ensemble(
+        EXAMPLES / "scale.field", n=1000, t=(0, 1), dt=1, method="euler",
+        params={"a": -1.75, "x": x},
+    )
+    assert np.array_equal(y[:, 0], np.float32(-1.75) * x)
+
+
+def test_matmul_field_equals_the_sequential_loop():
+    rng = np.random.default_rng(0)
+    m, k, cols = 6, 9, 5
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, cols)).astype(np.float32)
+    c = vgpu.VGPU().ensemble(
+        EXAMPLES / "matmul.field", n=m * cols, t=(0, k), dt=1, method="euler",
+        params={"a": a, "b": b, "k": k, "cols": cols},
+    )
+    acc = np.zeros((m, cols), np.float32)
+    for kk in range(k):
+        acc = acc + np.outer(a[:, kk], b[kk, :])  # one f32 multiply, one f32 add
+    assert np.array_equal(c[:, 0].reshape(m, cols), acc)
+
+
+def test_fluxes_tree_sum_and_histogram():
+    x = np.linspace(0, 1, 1024, dtype=np.float32)
+    states, fluxes = vgpu.VGPU().ensemble(
+        EXAMPLES / "tree_sum.field", n=1024, t=(0, 0), dt=1, method="euler", block=128,
+        params={"x": x, "steps": 7}, return_fluxes=True,
+    )
+    assert states.shape == (1024, 0)
+    assert set(fluxes) == {"total"}
+    assert fluxes["total"].shape == (1,)
+    assert abs(float(fluxes["total"][0]) - float(x.astype(np.float64).sum())) < 1e-3
+
+    rng = np.random.default_rng(4)
+    data = rng.integers(0, 1000, 4096).astype(np.uint32)
+    _, fl = vgpu.VGPU().ensemble(
+        EXAMPLES / "histogram.field", n=4096, t=(0, 0), dt=1, method="euler", block=256,
+        params={"x": data, "bins": 16}, return_fluxes=True,
+    )
+    assert np.array_equal(fl["hist"], np.bincount(data % 16, minlength=16).astype(np.uint32))
+
+
+def test_same_bits_for_any_thread_count():
+    rho = np.linspace(0, 21, 300)
+    runs = [
+        vgpu.VGPU().ensemble(EXAMPLES / "lorenz.field", n=300, t=(0, 0.05), dt=0.001,
+                             params={"rho": rho}, threads=t, block=64)
+        for t in (1, 2, 3)
+    ]
+    assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], runs[2])
+
+
+def test_params_are_converted():
+    v = vgpu.VGPU()
+    x_f64 = np.linspace(-1, 1, 10)
+    x_int = np.arange(10)
+    x_list = list(range(10))
+    outs = [v.ensemble(EXAMPLES / "scale.field", n=10, t=(0, 1), dt=1, method="euler",
+                       params={"a": 2, "x": x}) for x in (x_f64, x_int, x_list)]
+    assert np.array_equal(outs[0][:, 0], 2 * x_f64.astype(np.float32))
+    assert np.array_equal(outs[1][:, 0], 2 * x_int.astype(np.float32))
+    assert np.array_equal(outs[1], outs[2])
+    # Non-contiguous and 2-D arrays are flattened in C order.
+    grid = np.arange(20, dtype=np.float32).reshape(4, 5)[:, ::2]  # 4x3 view
+    out = v.ensemble(EXAMPLES / "scale.field", n=12, t=(0, 1), dt=1, method="euler",
+                     params={"a": 1.0, "x": grid})
+    assert np.array_equal(out[:, 0], grid.ravel())
+
+
+def test_garbage_source_names_file_line_col(tmp_path):
+    with pytest.raises(vgpu.VGPUError, match=r"<string>:2:\d+"):
+        vgpu.VGPU().ensemble("field f() {\n  state = ;\n}", n=1, dt=0.1)
+    bad = tmp_path / "bad.field"
+    bad.write_text("// a comment\nfield g(x: f32[]) {\n    state h = x[i];\n    d(h)/dt = h +* 2;\n}\n")
+    with pytest.raises(vgpu.VGPUError, match=r"bad\.field:4:\d+"):
+        vgpu.VGPU().ensemble(bad, n=4, dt=0.1, params={"x": np.zeros(4)})
+
+
+def test_parameter_errors():
+    v = vgpu.VGPU()
+    with pytest.raises(vgpu.VGPUError, match="`x0`.*not given"):
+        v.ensemble(RELAX, n=4, dt=0.1)
+    with pytest.raises(vgpu.VGPUError, match="no parameter `y`.*x0"):
+        v.ensemble(RELAX, n=4, dt=0.1, params={"x0": np.zeros(4), "y": 1.0})
+    with pytest.raises(ValueError, match="declared f32\\[\\].*complex"):
+        v.ensemble(RELAX, n=4, dt=0.1, params={"x0": np.zeros(4, np.complex64)})
+    with pytest.raises(ValueError, match="declared u32.*whole"):
+        v.ensemble(EXAMPLES / "tree_sum.field", n=4, dt=1, params={"x": np.zeros(4), "steps": 1.5})
+    with pytest.raises(ValueError, match="declared u32.*range"):
+        v.ensemble(EXAMPLES / "tree_sum.field", n=4, dt=1, params={"x": np.zeros(4), "steps": -1})
+    with pytest.raises(ValueError, match="declared u32\\[\\].*float"):
+        v.ensemble(EXAMPLES / "histogram.field", n=4, dt=1,
+                   params={"x": np.zeros(4), "bins": 2})
+    with pytest.raises(ValueError, match="declared u32\\[\\].*span"):
+        v.ensemble(EXAMPLES / "histogram.field", n=4, dt=1,
+                   params={"x": np.array([-1, 0, 1, 2]), "bins": 2})
+
+
+def test_runtime_errors():
+    v = vgpu.VGPU()
+    # Trajectory 7 reads x0[7] of a 4-element buffer: the message names buffer and trajectory.
+    with pytest.raises(vgpu.VGPUError, match="`x0`.*trajectory"):
+        v.ensemble(RELAX, n=8, dt=0.1, params={"x0": np.zeros(4)})
+    # A span that is not a whole number of steps.
+    with pytest.raises(vgpu.VGPUError, match="whole number"):
+        v.ensemble(RELAX, n=4, t=(0, 1), dt=0.3, params={"x0": np.zeros(4)})
+    # A state that blows up.
+    blow = "field b(x0: f32[]) { state h = x0[i]; d(h)/dt = h * h; }"
+    with pytest.raises(vgpu.VGPUError, match="`h`"):
+        v.ensemble(blow, n=2, t=(0, 10), dt=0.5, params={"x0": np.full(2, 10.0)})
+
+
+def test_argument_errors(tmp_path):
+    v = vgpu.VGPU()
+    with pytest.raises(ValueError, match="method"):
+        v.ensemble(RELAX, n=4, dt=0.1, method="heun", params={"x0": np.zeros(4)})
+    with pytest.raises(ValueError, match="backend"):
+        v.ensemble(RELAX, n=4, dt=0.1, backend="tpu", params={"x0": np.zeros(4)})
+    with pytest.raises(ValueError, match="n must be at least 1"):
+        v.ensemble(RELAX, n=0, dt=0.1, params={"x0": np.zeros(4)})
+    with pytest.raises(FileNotFoundError):
+        v.ensemble(tmp_path / "missing.field", n=4, dt=0.1)
+    with pytest.raises(TypeError):
+        v.ensemble(42, n=4, dt=0.1)
