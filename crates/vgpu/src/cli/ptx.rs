@@ -36,10 +36,10 @@ pub struct TraceArgs {
     /// A case.json (or its folder) or a .ptx file.
     pub input: PathBuf,
     /// The traced thread's block index `X,Y,Z`.
-    #[arg(long = "trace-block", default_value = "0,0,0", value_parser = parse_dim3)]
+    #[arg(long = "trace-block", default_value = "0,0,0", value_parser = parse_index3)]
     pub trace_block: [u32; 3],
     /// The traced thread's index in its block `X,Y,Z`.
-    #[arg(long = "thread", default_value = "0,0,0", value_parser = parse_dim3)]
+    #[arg(long = "thread", default_value = "0,0,0", value_parser = parse_index3)]
     pub thread: [u32; 3],
     #[command(flatten)]
     pub launch: LaunchArgs,
@@ -91,6 +91,16 @@ fn parse_dim3(s: &str) -> Result<[u32; 3], String> {
         d[i] = p
             .parse()
             .map_err(|_| format!("`{s}`: `{p}` is not a non-negative integer"))?;
+    }
+    Ok(d)
+}
+
+/// An index `X[,Y[,Z]]`; missing components are 0.
+fn parse_index3(s: &str) -> Result<[u32; 3], String> {
+    let n = s.split(',').count();
+    let mut d = parse_dim3(s)?;
+    for v in d.iter_mut().skip(n) {
+        *v = 0;
     }
     Ok(d)
 }
