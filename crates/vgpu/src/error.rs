@@ -27,4 +27,7 @@ pub enum Error {
     /// A command-line or input problem the facade itself detected.
     #[error("{0}")]
     Usage(String),
+    /// A `.field` kernel: parse, type, argument or launch error (names the place).
+    #[error(transparent)]
+    Ir(#[from] vgpu_ir::IrError),
 }

@@ -20,6 +20,9 @@ enum Command {
     /// Run the equivalence demos (scale, matmul, relax, reverse, tree-sum, histogram)
     /// against the CUDA-style computation; prints a table, exits non-zero if any fails.
     Demo(cli::demo::DemoArgs),
+    /// Integrate a `.field` kernel over N trajectories (CPU or GPU) and write the
+    /// endpoint states as an (N, state) .npy.
+    Ensemble(cli::ensemble::EnsembleArgs),
     /// Benchmarks (programs, never tests): each prints its figure, `--json` for one JSON object.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
     let result: Result<ExitCode, vgpu::Error> = match cli.command {
         Command::Demo(args) => cli::demo::run(args),
         Command::Ptx(p) => cli::ptx::run(p),
+        Command::Ensemble(args) => cli::ensemble::run(args),
         Command::Bench(b) => match b {
             BenchCommand::Lorenz(args) => cli::bench_lorenz::run(args),
             BenchCommand::Matmul(args) => cli::bench_matmul::run(args),

@@ -3,4 +3,5 @@ pub mod bench_lorenz;
 pub mod bench_matmul;
 pub mod cache_demo;
 pub mod demo;
+pub mod ensemble;
 pub mod ptx;

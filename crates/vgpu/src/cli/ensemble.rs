@@ -1,0 +1,339 @@
+//! `vgpu ensemble FILE.field …`: integrate a `.field` kernel over N trajectories
+//! on the CPU or a GPU and write the endpoint states as an (N, state) `.npy`.
+
+use clap::Args as ClapArgs;
+use ndarray::{Array1, Array2};
+use ndarray_npy::{read_npy, write_npy};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use vgpu_field::{Method, Par};
+use vgpu_gpu::{run_ensemble_gpu, EnsembleError, KernelCache};
+use vgpu_ir::{compile_file, run_cpu, Arg, Args, Buffer, Integration, Kernel, ScalarType, Value};
+
+/// Options of `vgpu ensemble`.
+#[derive(Debug, ClapArgs)]
+pub struct EnsembleArgs {
+    /// The `.field` file (one field).
+    pub file: PathBuf,
+    /// Trajectories.
+    #[arg(long)]
+    pub n: usize,
+    /// Time span `T0:T1` (fields without phases).
+    #[arg(long, default_value = "0:1")]
+    pub t: String,
+    /// Step size.
+    #[arg(long, default_value_t = 0.001)]
+    pub dt: f64,
+    /// Integrator: euler or rk4.
+    #[arg(long, default_value = "rk4")]
+    pub method: String,
+    /// A parameter: `NAME=linspace:A:B` (N values), `NAME=FILE.npy` (1-D), or `NAME=NUMBER`.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+    /// cpu, gpu or auto (default: $VGPU_BACKEND, else auto: the GPU when there is
+    /// an adapter and the kernel can run there).
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Trajectories per block (CPU; the block of shared sub-fields).
+    #[arg(long, default_value_t = 256)]
+    pub block: u32,
+    /// Write the endpoint states here, an (N, state) array (flux outputs go to
+    /// `STEM.NAME.npy` beside it).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// CPU worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// GPU: also time the kernel alone over this many dispatches.
+    #[arg(long)]
+    pub kernel_time: Option<u32>,
+    /// Print one JSON object (backend, adapter, seconds, kernel seconds, …).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn usage(m: impl Into<String>) -> vgpu::Error {
+    vgpu::Error::Usage(format!("ensemble: {}", m.into()))
+}
+
+fn parse_span(s: &str) -> Result<(f64, f64), vgpu::Error> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| usage(format!("--t {s:?}: expected T0:T1")))?;
+    let p = |x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .map_err(|_| usage(format!("--t {s:?}: {x:?} is not a number")))
+    };
+    Ok((p(a)?, p(b)?))
+}
+
+fn typed(vals: Vec<f64>, ty: ScalarType) -> Buffer {
+    match ty {
+        ScalarType::F64 => Buffer::F64(vals.into()),
+        ScalarType::I32 => Buffer::I32(vals.iter().map(|&v| v as i32).collect()),
+        ScalarType::U32 => Buffer::U32(vals.iter().map(|&v| v as u32).collect()),
+        _ => Buffer::F32(vals.iter().map(|&v| v as f32).collect()),
+    }
+}
+
+fn read_buffer(path: &str, ty: ScalarType) -> Result<Buffer, vgpu::Error> {
+    let io = |e: String| vgpu::Error::Io {
+        path: path.into(),
+        source: std::io::Error::other(e),
+    };
+    macro_rules! try_read {
+        ($t:ty, $wrap:expr) => {
+            if let Ok(a) = read_npy::<_, Array1<$t>>(path) {
+                return Ok($wrap(a.to_vec()).cast(ty));
+            }
+        };
+    }
+    if !std::path::Path::new(path).exists() {
+        return Err(io("no such file".into()));
+    }
+    try_read!(f32, |v: Vec<f32>| Buffer::F32(v.into()));
+    try_read!(f64, |v: Vec<f64>| Buffer::F64(v.into()));
+    try_read!(i32, |v: Vec<i32>| Buffer::I32(v.into()));
+    try_read!(u32, |v: Vec<u32>| Buffer::U32(v.into()));
+    try_read!(i64, |v: Vec<i64>| Buffer::F64(
+        v.iter().map(|&x| x as f64).collect()
+    ));
+    Err(io(
+        "not a 1-D .npy array of f32, f64, i32, u32 or i64".into()
+    ))
+}
+
+/// Builds the arguments from `--param` options.
+fn build_args(k: &Kernel, params: &[String], n: usize) -> Result<Args, vgpu::Error> {
+    let mut args = Args::new(k);
+    for p in params {
+        let (name, value) = p
+            .split_once('=')
+            .ok_or_else(|| usage(format!("--param {p:?}: expected NAME=VALUE")))?;
+        let decl = k.params.iter().find(|q| q.name == name);
+        let ty = decl.map(|d| d.ty).unwrap_or(ScalarType::F32);
+        let is_buffer = decl.is_some_and(|d| d.buffer);
+        let arg = if let Some(spec) = value.strip_prefix("linspace:") {
+            let (a, b) = spec
+                .split_once(':')
+                .ok_or_else(|| usage(format!("--param {p:?}: expected linspace:A:B")))?;
+            let a: f64 = a
+                .parse()
+                .map_err(|_| usage(format!("--param {p:?}: {a:?} is not a number")))?;
+            let b: f64 = b
+                .parse()
+                .map_err(|_| usage(format!("--param {p:?}: {b:?} is not a number")))?;
+            // numpy.linspace(a, b, n): a + i·(b − a)/(n − 1), in f64.
+            let step = if n > 1 { (b - a) / (n - 1) as f64 } else { 0.0 };
+            Arg::Buffer(typed((0..n).map(|i| a + i as f64 * step).collect(), ty))
+        } else if value.ends_with(".npy") {
+            Arg::Buffer(read_buffer(value, ty)?)
+        } else {
+            let v: f64 = value.parse().map_err(|_| {
+                usage(format!(
+                    "--param {p:?}: expected a number, linspace:A:B or FILE.npy"
+                ))
+            })?;
+            if is_buffer {
+                return Err(usage(format!(
+                    "--param {p:?}: `{name}` is a buffer: give linspace:A:B or FILE.npy"
+                )));
+            }
+            Arg::Scalar(Value::F64(v))
+        };
+        args.set(name, arg)?;
+    }
+    args.check_complete()?;
+    Ok(args)
+}
+
+fn write_outputs(
+    out: &PathBuf,
+    n: usize,
+    dim: usize,
+    states: &Buffer,
+    fluxes: &[(String, Buffer)],
+) -> Result<(), vgpu::Error> {
+    let werr = |path: &PathBuf, e: String| vgpu::Error::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e),
+    };
+    match states {
+        Buffer::F64(v) => write_npy(
+            out,
+            &Array2::from_shape_vec((n, dim), v.to_vec()).map_err(|e| werr(out, e.to_string()))?,
+        ),
+        other => {
+            let v: Vec<f32> = (0..other.len())
+                .map(|i| other.get(i).as_f64() as f32)
+                .collect();
+            write_npy(
+                out,
+                &Array2::from_shape_vec((n, dim), v).map_err(|e| werr(out, e.to_string()))?,
+            )
+        }
+    }
+    .map_err(|e| werr(out, e.to_string()))?;
+    let stem = out.with_extension("");
+    for (name, b) in fluxes {
+        let path = PathBuf::from(format!("{}.{name}.npy", stem.display()));
+        let r = match b {
+            Buffer::F32(v) => write_npy(&path, &Array1::from(v.to_vec())),
+            Buffer::F64(v) => write_npy(&path, &Array1::from(v.to_vec())),
+            Buffer::I32(v) => write_npy(&path, &Array1::from(v.to_vec())),
+            Buffer::U32(v) => write_npy(&path, &Array1::from(v.to_vec())),
+        };
+        r.map_err(|e| werr(&path, e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// What a run produced: backend, adapter, states, flux outputs, steps, kernel time.
+type RunResult = (
+    &'static str,
+    String,
+    Buffer,
+    Vec<(String, Buffer)>,
+    usize,
+    Option<Duration>,
+);
+
+fn gpu_err(e: EnsembleError) -> vgpu::Error {
+    match e {
+        EnsembleError::Ir(e) => vgpu::Error::Ir(e),
+        EnsembleError::Gpu(e) => vgpu::Error::Gpu(e),
+        other => usage(other.to_string()),
+    }
+}
+
+/// Runs `vgpu ensemble`.
+pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
+    let k = compile_file(&a.file)?;
+    let (t0, t1) = parse_span(&a.t)?;
+    let method: Method = a
+        .method
+        .parse()
+        .map_err(|_| usage(format!("--method {:?}: expected euler or rk4", a.method)))?;
+    let par = if a.threads == 0 {
+        Par::Auto
+    } else {
+        Par::Rayon(a.threads)
+    };
+    let integ = Integration {
+        n: a.n,
+        block: a.block,
+        t0,
+        t1,
+        dt: a.dt,
+        method,
+        par,
+    };
+    let args = build_args(&k, &a.params, a.n)?;
+    let choice = match &a.backend {
+        Some(b) => b.to_ascii_lowercase(),
+        None => std::env::var("VGPU_BACKEND")
+            .unwrap_or_else(|_| "auto".into())
+            .to_ascii_lowercase(),
+    };
+    if !["cpu", "gpu", "auto"].contains(&choice.as_str()) {
+        return Err(usage(format!(
+            "backend {choice:?}: expected cpu, gpu or auto"
+        )));
+    }
+    let mut note = String::new();
+    let mut cache = None;
+    if choice != "cpu" {
+        match vgpu_ir::wgsl::check_wgsl(&k) {
+            Err(e) if choice == "gpu" => return Err(e.into()),
+            Err(e) => note = format!("on the CPU: {e}"),
+            Ok(()) => match KernelCache::new() {
+                Ok(c) => cache = Some(c),
+                Err(e) if choice == "gpu" => return Err(e.into()),
+                Err(e) => note = format!("on the CPU: no GPU ({e})"),
+            },
+        }
+    }
+    let dim = k.states.len();
+    let start = Instant::now();
+    let (backend, adapter, states, fluxes, steps, kernel_time): RunResult = match cache.as_mut() {
+        Some(c) => {
+            let adapter = c.adapter().to_string();
+            let r = run_ensemble_gpu(c, &k, &args, &integ, a.kernel_time).map_err(gpu_err)?;
+            (
+                "gpu",
+                adapter,
+                Buffer::F32(r.states.into()),
+                vec![],
+                r.steps,
+                r.kernel_time,
+            )
+        }
+        None => {
+            let steps_guess = integ.steps(&k.name).unwrap_or(0).max(1);
+            let long = (a.n as f64) * (steps_guess as f64) * (dim.max(1) as f64) > 2e8;
+            let bar = if long && std::io::stderr().is_terminal() {
+                let pb = indicatif::ProgressBar::new_spinner();
+                pb.set_message(format!("integrating {} trajectories on the CPU", a.n));
+                pb.enable_steady_tick(Duration::from_millis(120));
+                Some(pb)
+            } else {
+                None
+            };
+            let r = run_cpu(&k, &args, &integ);
+            if let Some(pb) = bar {
+                pb.finish_and_clear();
+            }
+            let r = r?;
+            (
+                "cpu",
+                format!("{} threads", par.threads()),
+                r.states,
+                r.fluxes,
+                r.steps,
+                None,
+            )
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    if let Some(out) = &a.out {
+        write_outputs(out, a.n, dim, &states, &fluxes)?;
+    }
+    let traj_steps = a.n as f64 * steps as f64 / seconds;
+    if a.json {
+        let j = serde_json::json!({
+            "field": k.name, "file": a.file.display().to_string(), "backend": backend, "adapter": adapter,
+            "n": a.n, "steps": steps, "method": method.name(), "seconds": seconds,
+            "kernel_seconds": kernel_time.map(|d| d.as_secs_f64()), "traj_steps_per_s": traj_steps,
+            "note": note,
+        });
+        println!("{j}");
+    } else {
+        println!(
+            "field {} ({}): {} trajectories × {} steps ({})",
+            k.name,
+            a.file.display(),
+            a.n,
+            steps,
+            method
+        );
+        println!(
+            "backend: {backend} | adapter: {adapter}{}",
+            if note.is_empty() {
+                String::new()
+            } else {
+                format!(" | {note}")
+            }
+        );
+        match kernel_time {
+            Some(kt) => println!("time: {seconds:.6} s end to end, {:.6} s kernel ({traj_steps:.3e} trajectory-steps/s)", kt.as_secs_f64()),
+            None => println!("time: {seconds:.6} s ({traj_steps:.3e} trajectory-steps/s)"),
+        }
+        if let Some(out) = &a.out {
+            println!("wrote {} ({} × {})", out.display(), a.n, dim);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,259 @@
+//! `vgpu ensemble`: runs .field files, writes (N, state) .npy files that read back
+//! with the values the library computes, and fails clearly on bad input.
+
+use ndarray::{Array1, Array2};
+use ndarray_npy::{read_npy, write_npy};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn vgpu() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_vgpu"))
+}
+
+fn example(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vgpu-cli-ensemble-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+#[test]
+fn lorenz_cpu_writes_the_library_result() {
+    let out = tmp("lorenz.npy");
+    let o = vgpu()
+        .args([
+            "ensemble",
+            &example("lorenz.field"),
+            "--n",
+            "100",
+            "--t",
+            "0:0.1",
+            "--dt",
+            "0.001",
+            "--method",
+            "rk4",
+        ])
+        .args(["--param", "rho=linspace:0:21", "--backend", "cpu", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("backend: cpu") && stdout.contains("time:"),
+        "{stdout}"
+    );
+    let got: Array2<f32> = read_npy(&out).unwrap();
+    assert_eq!(got.dim(), (100, 3));
+    let k = vgpu::compile_file(std::path::Path::new(&example("lorenz.field"))).unwrap();
+    let mut args = vgpu::Args::new(&k);
+    let rho: Vec<f32> = (0..100).map(|i| (i as f64 * 21.0 / 99.0) as f32).collect();
+    args.buffer("rho", rho).unwrap();
+    let want = vgpu::run_cpu(&k, &args, &vgpu::Integration::new(100, 0.0, 0.1, 0.001)).unwrap();
+    let want: Vec<f64> = want.states_f64();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(*g as f64, *w, "component {i}");
+    }
+    // The endpoint moved away from u0 = (1, 0, 0) for rho > 1.
+    assert!((got[[99, 2]] - 0.0).abs() > 1e-3);
+}
+
+#[test]
+fn scale_reads_npy_params_and_json() {
+    let x = tmp("x.npy");
+    write_npy(&x, &Array1::from(vec![1.0f32, -2.0, 3.5, 8.0])).unwrap();
+    let out = tmp("y.npy");
+    let o = vgpu()
+        .args([
+            "ensemble",
+            &example("scale.field"),
+            "--n",
+            "4",
+            "--t",
+            "0:1",
+            "--dt",
+            "1",
+            "--method",
+            "euler",
+        ])
+        .args(["--param", "a=2.5", "--param"])
+        .arg(format!("x={}", x.display()))
+        .args(["--backend", "cpu", "--json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["backend"], "cpu");
+    assert_eq!(j["steps"], 1);
+    let y: Array2<f32> = read_npy(&out).unwrap();
+    assert_eq!(y.into_raw_vec_and_offset().0, vec![2.5, -5.0, 8.75, 20.0]);
+}
+
+#[test]
+fn tree_sum_writes_its_flux_output() {
+    let out = tmp("tree.npy");
+    let o = vgpu()
+        .args([
+            "ensemble",
+            &example("tree_sum.field"),
+            "--n",
+            "1024",
+            "--block",
+            "256",
+            "--dt",
+            "1",
+            "--method",
+            "euler",
+        ])
+        .args([
+            "--param",
+            "x=linspace:0:1023",
+            "--param",
+            "steps=8",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let total: Array1<f32> = read_npy(tmp("tree.total.npy")).unwrap();
+    assert_eq!(total[0], (0..1024).sum::<i32>() as f32);
+}
+
+#[test]
+fn gpu_backend_agrees_with_cpu() {
+    let out = tmp("lorenz_gpu.npy");
+    let o = vgpu()
+        .args([
+            "ensemble",
+            &example("lorenz.field"),
+            "--n",
+            "256",
+            "--t",
+            "0:0.2",
+            "--dt",
+            "0.001",
+        ])
+        .args([
+            "--param",
+            "rho=linspace:0:21",
+            "--backend",
+            "gpu",
+            "--kernel-time",
+            "2",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("adapter") && std::env::var("VGPU_REQUIRE_GPU").as_deref() != Ok("1"),
+            "{err}"
+        );
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("backend: gpu") && stdout.contains("kernel"),
+        "{stdout}"
+    );
+    let gpu: Array2<f32> = read_npy(&out).unwrap();
+    let cpu_out = tmp("lorenz_cpu.npy");
+    let o = vgpu()
+        .args([
+            "ensemble",
+            &example("lorenz.field"),
+            "--n",
+            "256",
+            "--t",
+            "0:0.2",
+            "--dt",
+            "0.001",
+        ])
+        .args(["--param", "rho=linspace:0:21", "--backend", "cpu", "--out"])
+        .arg(&cpu_out)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let cpu: Array2<f32> = read_npy(&cpu_out).unwrap();
+    // See vgpu-gpu/tests/ir_gpu.rs for the tolerance's reasoning.
+    for (g, c) in gpu.iter().zip(cpu.iter()) {
+        assert!((g - c).abs() <= 1e-4 * c.abs().max(1.0), "{g} vs {c}");
+    }
+}
+
+#[test]
+fn bad_input_is_reported_not_panicked() {
+    let bad = tmp("bad.field");
+    std::fs::write(&bad, "field f() {\n  state x = 1.0\n  d(x)/dt = -x;\n}\n").unwrap();
+    let o = vgpu()
+        .args(["ensemble"])
+        .arg(&bad)
+        .args(["--n", "4"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("bad.field:3:3: expected `;`"), "{err}");
+    let o = vgpu()
+        .args([
+            "ensemble",
+            &example("lorenz.field"),
+            "--n",
+            "4",
+            "--param",
+            "sigma=3",
+            "--backend",
+            "cpu",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no parameter `sigma`"), "{err}");
+    let o = vgpu()
+        .args([
+            "ensemble",
+            &example("lorenz.field"),
+            "--n",
+            "4",
+            "--backend",
+            "cpu",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("parameter `rho` (f32[]) was not given"),
+        "{err}"
+    );
+    let o = vgpu()
+        .args([
+            "ensemble",
+            &example("lorenz.field"),
+            "--n",
+            "8",
+            "--param",
+            "rho=linspace:0:1",
+            "--backend",
+            "cpu",
+            "--method",
+            "rk5",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expected euler or rk4"));
+}
