@@ -1,54 +1,85 @@
 #!/usr/bin/env bash
-# The Lorenz ensemble on the H200: VGPU's WGSL (generated from examples/lorenz.field)
-# beside the hand-written CUDA kernel `lorenz_rk4` (nvcc's PTX, run with CuPy), in one
-# device call, N = 8 … 2^23 by powers of 4. DiffEqGPU configuration: f32, σ=10,
-# β=8/3, ρ=linspace(0,21,N), u0=(1,0,0), dt=0.001, 1000 RK4 steps, endpoints only.
+# Lorenz ensemble on the H200 (DiffEqGPU configuration: f32, sigma=10, beta=8/3,
+# rho=linspace(0,21,N), u0=(1,0,0), dt=0.001, 1000 RK4 steps, endpoint only):
+# VGPU's WGSL generated from examples/lorenz.field (vgpu ensemble --backend gpu)
+# beside the hand-written CUDA kernel `lorenz_rk4` (../shared/ptx-cases/kernels.ptx,
+# launched with CuPy), same N, same call. N = 8 ... 2^23 by powers of 4.
 #
-# From the repository root, after `cargo build --release`, ../shared/tools/gl-loaders.sh
-# and `cp ../shared/ptx-cases/kernels.ptx .gl/`, call the device tool's `run` with
-#   carry: [".gl", "target/release/vgpu"]   command: bash benchmarks/device/lorenz.sh
-set -uo pipefail
-OUT=${OUT:-/tmp/vgpu-lorenz-out}
+# Run through the device tool from the repository root, carrying
+#   [".gl", "target/release/vgpu", "benchmarks", "examples", "shared/ptx-cases"]
+# (see /work/shared/tools/DEVICE.md; build with `cargo build --release -p vgpu` first,
+# and copy ../shared/ptx-cases/kernels.ptx to shared/ptx-cases/ if shared/ is not carried).
+# Results: $OUT/lorenz.json (one object per N and implementation) and $OUT/lorenz.log.
+set -euo pipefail
+OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-exec > >(tee "$OUT/lorenz.log") 2>&1
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export WGPU_BACKEND=vulkan
+PTX=${PTX:-shared/ptx-cases/kernels.ptx}
+[ -f "$PTX" ] || PTX=../shared/ptx-cases/kernels.ptx
 VGPU=./target/release/vgpu
-NS="8 32 128 512 2048 8192 32768 131072 524288 2097152 8388608"
-
-echo "== vgpu ensemble (generated WGSL), kernel time over 10 dispatches and end to end"
-for n in $NS; do
-  out=/tmp/vgpu_lorenz_$n.npy
-  $VGPU ensemble examples/lorenz.field --n $n --t 0:1 --dt 0.001 --method rk4 \
-    --param rho=linspace:0:21 --backend gpu --kernel-time 10 --json --out $out
-done | tee "$OUT/vgpu_lorenz.jsonl"
-
-echo "== CUDA lorenz_rk4 (CuPy)"
-python3 benchmarks/device/lorenz_cupy.py --ptx .gl/kernels.ptx --n $NS --reps 10 \
-  --compare 8388608:/tmp/vgpu_lorenz_8388608.npy --compare 512:/tmp/vgpu_lorenz_512.npy \
-  | tee "$OUT/cuda_lorenz.jsonl"
-
-echo "== matmul N=4096 with the default tile (device-side)"
-$VGPU bench matmul --n 4096 --backend gpu --json --seconds 1 --device-side --iters 20 \
-  | tee "$OUT/vgpu_matmul_4096.json"
-
-echo "== summary"
-python3 - "$OUT" <<'PY' | tee "$OUT/lorenz_summary.json"
-import json, sys, os
+: > "$OUT/lorenz.jsonl"
+for e in 3 5 7 9 11 13 15 17 19 21 23; do
+  n=$((1 << e))
+  # 2^3, 2^5, ..., 2^23: N = 8 * 4^j.
+  "$VGPU" ensemble examples/lorenz.field --n "$n" --t 0:1 --dt 0.001 --method rk4 \
+      --param rho=linspace:0:21 --backend gpu --kernel-time 5 --json \
+      | python3 -c "import json,sys; d=json.load(sys.stdin); d['impl']='vgpu-wgsl'; print(json.dumps(d))" \
+      >> "$OUT/lorenz.jsonl" 2>> "$OUT/lorenz.log"
+done
+python3 - "$PTX" "$OUT" <<'PY' >> "$OUT/lorenz.log" 2>&1
+import json, sys, time
+import cupy as cp
+import numpy as np
+ptx, out = sys.argv[1], sys.argv[2]
+mod = cp.RawModule(path=ptx)
+k = mod.get_function("lorenz_rk4")
+rows = []
+for e in [3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23]:
+    n = 1 << e
+    rho = cp.asarray(np.linspace(0, 21, n).astype(np.float32))
+    u0 = cp.asarray(np.tile(np.array([1, 0, 0], np.float32), n))
+    block = 256
+    grid = (n + block - 1) // block
+    def launch():
+        st = u0.copy()
+        k((grid,), (block,), (st, rho, np.float32(0.001), np.int32(1000), np.int32(n)))
+        return st
+    launch(); cp.cuda.Device().synchronize()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    reps = 5
+    times = []
+    for _ in range(reps):
+        st = u0.copy()
+        start.record()
+        k((grid,), (block,), (st, rho, np.float32(0.001), np.int32(1000), np.int32(n)))
+        stop.record(); stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
+    t0 = time.perf_counter()
+    host = cp.asnumpy(launch())
+    e2e = time.perf_counter() - t0
+    rows.append({"impl": "cuda-lorenz_rk4", "n": n, "kernel_seconds": min(times), "seconds": e2e,
+                 "checksum": float(host.astype(np.float64).sum())})
+with open(f"{out}/lorenz.jsonl", "a") as f:
+    for r in rows:
+        f.write(json.dumps(r) + "\n")
+PY
+python3 - "$OUT" <<'PY'
+import json, sys
 out = sys.argv[1]
-rows = lambda f: [json.loads(l) for l in open(os.path.join(out, f)) if l.startswith("{")]
-v = {r["n"]: r for r in rows("vgpu_lorenz.jsonl")}
-c = {r["n"]: r for r in rows("cuda_lorenz.jsonl")}
-s = []
-for n in sorted(v):
-    r = {"n": n, "vgpu_kernel_s": v[n].get("kernel_seconds"), "vgpu_end_to_end_s": v[n]["seconds"],
-         "cuda_kernel_s": c.get(n, {}).get("cuda_kernel_s"), "cuda_end_to_end_s": c.get(n, {}).get("cuda_end_to_end_s")}
-    if r["vgpu_kernel_s"] and r["cuda_kernel_s"]:
-        r["kernel_ratio_vgpu_over_cuda"] = r["vgpu_kernel_s"] / r["cuda_kernel_s"]
-    for key in ("max_abs_diff_vs_vgpu", "max_rel_diff_vs_vgpu", "bit_identical_fraction"):
-        if key in c.get(n, {}): r[key] = c[n][key]
-    s.append(r)
-print(json.dumps(s, indent=1))
+rows = [json.loads(l) for l in open(f"{out}/lorenz.jsonl") if l.strip()]
+by = {}
+for r in rows:
+    by.setdefault(r["n"], {})[r["impl"]] = r
+summary = []
+for n in sorted(by):
+    v, c = by[n].get("vgpu-wgsl"), by[n].get("cuda-lorenz_rk4")
+    if v and c and v.get("kernel_seconds") and c.get("kernel_seconds"):
+        summary.append({"n": n, "vgpu_kernel_s": v["kernel_seconds"], "cuda_kernel_s": c["kernel_seconds"],
+                        "ratio_kernel": v["kernel_seconds"] / c["kernel_seconds"],
+                        "vgpu_end_to_end_s": v["seconds"], "cuda_end_to_end_s": c["seconds"]})
+json.dump({"rows": rows, "summary": summary}, open(f"{out}/lorenz.json", "w"), indent=1)
+for s in summary:
+    print(f"N={s['n']:>8}  vgpu {s['vgpu_kernel_s']*1e3:9.3f} ms  cuda {s['cuda_kernel_s']*1e3:9.3f} ms  ratio {s['ratio_kernel']:.3f}")
 PY
