@@ -5,14 +5,16 @@ use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt};
+use std::sync::Mutex;
+use vgpu_gpu::{run_ensemble_gpu, EnsembleError, KernelCache};
 use vgpu_ir::{
-    compile, run_cpu, Args, Buffer, Integration, Kernel, Method, Par, ScalarType, Value,
+    compile, run_cpu, Args, Buffer, Integration, IrError, Kernel, Method, Par, ScalarType, Value,
 };
 
 /// Where an ensemble runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EnsembleBackend {
-    /// The GPU when VGPU can run the kernel there, otherwise the CPU.
+    /// The GPU when there is an adapter and the kernel can run there, otherwise the CPU.
     Auto,
     /// The CPU field executor.
     Cpu,
@@ -56,28 +58,60 @@ pub struct EnsembleResult {
     pub states: Buffer,
     /// Flux outputs by name.
     pub fluxes: Vec<(String, Buffer)>,
+    /// Where it ran: `"gpu"` or `"cpu"`.
+    pub backend: &'static str,
 }
 
 impl EnsembleJob {
-    /// Runs the job (no GIL needed).
-    pub fn run(&self) -> Result<EnsembleResult, String> {
-        match self.backend {
-            EnsembleBackend::Gpu => Err(format!(
-                "kernel `{}`: this build of the Python package runs .field ensembles on the CPU \
-                 only (backend=\"cpu\" or \"auto\")",
-                self.kernel.name
-            )),
-            EnsembleBackend::Auto | EnsembleBackend::Cpu => {
-                let out = run_cpu(&self.kernel, &self.args, &self.integration)
-                    .map_err(|e| e.to_string())?;
-                Ok(EnsembleResult {
-                    n: out.n,
-                    dim: out.dim,
-                    states: out.states,
-                    fluxes: out.fluxes,
-                })
+    /// Runs the job (no GIL needed). `gpu` holds the GPU kernel cache, created on
+    /// first use and kept, so a kernel compiles once per `VGPU` object.
+    /// `"auto"` runs on the GPU when there is an adapter and the kernel can run
+    /// there (f32, unphased), otherwise on the CPU.
+    pub fn run(&self, gpu: &Mutex<Option<KernelCache>>) -> Result<EnsembleResult, String> {
+        let on_gpu = match self.backend {
+            EnsembleBackend::Cpu => false,
+            EnsembleBackend::Gpu => true,
+            EnsembleBackend::Auto => {
+                self.kernel.float_type() == ScalarType::F32 && !self.kernel.is_phased()
+            }
+        };
+        if on_gpu {
+            let mut slot = gpu
+                .lock()
+                .map_err(|_| "VGPU is unusable: an earlier call panicked".to_string())?;
+            if slot.is_none() {
+                match KernelCache::new() {
+                    Ok(c) => *slot = Some(c),
+                    Err(e) if self.backend == EnsembleBackend::Gpu => return Err(e.to_string()),
+                    Err(_) => {}
+                }
+            }
+            if let Some(cache) = slot.as_mut() {
+                match run_ensemble_gpu(cache, &self.kernel, &self.args, &self.integration, None) {
+                    Ok(out) => {
+                        return Ok(EnsembleResult {
+                            n: self.integration.n,
+                            dim: self.kernel.states.len(),
+                            states: Buffer::from(out.states),
+                            fluxes: Vec::new(),
+                            backend: "gpu",
+                        })
+                    }
+                    Err(EnsembleError::Ir(IrError::Unsupported { .. }))
+                        if self.backend == EnsembleBackend::Auto => {}
+                    Err(e) => return Err(e.to_string()),
+                }
             }
         }
+        let out =
+            run_cpu(&self.kernel, &self.args, &self.integration).map_err(|e| e.to_string())?;
+        Ok(EnsembleResult {
+            n: out.n,
+            dim: out.dim,
+            states: out.states,
+            fluxes: out.fluxes,
+            backend: "cpu",
+        })
     }
 }
 
@@ -269,8 +303,11 @@ pub fn buffer_to_numpy(py: Python<'_>, b: Buffer, shape: &[usize]) -> PyResult<P
     }
 }
 
-/// The result as (states (n, dim), {flux name: 1-D array}).
-pub fn result_to_python(py: Python<'_>, r: EnsembleResult) -> PyResult<(Py<PyAny>, Py<PyDict>)> {
+/// The result as (states (n, dim), {flux name: 1-D array}, backend).
+pub fn result_to_python(
+    py: Python<'_>,
+    r: EnsembleResult,
+) -> PyResult<(Py<PyAny>, Py<PyDict>, &'static str)> {
     if r.states.len() != r.n * r.dim {
         return Err(vgpu_error(format!(
             "ensemble: {} state values for {} trajectories of {} components",
@@ -285,5 +322,5 @@ pub fn result_to_python(py: Python<'_>, r: EnsembleResult) -> PyResult<(Py<PyAny
         let len = b.len();
         fluxes.set_item(name, buffer_to_numpy(py, b, &[len])?)?;
     }
-    Ok((states, fluxes.unbind()))
+    Ok((states, fluxes.unbind(), r.backend))
 }

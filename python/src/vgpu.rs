@@ -6,8 +6,10 @@ use crate::errors::{no_panic, vgpu_error};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::sync::Mutex;
 use vgpu_field::demos::{run_all, DemoOptions, DemoReport};
 use vgpu_field::{Method, Par};
+use vgpu_gpu::KernelCache;
 
 /// Parses an integrator name (`"euler"`, `"rk4"`), as a `ValueError` when unknown.
 pub fn parse_method(name: &str) -> PyResult<Method> {
@@ -40,13 +42,18 @@ fn report_dict<'py>(py: Python<'py>, r: &DemoReport) -> PyResult<Bound<'py, PyDi
 
 /// The field engine.
 #[pyclass(name = "VGPU", module = "vgpu._vgpu", frozen)]
-pub struct PyVgpu {}
+pub struct PyVgpu {
+    /// The GPU kernel cache of `.field` ensembles, created on first GPU use.
+    gpu: Mutex<Option<KernelCache>>,
+}
 
 #[pymethods]
 impl PyVgpu {
     #[new]
     fn new() -> Self {
-        PyVgpu {}
+        PyVgpu {
+            gpu: Mutex::new(None),
+        }
     }
 
     /// Runs every equivalence demo (scale, matmul, relax, reverse, tree-sum,
@@ -90,7 +97,7 @@ impl PyVgpu {
 
     /// Integrates `n` trajectories of the `.field` kernel in `source` (named
     /// `file` in error messages) over `t` with step `dt`; returns the final
-    /// states (n, dim) and the flux outputs {name: 1-D array}.
+    /// states (n, dim), the flux outputs {name: 1-D array} and where it ran.
     #[pyo3(signature = (source, file, n, t, dt, method = "rk4", params = None, backend = "auto", block = None, threads = None))]
     #[allow(clippy::too_many_arguments)]
     fn ensemble(
@@ -106,7 +113,7 @@ impl PyVgpu {
         backend: &str,
         block: Option<u32>,
         threads: Option<usize>,
-    ) -> PyResult<(Py<PyAny>, Py<PyDict>)> {
+    ) -> PyResult<(Py<PyAny>, Py<PyDict>, &'static str)> {
         let method = parse_method(method)?;
         let backend = EnsembleBackend::parse(backend)?;
         if n == 0 {
@@ -126,7 +133,7 @@ impl PyVgpu {
             parse_threads(threads),
         )?;
         let result = py
-            .detach(|| no_panic("ensemble", || job.run()))
+            .detach(|| no_panic("ensemble", || job.run(&self.gpu)))
             .map_err(vgpu_error)?
             .map_err(vgpu_error)?;
         result_to_python(py, result)

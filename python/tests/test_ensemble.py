@@ -48,7 +48,8 @@ def test_lorenz_file_matches_float64_rk4():
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-3)
     # The path may also be given as a str.
     again = vgpu.VGPU().ensemble(
-        str(EXAMPLES / "lorenz.field"), n=n, t=(0.0, 0.2), dt=0.001, params={"rho": rho}
+        str(EXAMPLES / "lorenz.field"), n=n, t=(0.0, 0.2), dt=0.001, params={"rho": rho},
+        backend="cpu",
     )
     assert np.array_equal(again, out)
 
@@ -77,7 +78,7 @@ def test_scale_is_bit_exact():
     x = (np.sin(np.arange(1000) * 0.37) * 1e3).astype(np.float32)
     y = vgpu.VGPU().ensemble(
         EXAMPLES / "scale.field", n=1000, t=(0, 1), dt=1, method="euler",
-        params={"a": -1.75, "x": x},
+        params={"a": -1.75, "x": x}, backend="cpu",
     )
     assert np.array_equal(y[:, 0], np.float32(-1.75) * x)
 
@@ -89,7 +90,7 @@ def test_matmul_field_equals_the_sequential_loop():
     b = rng.standard_normal((k, cols)).astype(np.float32)
     c = vgpu.VGPU().ensemble(
         EXAMPLES / "matmul.field", n=m * cols, t=(0, k), dt=1, method="euler",
-        params={"a": a, "b": b, "k": k, "cols": cols},
+        params={"a": a, "b": b, "k": k, "cols": cols}, backend="cpu",
     )
     acc = np.zeros((m, cols), np.float32)
     for kk in range(k):
@@ -121,7 +122,7 @@ def test_same_bits_for_any_thread_count():
     rho = np.linspace(0, 21, 300)
     runs = [
         vgpu.VGPU().ensemble(EXAMPLES / "lorenz.field", n=300, t=(0, 0.05), dt=0.001,
-                             params={"rho": rho}, threads=t, block=64)
+                             params={"rho": rho}, threads=t, block=64, backend="cpu")
         for t in (1, 2, 3)
     ]
     assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], runs[2])
@@ -177,14 +178,14 @@ def test_runtime_errors():
     v = vgpu.VGPU()
     # Trajectory 7 reads x0[7] of a 4-element buffer: the message names buffer and trajectory.
     with pytest.raises(vgpu.VGPUError, match="`x0`.*trajectory"):
-        v.ensemble(RELAX, n=8, dt=0.1, params={"x0": np.zeros(4)})
+        v.ensemble(RELAX, n=8, dt=0.1, params={"x0": np.zeros(4)}, backend="cpu")
     # A span that is not a whole number of steps.
     with pytest.raises(vgpu.VGPUError, match="whole number"):
         v.ensemble(RELAX, n=4, t=(0, 1), dt=0.3, params={"x0": np.zeros(4)})
     # A state that blows up.
     blow = "field b(x0: f32[]) { state h = x0[i]; d(h)/dt = h * h; }"
     with pytest.raises(vgpu.VGPUError, match="`h`"):
-        v.ensemble(blow, n=2, t=(0, 10), dt=0.5, params={"x0": np.full(2, 10.0)})
+        v.ensemble(blow, n=2, t=(0, 10), dt=0.5, params={"x0": np.full(2, 10.0)}, backend="cpu")
 
 
 def test_argument_errors(tmp_path):
@@ -199,3 +200,25 @@ def test_argument_errors(tmp_path):
         v.ensemble(tmp_path / "missing.field", n=4, dt=0.1)
     with pytest.raises(TypeError):
         v.ensemble(42, n=4, dt=0.1)
+
+
+def test_gpu_backend_agrees_with_cpu(require_gpu):
+    if vgpu.VGPUCache().backend != "gpu":
+        assert not require_gpu
+        pytest.skip("no GPU adapter")
+    n = 256
+    rho = np.linspace(0.0, 21.0, n)
+    v = vgpu.VGPU()
+    kw = dict(n=n, t=(0.0, 0.1), dt=0.001, method="rk4", params={"rho": rho})
+    gpu = v.ensemble(EXAMPLES / "lorenz.field", backend="gpu", **kw)
+    cpu = v.ensemble(EXAMPLES / "lorenz.field", backend="cpu", **kw)
+    assert gpu.shape == cpu.shape == (n, 3) and gpu.dtype == np.float32
+    # Same arithmetic up to the GPU compiler's fma contraction: f32 rounding only.
+    np.testing.assert_allclose(gpu, cpu, rtol=0, atol=1e-4)
+    # A phased kernel cannot run on the GPU: backend="gpu" says so, "auto" runs it on the CPU.
+    x = np.linspace(0, 1, 256, dtype=np.float32)
+    tree = dict(n=256, t=(0, 0), dt=1, method="euler", block=128, params={"x": x, "steps": 7})
+    with pytest.raises(vgpu.VGPUError, match="cannot run on"):
+        v.ensemble(EXAMPLES / "tree_sum.field", backend="gpu", **tree)
+    _, fl = v.ensemble(EXAMPLES / "tree_sum.field", backend="auto", return_fluxes=True, **tree)
+    assert abs(float(fl["total"][0]) - float(x.astype(np.float64).sum())) < 1e-3

@@ -217,8 +217,10 @@ class VGPU:
             params: the kernel's parameters by name: numbers for scalars, array-likes
                 for buffers (flattened in C order, converted to the declared element
                 type; integer buffers take only integer arrays).
-            backend: ``"auto"``, ``"cpu"`` or ``"gpu"``. This build integrates
-                ``.field`` ensembles on the CPU; ``"gpu"`` raises VGPUError.
+            backend: ``"auto"`` (the GPU when wgpu finds an adapter and the kernel
+                can run there -- f32 and unphased -- else the CPU), ``"cpu"``, or
+                ``"gpu"`` (no adapter, or a kernel the GPU cannot run, is a
+                VGPUError). On the GPU, flux outputs are not produced.
             block: trajectories per block (default min(n, 256)).
             threads: CPU threads (``1`` sequential, ``0`` one per core); the
                 results are the same bits for any value.
@@ -240,7 +242,7 @@ class VGPU:
         text, name = _field_source(source_or_path)
         if len(t) != 2:
             raise ValueError(f"ensemble: t must be (t0, t1), got {t!r}")
-        states, fluxes = self._vgpu.ensemble(
+        states, fluxes, _ran_on = self._vgpu.ensemble(
             text, name, int(n), (float(t[0]), float(t[1])), float(dt), method,
             dict(params or {}), backend, block, threads,
         )
