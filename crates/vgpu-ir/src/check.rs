@@ -427,12 +427,14 @@ impl Lower<'_> {
             } => {
                 let f = match self.globals.get(flux) {
                     Some(Binding::Flux(f)) => *f,
-                    _ => return Err(self.err(
-                        *pos,
-                        format!(
+                    _ => {
+                        return Err(self.err(
+                            *pos,
+                            format!(
                             "`{flux}` is not a flux output (declare it: `flux {flux}: f32[LEN];`)"
                         ),
-                    )),
+                        ))
+                    }
                 };
                 let ty = self.k.fluxes[f as usize].ty;
                 let index = self.lower_index(index, flux)?;
