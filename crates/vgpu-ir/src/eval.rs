@@ -460,7 +460,25 @@ float_ops!(f32_ops, f32);
 float_ops!(f64_ops, f64);
 
 /// Runs `prog` (the `lane` or `vary` list) over the frame's lanes.
+///
+/// On x86-64 with AVX2 (detected at run time) the same loops are compiled for
+/// 256-bit vectors; the operations and their order are the same, so the results
+/// are the same bits.
 pub(crate) fn run(instrs: &[Instr], pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        unsafe { run_avx2(instrs, pools, fr, fault) };
+        return;
+    }
+    for ins in instrs {
+        exec(ins, pools, fr, fault);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_avx2(instrs: &[Instr], pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault>) {
     for ins in instrs {
         exec(ins, pools, fr, fault);
     }
@@ -470,6 +488,7 @@ pub(crate) fn run(instrs: &[Instr], pools: &mut Pools, fr: &Frame<'_>, fault: &m
 /// An instruction's destination slot is never one of its operand slots (every
 /// node has its own slot), and the pools are not resized while an instruction
 /// runs, so the destination slice never overlaps an operand slice.
+#[inline(always)]
 fn exec(ins: &Instr, pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault>) {
     let w = pools.width;
     let n = fr.lanes;
