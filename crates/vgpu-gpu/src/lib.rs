@@ -14,6 +14,7 @@
 mod backend;
 pub mod ensemble;
 mod error;
+pub mod fused;
 pub mod kernel_cache;
 pub mod matmul;
 mod runtime;

@@ -100,3 +100,35 @@ fn gpu_reports_short_buffers_and_nan() {
         "{e}"
     );
 }
+
+#[test]
+fn fused_relu_and_bias_add_match_the_cpu() {
+    let x: Vec<f32> = (0..1000)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) * 0.125)
+        .collect();
+    let b: Vec<f32> = (0..10).map(|i| i as f32 * 0.5 - 2.0).collect();
+    let relu_cpu = vgpu_gpu::fused::relu(&x, None).unwrap();
+    let bias_cpu = vgpu_gpu::fused::bias_add(&x, &b, None).unwrap();
+    for i in 0..1000 {
+        assert_eq!(relu_cpu[i], x[i].max(0.0));
+        assert_eq!(bias_cpu[i], x[i] + b[i % 10]);
+    }
+    assert!(vgpu_gpu::fused::bias_add(&x[..999], &b, None).is_err());
+    let Some(mut cache) = cache() else { return };
+    // Exact on the GPU too: max and one addition round the same everywhere.
+    assert_eq!(
+        vgpu_gpu::fused::relu(&x, Some(&mut cache)).unwrap(),
+        relu_cpu
+    );
+    assert_eq!(
+        vgpu_gpu::fused::bias_add(&x, &b, Some(&mut cache)).unwrap(),
+        bias_cpu
+    );
+    let compiled = cache.len();
+    vgpu_gpu::fused::relu(&x[..500], Some(&mut cache)).unwrap();
+    assert_eq!(
+        cache.len(),
+        compiled,
+        "another shape reuses the compiled kernel"
+    );
+}
