@@ -23,10 +23,10 @@ pub use vgpu_field::{
     Real, Tableau,
 };
 
+pub use vgpu_gpu::{run_ensemble_gpu, GpuEnsemble};
 /// The kernel IR and the `.field` language: compile, run on the CPU, emit WGSL.
 pub use vgpu_ir as ir;
 pub use vgpu_ir::{compile, compile_file, run_cpu, Args, Integration, IrError, Kernel};
-pub use vgpu_gpu::{run_ensemble_gpu, GpuEnsemble};
 
 /// The PTX front end: nvcc's PTX parsed, decoded and run as fields (SIMT), with a checker and the case runner.
 pub use vgpu_ptx as ptx;
