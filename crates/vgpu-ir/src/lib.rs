@@ -17,6 +17,7 @@ mod parser;
 mod run;
 pub mod types;
 pub mod wgsl;
+pub mod wgsl_phased;
 
 pub use args::{Arg, Args, Buffer};
 pub use check::{compile, compile_all, compile_file};

@@ -66,7 +66,7 @@ pub fn check_wgsl(k: &Kernel) -> Result<(), IrError> {
     Ok(())
 }
 
-fn wty(t: ScalarType) -> &'static str {
+pub(crate) fn wty(t: ScalarType) -> &'static str {
     match t {
         ScalarType::F32 => "f32",
         ScalarType::I32 => "i32",
@@ -134,7 +134,18 @@ impl Names<'_> {
 }
 
 fn expr(k: &Kernel, id: NodeId, nm: &Names<'_>, meta_scalar: &dyn Fn(u32) -> usize) -> String {
-    let r = |n: NodeId| nm.r(n);
+    expr_with(k, id, &|n| nm.r(n), meta_scalar)
+}
+
+/// The WGSL expression computing node `id`, its operands named by `r`, scalar
+/// parameter `p` read from launch word `meta_scalar(p)`. Shared reads and the
+/// repetition `k` are the phased emitter's to write.
+pub(crate) fn expr_with(
+    k: &Kernel,
+    id: NodeId,
+    r: &dyn Fn(NodeId) -> String,
+    meta_scalar: &dyn Fn(u32) -> usize,
+) -> String {
     match k.nodes[id.index()] {
         Node::Const(v) => literal(v),
         Node::Param(p) => {
@@ -256,6 +267,83 @@ pub fn meta_words(
     Ok(w)
 }
 
+/// Where each parameter lives: the binding slot (after
+/// [`FIRST_BUFFER_BINDING`]) of a buffer, the launch word of a scalar.
+pub(crate) struct ParamSlots {
+    /// Per parameter: its buffer slot (buffers only).
+    pub buf: Vec<usize>,
+    /// Per parameter: its launch word (scalars only).
+    pub scalar: Vec<usize>,
+}
+
+impl ParamSlots {
+    pub(crate) fn of(k: &Kernel) -> ParamSlots {
+        let n_buffers = k.params.iter().filter(|p| p.buffer).count();
+        let mut buf = vec![0usize; k.params.len()];
+        let mut scalar = vec![0usize; k.params.len()];
+        let (mut nb, mut ns) = (0, 0);
+        for (i, p) in k.params.iter().enumerate() {
+            if p.buffer {
+                buf[i] = nb;
+                nb += 1;
+            } else {
+                scalar[i] = META_HEADER + n_buffers + ns;
+                ns += 1;
+            }
+        }
+        ParamSlots { buf, scalar }
+    }
+}
+
+/// What every generated shader declares: bindings 0–2 (`out`, `launch`,
+/// `fault`), one read-only binding per buffer parameter, the fault `report`,
+/// integer division and remainder as the CPU defines them, and the
+/// bounds-checked buffer loads `ld{param}(index, site, gid)`.
+pub(crate) fn emit_prelude(s: &mut String, k: &Kernel, slots: &ParamSlots) {
+    let _ = writeln!(
+        s,
+        "@group(0) @binding(0) var<storage, read_write> out: array<f32>;"
+    );
+    let _ = writeln!(
+        s,
+        "@group(0) @binding(1) var<storage, read> launch: array<u32>;"
+    );
+    let _ = writeln!(
+        s,
+        "@group(0) @binding(2) var<storage, read_write> fault: array<atomic<u32>, 4>;"
+    );
+    for (i, p) in k.params.iter().enumerate() {
+        if p.buffer {
+            let _ = writeln!(
+                s,
+                "@group(0) @binding({}) var<storage, read> b{i}: array<{}>;",
+                FIRST_BUFFER_BINDING as usize + slots.buf[i],
+                wty(p.ty)
+            );
+        }
+    }
+    s.push_str(
+        "\nfn report(site: u32, index: u32, gid: u32) {\n    let old = atomicMin(&fault[0], gid);\n    if (gid < old) {\n        atomicStore(&fault[1], site);\n        atomicStore(&fault[2], index);\n    }\n}\n",
+    );
+    s.push_str("fn idiv_i32(a: i32, b: i32) -> i32 { if (b == 0i) { return a; } if (a == bitcast<i32>(0x80000000u) && b == -1i) { return a; } return a / b; }\n");
+    s.push_str("fn irem_i32(a: i32, b: i32) -> i32 { if (b == 0i) { return 0i; } if (a == bitcast<i32>(0x80000000u) && b == -1i) { return 0i; } return a % b; }\n");
+    s.push_str("fn idiv_u32(a: u32, b: u32) -> u32 { if (b == 0u) { return a; } return a / b; }\n");
+    s.push_str(
+        "fn irem_u32(a: u32, b: u32) -> u32 { if (b == 0u) { return 0u; } return a % b; }\n",
+    );
+    for (i, p) in k.params.iter().enumerate() {
+        if p.buffer {
+            let t = wty(p.ty);
+            let zero = literal(Value::U32(0).cast(p.ty));
+            let _ = writeln!(
+                s,
+                "fn ld{i}(i: u32, site: u32, gid: u32) -> {t} {{\n    if (i >= launch[{}]) {{ report(site, i, gid); return {zero}; }}\n    return b{i}[i];\n}}",
+                META_HEADER + slots.buf[i]
+            );
+        }
+    }
+}
+
 /// Emits the compute shader integrating `k` with `tableau` in workgroups of `wg`
 /// invocations (entry point `main`).
 ///
@@ -281,20 +369,8 @@ pub fn emit_wgsl(k: &Kernel, tableau: &Tableau, wg: u32) -> Result<String, IrErr
     for n in &pre_nodes {
         pre[n.index()] = true;
     }
-    let n_buffers = k.params.iter().filter(|p| p.buffer).count();
-    let mut buf_slot = vec![0usize; k.params.len()];
-    let mut scalar_slot = vec![0usize; k.params.len()];
-    let (mut nb, mut ns) = (0, 0);
-    for (i, p) in k.params.iter().enumerate() {
-        if p.buffer {
-            buf_slot[i] = nb;
-            nb += 1;
-        } else {
-            scalar_slot[i] = META_HEADER + n_buffers + ns;
-            ns += 1;
-        }
-    }
-    let ms = |p: u32| scalar_slot[p as usize];
+    let slots = ParamSlots::of(k);
+    let ms = |p: u32| slots.scalar[p as usize];
 
     let mut s = String::new();
     let _ = writeln!(
@@ -305,48 +381,7 @@ pub fn emit_wgsl(k: &Kernel, tableau: &Tableau, wg: u32) -> Result<String, IrErr
         tableau.name()
     );
     let _ = writeln!(s, "const WG: u32 = {wg}u;");
-    let _ = writeln!(
-        s,
-        "@group(0) @binding(0) var<storage, read_write> out: array<f32>;"
-    );
-    let _ = writeln!(
-        s,
-        "@group(0) @binding(1) var<storage, read> launch: array<u32>;"
-    );
-    let _ = writeln!(
-        s,
-        "@group(0) @binding(2) var<storage, read_write> fault: array<atomic<u32>, 4>;"
-    );
-    for (i, p) in k.params.iter().enumerate() {
-        if p.buffer {
-            let _ = writeln!(
-                s,
-                "@group(0) @binding({}) var<storage, read> b{i}: array<{}>;",
-                FIRST_BUFFER_BINDING as usize + buf_slot[i],
-                wty(p.ty)
-            );
-        }
-    }
-    s.push_str(
-        "\nfn report(site: u32, index: u32, gid: u32) {\n    let old = atomicMin(&fault[0], gid);\n    if (gid < old) {\n        atomicStore(&fault[1], site);\n        atomicStore(&fault[2], index);\n    }\n}\n",
-    );
-    s.push_str("fn idiv_i32(a: i32, b: i32) -> i32 { if (b == 0i) { return a; } if (a == bitcast<i32>(0x80000000u) && b == -1i) { return a; } return a / b; }\n");
-    s.push_str("fn irem_i32(a: i32, b: i32) -> i32 { if (b == 0i) { return 0i; } if (a == bitcast<i32>(0x80000000u) && b == -1i) { return 0i; } return a % b; }\n");
-    s.push_str("fn idiv_u32(a: u32, b: u32) -> u32 { if (b == 0u) { return a; } return a / b; }\n");
-    s.push_str(
-        "fn irem_u32(a: u32, b: u32) -> u32 { if (b == 0u) { return 0u; } return a % b; }\n",
-    );
-    for (i, p) in k.params.iter().enumerate() {
-        if p.buffer {
-            let t = wty(p.ty);
-            let zero = literal(Value::U32(0).cast(p.ty));
-            let _ = writeln!(
-                s,
-                "fn ld{i}(i: u32, site: u32, gid: u32) -> {t} {{\n    if (i >= launch[{}]) {{ report(site, i, gid); return {zero}; }}\n    return b{i}[i];\n}}",
-                META_HEADER + buf_slot[i]
-            );
-        }
-    }
+    emit_prelude(&mut s, k, &slots);
     // State and lane-value structs.
     let _ = writeln!(
         s,

@@ -1,0 +1,884 @@
+//! The WGSL emitter for fields with phases: one workgroup integrates one block.
+//!
+//! * A block is a workgroup of [`PhasedLayout::block`] invocations, one per
+//!   trajectory; its states live in each invocation's registers.
+//! * A shared sub-field (`__shared__`) is a `var<workgroup>` array, filled with
+//!   its initial value once at launch and kept across phases.
+//! * A phase integrates its span with explicit Euler from local time 0, each
+//!   repetition with the steps the host computed ([`PhasedLayout::schedule`]).
+//!   Within a step every invocation first evaluates everything at the step's
+//!   start (states, shared elements, time); a phase that drives shared memory
+//!   then collapses the basin: `workgroupBarrier()`, the shared elements take
+//!   their steps, `workgroupBarrier()`, so the next step (and the next phase)
+//!   reads exact, settled values. Phases without drives need no barrier.
+//! * Drives are summed per element in lane order, drive by drive, exactly as the
+//!   CPU does: a drive at `s[tid]` (the only one into `s` in its phase) is applied
+//!   by its own lane; any other drive writes each lane's (index, value) into
+//!   workgroup arrays, and the owner of each element sums them in order.
+//!   Shared results are therefore the CPU's bits wherever WGSL's arithmetic is.
+//! * A flux output (`atomicAdd`) is a storage buffer of atomics, zero at launch:
+//!   native `atomicAdd` for `i32`/`u32` (exact: integer addition commutes), and
+//!   for `f32` (WGSL has no float atomics) an `atomic<u32>` holding the bits,
+//!   added to by a compare-exchange loop. The order in which invocations add
+//!   to a float flux is the GPU's: float fluxes are not deterministic on the GPU
+//!   and agree with the CPU's fixed-order sum only to rounding (compare them
+//!   with a tolerance).
+//!
+//! Bindings (group 0): those of [`crate::wgsl`] (`0` endpoint states, `1` launch
+//! words, `2` fault record, then the buffer parameters), then one binding per
+//! flux output in declaration order ([`PhasedLayout::flux_binding`]). The launch
+//! words ([`PhasedLayout::launch_words`]) are [`meta_words`], then each flux
+//! output's length, then the schedule: per phase, its repetition count followed
+//! by the steps of each repetition.
+//!
+//! Refused ([`IrError::Unsupported`]): `f64` anywhere, drives into a `bool`
+//! shared sub-field, integrators other than Euler.
+
+use crate::args::Args;
+use crate::error::IrError;
+use crate::eval::{self, Dims};
+use crate::kernel::{Builtin, Kernel, Node, NodeId, Update, Variance};
+use crate::run::Integration;
+use crate::types::{ScalarType, Value};
+use crate::wgsl::{
+    emit_prelude, expr_with, literal, meta_words, wty, ParamSlots, FIRST_BUFFER_BINDING,
+    META_HEADER,
+};
+use std::fmt::Write;
+use vgpu_field::Method;
+
+/// Marks an inactive drive contribution (guard false or index out of range).
+const NO_ELEMENT: &str = "0xffffffffu";
+
+fn unsupported(k: &Kernel, reason: impl Into<String>) -> IrError {
+    IrError::Unsupported {
+        kernel: k.name.clone(),
+        backend: "gpu (WGSL, phases)".into(),
+        reason: reason.into(),
+    }
+}
+
+fn launch_err(k: &Kernel, message: String) -> IrError {
+    IrError::Launch {
+        kernel: k.name.clone(),
+        message,
+    }
+}
+
+/// Whether the phased kernel `k` can run as WGSL with `method`, and why not.
+///
+/// # Errors
+/// [`IrError::Unsupported`] for an unphased kernel, `f64` anywhere, a drive
+/// into a `bool` shared sub-field, or an integrator other than Euler.
+pub fn check_phased_wgsl(k: &Kernel, method: Method) -> Result<(), IrError> {
+    if !k.is_phased() {
+        return Err(unsupported(
+            k,
+            "the field has no phases: emit it with `emit_wgsl`",
+        ));
+    }
+    if k.types.contains(&ScalarType::F64) || k.params.iter().any(|p| p.ty == ScalarType::F64) {
+        return Err(unsupported(
+            k,
+            "WGSL has no portable f64: run f64 fields on the CPU (--backend cpu)",
+        ));
+    }
+    for p in &k.phases {
+        for d in &p.drives {
+            let s = &k.shared[d.shared as usize];
+            if s.ty == ScalarType::Bool {
+                return Err(unsupported(
+                    k,
+                    format!(
+                        "phase `{}` drives the bool shared sub-field `{}`",
+                        p.name, s.name
+                    ),
+                ));
+            }
+        }
+    }
+    if method != Method::Euler {
+        return Err(unsupported(
+            k,
+            format!("fields with phases integrate with euler on the GPU, not {method}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A phased launch resolved against its arguments: block geometry, the lengths
+/// of shared sub-fields and flux outputs, and every phase repetition's steps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhasedLayout {
+    /// Trajectories per block: the workgroup size.
+    pub block: u32,
+    /// Blocks: the number of workgroups.
+    pub blocks: u32,
+    /// The step.
+    pub dt: f64,
+    /// Elements of each shared sub-field, in declaration order.
+    pub shared_lens: Vec<u32>,
+    /// Elements of each flux output, in declaration order.
+    pub flux_lens: Vec<u32>,
+    /// Per phase, the steps of each of its repetitions.
+    pub schedule: Vec<Vec<u32>>,
+    /// Steps over all phases and repetitions.
+    pub steps: usize,
+}
+
+impl PhasedLayout {
+    /// Resolves `k`'s phased launch `integ` against `args`, with the checks the
+    /// CPU executor makes: whole blocks, spans that are whole numbers of steps,
+    /// `dt = 1` for phases with jumps or integer drives and emits.
+    ///
+    /// # Errors
+    /// [`IrError::Unsupported`] (see [`check_phased_wgsl`]), missing arguments,
+    /// a bad launch ([`IrError::Launch`]), out-of-range reads in lengths, spans
+    /// or repetition counts.
+    pub fn new(k: &Kernel, args: &Args, integ: &Integration) -> Result<PhasedLayout, IrError> {
+        check_phased_wgsl(k, integ.method)?;
+        args.check_complete()?;
+        let n = integ.n;
+        let block = integ.block;
+        if n == 0 || n > u32::MAX as usize {
+            return Err(launch_err(k, format!("n = {n} is out of range 1..2^32")));
+        }
+        if block == 0 || n % block as usize != 0 {
+            return Err(launch_err(k, format!(
+                "a field with phases runs whole blocks: n = {n} is not a multiple of the block size {block}"
+            )));
+        }
+        let blocks = (n / block as usize) as u32;
+        let dt = integ.dt;
+        let var = k.variance();
+        let base = Dims {
+            bdim: block,
+            gdim: blocks,
+            n: n as u32,
+            rep: 0,
+        };
+        let mut roots: Vec<NodeId> = k.shared.iter().map(|s| s.len).collect();
+        roots.extend(k.fluxes.iter().map(|f| f.len));
+        roots.extend(k.phases.iter().filter_map(|p| p.repeat));
+        let uni = eval::uniform_values(k, &k.reachable(&roots), &var, args, base)?;
+        let u32_of = |uni: &[Option<Value>], id: NodeId| match uni[id.index()] {
+            Some(Value::U32(v)) => v,
+            _ => 0,
+        };
+        let shared_lens = k.shared.iter().map(|s| u32_of(&uni, s.len)).collect();
+        let flux_lens = k.fluxes.iter().map(|f| u32_of(&uni, f.len)).collect();
+        let mut schedule = Vec::with_capacity(k.phases.len());
+        let mut steps = 0usize;
+        for p in &k.phases {
+            let span = p.span.expect("a phased field's phases have spans");
+            let needs_unit = p.updates.iter().any(|u| matches!(u, Update::Jump(_)))
+                || p.drives
+                    .iter()
+                    .any(|d| !k.shared[d.shared as usize].ty.is_float())
+                || p.emits
+                    .iter()
+                    .any(|e| !k.fluxes[e.flux as usize].ty.is_float());
+            if needs_unit && dt != 1.0 {
+                return Err(launch_err(k, format!(
+                    "phase `{}` has jumps or integer drives/emits: they are unit-time segments and need dt = 1 (got {dt})",
+                    p.name
+                )));
+            }
+            let reach = k.reachable(&[span]);
+            let reps = p.repeat.map(|r| u32_of(&uni, r)).unwrap_or(1);
+            let mut rep_steps = Vec::with_capacity(reps as usize);
+            for rep in 0..reps {
+                let uni = eval::uniform_values(k, &reach, &var, args, Dims { rep, ..base })?;
+                let span_v = uni[span.index()].map(|v| v.as_f64()).unwrap_or(f64::NAN);
+                let s = Integration::new(n, 0.0, span_v, dt)
+                    .steps(&k.name)
+                    .map_err(|_| {
+                        launch_err(k, format!(
+                            "the span of phase `{}` = {span_v} (repetition {rep}) is not a whole, non-negative number of steps dt = {dt}",
+                            p.name
+                        ))
+                    })?;
+                let s32 = u32::try_from(s).map_err(|_| {
+                    launch_err(
+                        k,
+                        format!(
+                            "phase `{}` takes {s} steps: more than 2^32 - 1 on the GPU",
+                            p.name
+                        ),
+                    )
+                })?;
+                steps += s;
+                rep_steps.push(s32);
+            }
+            schedule.push(rep_steps);
+        }
+        Ok(PhasedLayout {
+            block,
+            blocks,
+            dt,
+            shared_lens,
+            flux_lens,
+            schedule,
+            steps,
+        })
+    }
+
+    /// The binding of flux output `f` (after the buffer parameters).
+    pub fn flux_binding(k: &Kernel, f: usize) -> u32 {
+        FIRST_BUFFER_BINDING + k.params.iter().filter(|p| p.buffer).count() as u32 + f as u32
+    }
+
+    /// The launch words of binding 1 (see the module docs).
+    ///
+    /// # Errors
+    /// Missing arguments; an `f64` scalar.
+    pub fn launch_words(&self, k: &Kernel, args: &Args) -> Result<Vec<u32>, IrError> {
+        let n = self.block * self.blocks;
+        let mut w = meta_words(
+            k,
+            args,
+            n,
+            self.steps.min(u32::MAX as usize) as u32,
+            0.0,
+            self.dt,
+        )?;
+        w.extend(&self.flux_lens);
+        for reps in &self.schedule {
+            w.push(reps.len() as u32);
+            w.extend(reps);
+        }
+        Ok(w)
+    }
+}
+
+/// A phased kernel's compute shader and what it asks of the device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhasedWgsl {
+    /// The WGSL source (entry point `main`, workgroup size [`PhasedLayout::block`]).
+    pub source: String,
+    /// Bytes of workgroup memory it declares (shared sub-fields and drive
+    /// contribution arrays), to hold against the device's limit.
+    pub workgroup_bytes: u64,
+}
+
+/// How a phase's drives into one shared sub-field are applied.
+enum DrivePlan {
+    /// The only drive into the sub-field, at `s[tid]`: lane `tid` applies its own.
+    Own(usize),
+    /// Drives (indices into the phase's drives) whose contributions go through
+    /// workgroup arrays; slot `q` of the sub-field holds the `q`-th.
+    Gathered(Vec<usize>),
+}
+
+fn drive_plans(k: &Kernel, phase: usize) -> Vec<Option<DrivePlan>> {
+    let p = &k.phases[phase];
+    (0..k.shared.len())
+        .map(|j| {
+            let ds: Vec<usize> = (0..p.drives.len())
+                .filter(|&d| p.drives[d].shared as usize == j)
+                .collect();
+            match ds.as_slice() {
+                [] => None,
+                [d] if k.nodes[p.drives[*d].index.index()] == Node::Builtin(Builtin::Thread) => {
+                    Some(DrivePlan::Own(*d))
+                }
+                _ => Some(DrivePlan::Gathered(ds)),
+            }
+        })
+        .collect()
+}
+
+/// Names values in the generated `main`: states `h{s}`, initial values `i{s}`,
+/// time `t`, everything else `n{node}`.
+fn name(k: &Kernel, n: NodeId) -> String {
+    match k.nodes[n.index()] {
+        Node::Const(v) => literal(v),
+        Node::State(s) => format!("h{s}"),
+        Node::Init(s) => format!("i{s}"),
+        Node::Builtin(Builtin::Time) => "t".into(),
+        _ => format!("n{}", n.index()),
+    }
+}
+
+/// Emits `let n{i} = …;` for each of `nodes` not named otherwise, marking them done.
+fn emit_lets(
+    s: &mut String,
+    indent: &str,
+    k: &Kernel,
+    nodes: &[NodeId],
+    done: &mut [bool],
+    ms: &dyn Fn(u32) -> usize,
+) {
+    let r = |n: NodeId| name(k, n);
+    for &n in nodes {
+        if done[n.index()] {
+            continue;
+        }
+        done[n.index()] = true;
+        let e = match k.nodes[n.index()] {
+            Node::Const(_) | Node::State(_) | Node::Init(_) | Node::Builtin(Builtin::Time) => {
+                continue
+            }
+            Node::Builtin(Builtin::Repetition) => "rep".to_string(),
+            Node::SharedLoad {
+                shared,
+                index,
+                site,
+            } => format!("sld{shared}(u32({}), {site}u, gid)", r(index)),
+            _ => expr_with(k, n, &r, ms),
+        };
+        let _ = writeln!(s, "{indent}let n{} = {e};", n.index());
+    }
+}
+
+fn zero(ty: ScalarType) -> String {
+    literal(Value::U32(0).cast(ty))
+}
+
+/// Emits the compute shader integrating the phased kernel `k` over `layout`
+/// (only its block size and shared lengths shape the source; the rest travels
+/// in the launch words).
+///
+/// # Errors
+/// [`IrError::Unsupported`] (see [`check_phased_wgsl`]).
+pub fn emit_wgsl_phased(
+    k: &Kernel,
+    method: Method,
+    layout: &PhasedLayout,
+) -> Result<PhasedWgsl, IrError> {
+    check_phased_wgsl(k, method)?;
+    if layout.shared_lens.len() != k.shared.len() {
+        return Err(unsupported(k, "the layout was resolved for another kernel"));
+    }
+    let wg = layout.block;
+    let dim = k.states.len();
+    let slots = ParamSlots::of(k);
+    let ms = |p: u32| slots.scalar[p as usize];
+    let n_scalars = k.params.iter().filter(|p| !p.buffer).count();
+    let n_buffers = k.params.len() - n_scalars;
+    let flux_word = META_HEADER + n_buffers + n_scalars;
+    let sched_word = flux_word + k.fluxes.len();
+    let plans: Vec<Vec<Option<DrivePlan>>> =
+        (0..k.phases.len()).map(|p| drive_plans(k, p)).collect();
+    // Contribution slots per shared sub-field: the most gathered drives of any phase.
+    let gathered_slots: Vec<usize> = (0..k.shared.len())
+        .map(|j| {
+            plans
+                .iter()
+                .map(|pp| match &pp[j] {
+                    Some(DrivePlan::Gathered(ds)) => ds.len(),
+                    _ => 0,
+                })
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// Generated by vgpu-ir from field `{}` ({}): {} phases, integrator euler, block {wg}.",
+        k.name,
+        k.source,
+        k.phases.len()
+    );
+    let _ = writeln!(s, "const WG: u32 = {wg}u;");
+    emit_prelude(&mut s, k, &slots);
+    let mut workgroup_bytes = 0u64;
+    for (j, sh) in k.shared.iter().enumerate() {
+        let len = layout.shared_lens[j];
+        let t = wty(sh.ty);
+        let _ = writeln!(s, "var<workgroup> sh{j}: array<{t}, {}>;", len.max(1));
+        workgroup_bytes += 4 * len.max(1) as u64;
+        for q in 0..gathered_slots[j] {
+            let _ = writeln!(s, "var<workgroup> di{j}_{q}: array<u32, WG>;");
+            let _ = writeln!(s, "var<workgroup> dv{j}_{q}: array<{t}, WG>;");
+            workgroup_bytes += 8 * wg as u64;
+        }
+        let _ = writeln!(
+            s,
+            "fn sld{j}(i: u32, site: u32, gid: u32) -> {t} {{\n    if (i >= {len}u) {{ report(site, i, gid); return {}; }}\n    return sh{j}[i];\n}}",
+            zero(sh.ty)
+        );
+    }
+    for (f, fx) in k.fluxes.iter().enumerate() {
+        let binding = PhasedLayout::flux_binding(k, f);
+        let (atom, t) = match fx.ty {
+            ScalarType::I32 => ("i32", "i32"),
+            ScalarType::U32 => ("u32", "u32"),
+            _ => ("u32", "f32"),
+        };
+        let _ = writeln!(
+            s,
+            "@group(0) @binding({binding}) var<storage, read_write> fx{f}: array<atomic<{atom}>>;"
+        );
+        let add = if fx.ty.is_float() {
+            format!("    var old = atomicLoad(&fx{f}[i]);\n    loop {{\n        let r = atomicCompareExchangeWeak(&fx{f}[i], old, bitcast<u32>(bitcast<f32>(old) + v));\n        if (r.exchanged) {{ break; }}\n        old = r.old_value;\n    }}")
+        } else {
+            format!("    atomicAdd(&fx{f}[i], v);")
+        };
+        let _ = writeln!(
+            s,
+            "fn emit{f}(i: u32, v: {t}, site: u32, gid: u32) {{\n    if (i >= launch[{}u]) {{ report(site, i, gid); return; }}\n{add}\n}}",
+            flux_word + f
+        );
+    }
+
+    // The entry point: geometry, initial states, shared sub-fields.
+    s.push_str("@compute @workgroup_size(WG)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) grid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {\n");
+    s.push_str("    let wg = wid.y * grid.x + wid.x;\n    let nwg = vec3<u32>(launch[0] / WG, 1u, 1u);\n    if (wg >= nwg.x) { return; }\n");
+    s.push_str("    let gid = wg * WG + lid;\n    let dt = bitcast<f32>(launch[3]);\n");
+    let mut done = vec![false; k.nodes.len()];
+    let mut top_roots: Vec<NodeId> = k.states.iter().map(|st| st.init).collect();
+    top_roots.extend(k.shared.iter().map(|sh| sh.init));
+    emit_lets(&mut s, "    ", k, &k.reachable(&top_roots), &mut done, &ms);
+    for (j, st) in k.states.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "    let i{j} = {};\n    var h{j}: f32 = i{j};",
+            name(k, st.init)
+        );
+    }
+    for (j, sh) in k.shared.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "    for (var e = lid; e < {}u; e = e + WG) {{ sh{j}[e] = {}; }}",
+            layout.shared_lens[j],
+            name(k, sh.init)
+        );
+    }
+    if !k.shared.is_empty() {
+        s.push_str("    workgroupBarrier();\n");
+    }
+    let _ = writeln!(s, "    var w = {sched_word}u;");
+    let var = k.variance();
+    for (pi, p) in k.phases.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "    // phase `{}`\n    {{\n        let reps = launch[w];\n        w = w + 1u;\n        for (var rep = 0u; rep < reps; rep = rep + 1u) {{\n            let steps = launch[w];\n            w = w + 1u;",
+            p.name
+        );
+        let reach = k.reachable(&k.phase_roots(p));
+        let mut pdone = done.clone();
+        let per_rep: Vec<NodeId> = reach
+            .iter()
+            .copied()
+            .filter(|n| var[n.index()] != Variance::Varying)
+            .collect();
+        emit_lets(&mut s, "            ", k, &per_rep, &mut pdone, &ms);
+        s.push_str("            for (var step = 0u; step < steps; step = step + 1u) {\n                let t = f32(step) * dt;\n");
+        let ind = "                ";
+        emit_lets(&mut s, ind, k, &reach, &mut pdone, &ms);
+        emit_step(&mut s, k, pi, &plans[pi], layout);
+        s.push_str("            }\n        }\n    }\n");
+    }
+    for j in 0..dim {
+        let _ = writeln!(s, "    out[gid * {dim}u + {j}u] = h{j};");
+    }
+    s.push_str("}\n");
+    Ok(PhasedWgsl {
+        source: s,
+        workgroup_bytes,
+    })
+}
+
+/// One step of phase `pi` after its values are computed: drives, emits, state
+/// updates, and the basin collapse of its shared sub-fields.
+fn emit_step(
+    s: &mut String,
+    k: &Kernel,
+    pi: usize,
+    plans: &[Option<DrivePlan>],
+    layout: &PhasedLayout,
+) {
+    let p = &k.phases[pi];
+    let ind = "                ";
+    let r = |n: NodeId| name(k, n);
+    let guard = |g: Option<NodeId>| g.map(|g| r(g)).unwrap_or_else(|| "true".into());
+    // Drives: each lane's contribution, before anyone writes shared memory.
+    for (j, plan) in plans.iter().enumerate() {
+        let len = layout.shared_lens[j];
+        match plan {
+            None => {}
+            Some(DrivePlan::Own(d)) => {
+                let d = &p.drives[*d];
+                let t = wty(k.shared[j].ty);
+                let _ = writeln!(
+                    s,
+                    "{ind}var own{j}: {t} = {};\n{ind}var has{j} = false;\n{ind}if ({}) {{\n{ind}    if (lid >= {len}u) {{ report({}u, lid, gid); }} else {{ own{j} = {}; has{j} = true; }}\n{ind}}}",
+                    zero(k.shared[j].ty),
+                    guard(d.guard),
+                    d.site,
+                    r(d.value)
+                );
+            }
+            Some(DrivePlan::Gathered(ds)) => {
+                for (q, &d) in ds.iter().enumerate() {
+                    let d = &p.drives[d];
+                    let _ = writeln!(
+                        s,
+                        "{ind}{{\n{ind}    var e = {NO_ELEMENT};\n{ind}    if ({}) {{\n{ind}        let x = u32({});\n{ind}        if (x >= {len}u) {{ report({}u, x, gid); }} else {{ e = x; }}\n{ind}    }}\n{ind}    di{j}_{q}[lid] = e;\n{ind}    dv{j}_{q}[lid] = {};\n{ind}}}",
+                        guard(d.guard),
+                        r(d.index),
+                        d.site,
+                        r(d.value)
+                    );
+                }
+            }
+        }
+    }
+    // Emits: dt·value (float) or value (integer) into the flux output.
+    for e in &p.emits {
+        let fty = k.fluxes[e.flux as usize].ty;
+        let amount = if fty.is_float() {
+            format!("dt * {}", r(e.value))
+        } else {
+            r(e.value)
+        };
+        let _ = writeln!(
+            s,
+            "{ind}if ({}) {{ emit{}(u32({}), {amount}, {}u, gid); }}",
+            guard(e.guard),
+            e.flux,
+            r(e.index),
+            e.site
+        );
+    }
+    // States: every new value from the step's start, then assigned.
+    let mut assigned = vec![];
+    for (j, u) in p.updates.iter().enumerate() {
+        let v = match u {
+            Update::Hold => continue,
+            Update::Rate(n) => format!("h{j} + dt * {}", r(*n)),
+            Update::Jump(n) => r(*n),
+        };
+        let _ = writeln!(s, "{ind}let u{j} = {v};");
+        assigned.push(j);
+    }
+    for j in assigned {
+        let _ = writeln!(s, "{ind}h{j} = u{j};");
+    }
+    if plans.iter().all(Option::is_none) {
+        return;
+    }
+    // The basin collapse: all have read; the shared elements step; all see them.
+    let _ = writeln!(s, "{ind}workgroupBarrier();");
+    for (j, plan) in plans.iter().enumerate() {
+        let ty = k.shared[j].ty;
+        let step = |acc: &str| {
+            if ty.is_float() {
+                format!("sh{j}[e] + dt * {acc}")
+            } else {
+                format!("sh{j}[e] + {acc}")
+            }
+        };
+        match plan {
+            None => {}
+            Some(DrivePlan::Own(_)) => {
+                let _ = writeln!(
+                    s,
+                    "{ind}if (has{j}) {{ let e = lid; sh{j}[e] = {}; }}",
+                    step(&format!("own{j}"))
+                );
+            }
+            Some(DrivePlan::Gathered(ds)) => {
+                let _ = writeln!(
+                    s,
+                    "{ind}for (var e = lid; e < {}u; e = e + WG) {{\n{ind}    var acc: {} = {};\n{ind}    var seen = false;",
+                    layout.shared_lens[j],
+                    wty(ty),
+                    zero(ty)
+                );
+                for q in 0..ds.len() {
+                    let _ = writeln!(
+                        s,
+                        "{ind}    for (var l = 0u; l < WG; l = l + 1u) {{\n{ind}        if (di{j}_{q}[l] == e) {{\n{ind}            if (seen) {{ acc = acc + dv{j}_{q}[l]; }} else {{ acc = dv{j}_{q}[l]; seen = true; }}\n{ind}        }}\n{ind}    }}"
+                    );
+                }
+                let _ = writeln!(
+                    s,
+                    "{ind}    if (seen) {{ sh{j}[e] = {}; }}\n{ind}}}",
+                    step("acc")
+                );
+            }
+        }
+    }
+    let _ = writeln!(s, "{ind}workgroupBarrier();");
+}
+
+/// The error a GPU fault record (`[trajectory, site, index, _]`, trajectory
+/// `u32::MAX` when none) stands for: the buffer, shared sub-field or flux
+/// output the faulting access reads or writes, its length, the index (signed
+/// where the index is `i32`), the trajectory and its place in the source.
+/// `None` when the record holds no fault.
+pub fn fault_error(
+    k: &Kernel,
+    args: &Args,
+    shared_lens: &[u32],
+    flux_lens: &[u32],
+    bdim: u32,
+    fault: &[u32; 4],
+) -> Option<IrError> {
+    if fault[0] == u32::MAX {
+        return None;
+    }
+    let site = fault[1];
+    let from_nodes = k.nodes.iter().find_map(|nd| match *nd {
+        Node::Load {
+            buf,
+            index,
+            site: s,
+        } if s == site => Some((
+            k.params[buf as usize].name.clone(),
+            args.buffer_at(buf as usize).map(|b| b.len()).unwrap_or(0),
+            index,
+        )),
+        Node::SharedLoad {
+            shared,
+            index,
+            site: s,
+        } if s == site => Some((
+            k.shared[shared as usize].name.clone(),
+            shared_lens.get(shared as usize).copied().unwrap_or(0) as usize,
+            index,
+        )),
+        _ => None,
+    });
+    let from_phases = || {
+        k.phases.iter().find_map(|p| {
+            p.drives
+                .iter()
+                .find(|d| d.site == site)
+                .map(|d| {
+                    (
+                        k.shared[d.shared as usize].name.clone(),
+                        shared_lens.get(d.shared as usize).copied().unwrap_or(0) as usize,
+                        d.index,
+                    )
+                })
+                .or_else(|| {
+                    p.emits.iter().find(|e| e.site == site).map(|e| {
+                        (
+                            k.fluxes[e.flux as usize].name.clone(),
+                            flux_lens.get(e.flux as usize).copied().unwrap_or(0) as usize,
+                            e.index,
+                        )
+                    })
+                })
+        })
+    };
+    let (name, len, index) = match from_nodes.or_else(from_phases) {
+        Some((name, len, index)) => {
+            let i = if k.ty(index) == ScalarType::I32 {
+                fault[2] as i32 as i64
+            } else {
+                fault[2] as i64
+            };
+            (name, len, i)
+        }
+        None => ("?".to_string(), 0, fault[2] as i64),
+    };
+    let traj = fault[0] as usize;
+    let bdim = bdim.max(1) as usize;
+    Some(IrError::OutOfBounds {
+        kernel: k.name.clone(),
+        buffer: name,
+        len,
+        index,
+        trajectory: traj,
+        block: traj / bdim,
+        thread: traj % bdim,
+        file: k.source.clone(),
+        pos: k.sites.get(site as usize).copied().unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{compile, compile_file, validate_wgsl};
+    use std::path::PathBuf;
+
+    fn example(name: &str) -> Kernel {
+        compile_file(
+            &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../examples")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    fn layout_for(k: &Kernel, args: &Args, n: usize, block: u32) -> PhasedLayout {
+        let integ = Integration::new(n, 0.0, 1.0, 1.0)
+            .method(Method::Euler)
+            .block(block);
+        PhasedLayout::new(k, args, &integ).unwrap()
+    }
+
+    fn emit_and_validate(k: &Kernel, layout: &PhasedLayout) -> PhasedWgsl {
+        let w = emit_wgsl_phased(k, Method::Euler, layout).unwrap();
+        validate_wgsl(&k.name, &w.source).unwrap_or_else(|e| panic!("{e}\n{}", w.source));
+        w
+    }
+
+    #[test]
+    fn every_phased_example_validates_with_naga() {
+        let mut checked = 0;
+        for block in [32u32, 64, 256] {
+            let k = example("barrier_reverse.field");
+            let mut a = Args::new(&k);
+            a.buffer("x", vec![1.0f32; 1024]).unwrap();
+            let l = layout_for(&k, &a, 1024, block);
+            assert_eq!(l.shared_lens, vec![block]);
+            assert_eq!(l.schedule, vec![vec![1], vec![1]]);
+            let w = emit_and_validate(&k, &l);
+            // Own-lane drives need no contribution arrays.
+            assert_eq!(w.workgroup_bytes, 4 * block as u64);
+
+            let k = example("tree_sum.field");
+            let mut a = Args::new(&k);
+            a.buffer("x", vec![1.0f32; 1024]).unwrap();
+            a.scalar("steps", Value::U32(block.trailing_zeros()))
+                .unwrap();
+            let l = layout_for(&k, &a, 1024, block);
+            assert_eq!(l.schedule[1].len(), block.trailing_zeros() as usize);
+            assert_eq!(l.flux_lens, vec![1]);
+            emit_and_validate(&k, &l);
+
+            let k = example("histogram.field");
+            let mut a = Args::new(&k);
+            a.buffer("x", vec![3u32; 1024]).unwrap();
+            a.scalar("bins", Value::U32(16)).unwrap();
+            let l = layout_for(&k, &a, 1024, block);
+            assert_eq!(l.shared_lens, vec![16]);
+            let w = emit_and_validate(&k, &l);
+            assert_eq!(w.workgroup_bytes, 64 + 8 * block as u64);
+            assert!(w.source.contains("atomicAdd(&fx0[i], v)"));
+
+            for name in ["matmul.field", "matmul_fma.field"] {
+                let k = example(name);
+                let mut a = Args::new(&k);
+                a.buffer("a", vec![1.0f32; 64]).unwrap();
+                a.buffer("b", vec![1.0f32; 64]).unwrap();
+                a.scalar("k", Value::U32(8)).unwrap();
+                a.scalar("cols", Value::U32(8)).unwrap();
+                let l = layout_for(&k, &a, 64, block.min(64));
+                assert_eq!(l.schedule, vec![vec![8]]);
+                let w = emit_and_validate(&k, &l);
+                // No shared sub-field: no barrier at all.
+                assert!(!w.source.contains("workgroupBarrier"));
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 3);
+    }
+
+    #[test]
+    fn float_flux_adds_by_compare_exchange_and_types_mix() {
+        let k = compile(
+            "mix.field",
+            "field mix(x: f32[], m: u32) {
+                shared a: f32[bdim] = 1.5;
+                shared c: i32[4] = -2;
+                shared u: u32[m] = 0;
+                shared flag: bool[2] = true;
+                flux total: f32[2];
+                flux cnt: i32[3];
+                state y = x[i], z = 0.0;
+                phase one for k in 0..3 {
+                    d(a[tid])/dt += y * f32(k);
+                    d(c[tid % 4])/dt += i32(tid) - 1 if flag[1];
+                    d(c[(tid + 1) % 4])/dt += 2;
+                    d(u[tid % m])/dt += 1;
+                    emit total[tid % 2] += a[(tid + 1) % bdim];
+                    emit cnt[u32(c[tid % 4]) % 3] += c[0] if tid < 3;
+                    d(y)/dt = a[tid] - y;
+                    z := z + f32(u[0]);
+                }
+                phase two over 2.0 {
+                    d(y)/dt = -y * t;
+                }
+            }",
+        )
+        .unwrap();
+        let mut a = Args::new(&k);
+        a.buffer("x", vec![0.5f32; 128]).unwrap();
+        a.scalar("m", Value::U32(5)).unwrap();
+        let l = layout_for(&k, &a, 128, 64);
+        assert_eq!(l.shared_lens, vec![64, 4, 5, 2]);
+        assert_eq!(l.schedule, vec![vec![1, 1, 1], vec![2]]);
+        assert_eq!(l.steps, 5);
+        let w = emit_and_validate(&k, &l);
+        assert!(w.source.contains("atomicCompareExchangeWeak(&fx0[i]"));
+        assert!(w.source.contains("atomic<i32>"));
+        // c has two gathered drives, u one; a is driven by its own lanes.
+        assert!(w.source.contains("di1_1") && w.source.contains("di2_0"));
+        assert!(!w.source.contains("di0_0"));
+        let words = l.launch_words(&k, &a).unwrap();
+        // header, 1 buffer length, 1 scalar, 2 flux lengths, schedule [3, 1, 1, 1, 1, 2].
+        assert_eq!(words.len(), META_HEADER + 1 + 1 + 2 + 6);
+        assert_eq!(&words[META_HEADER + 2..], &[2, 3, 3, 1, 1, 1, 1, 2]);
+    }
+
+    #[test]
+    fn refusals_name_what_is_unsupported() {
+        let k = example("tree_sum.field");
+        let e = check_phased_wgsl(&k, Method::Rk4).unwrap_err();
+        assert!(
+            matches!(e, IrError::Unsupported { .. }) && e.to_string().contains("euler"),
+            "{e}"
+        );
+        let k = example("lorenz.field");
+        let e = check_phased_wgsl(&k, Method::Euler).unwrap_err();
+        assert!(e.to_string().contains("no phases"), "{e}");
+        let k = compile(
+            "d.field",
+            "field d() { state x: f64 = 1.0; phase p { d(x)/dt = -x; } }",
+        )
+        .unwrap();
+        let e = check_phased_wgsl(&k, Method::Euler).unwrap_err();
+        assert!(e.to_string().contains("f64"), "{e}");
+        let k = compile(
+            "b.field",
+            "field b() { shared s: bool[4] = false; state x = 0.0; phase p { d(s[tid])/dt += true; d(x)/dt = 1.0; } }",
+        );
+        let e = check_phased_wgsl(&k.unwrap(), Method::Euler).unwrap_err();
+        assert!(e.to_string().contains("bool shared"), "{e}");
+    }
+
+    #[test]
+    fn launches_are_checked_like_the_cpu() {
+        let k = example("barrier_reverse.field");
+        let mut a = Args::new(&k);
+        a.buffer("x", vec![1.0f32; 100]).unwrap();
+        let integ = Integration::new(100, 0.0, 1.0, 1.0)
+            .method(Method::Euler)
+            .block(64);
+        let e = PhasedLayout::new(&k, &a, &integ).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("not a multiple of the block size 64"),
+            "{e}"
+        );
+        let k = example("histogram.field");
+        let mut a = Args::new(&k);
+        a.buffer("x", vec![1u32; 64]).unwrap();
+        a.scalar("bins", Value::U32(4)).unwrap();
+        let integ = Integration::new(64, 0.0, 1.0, 0.5)
+            .method(Method::Euler)
+            .block(64);
+        let e = PhasedLayout::new(&k, &a, &integ).unwrap_err();
+        assert!(e.to_string().contains("need dt = 1"), "{e}");
+        let k = example("matmul.field");
+        let mut a = Args::new(&k);
+        a.buffer("a", vec![1.0f32; 64]).unwrap();
+        a.buffer("b", vec![1.0f32; 64]).unwrap();
+        a.scalar("k", Value::U32(8)).unwrap();
+        a.scalar("cols", Value::U32(8)).unwrap();
+        let integ = Integration::new(64, 0.0, 1.0, 3.0)
+            .method(Method::Euler)
+            .block(64);
+        let e = PhasedLayout::new(&k, &a, &integ).unwrap_err();
+        assert!(e.to_string().contains("span of phase `accumulate`"), "{e}");
+    }
+}
