@@ -111,4 +111,23 @@ pub enum GpuError {
         /// What is wrong.
         reason: String,
     },
+    /// The operands of a fused kernel (`relu`, `bias_add`, `softmax`,
+    /// `matmul_bias_relu`) do not fit together: an empty input, data that does
+    /// not fill its stated shape, a bias whose length is not the number of columns.
+    #[error("{op}: {reason}")]
+    FusedShape {
+        /// The fused kernel.
+        op: &'static str,
+        /// What does not fit, naming the shapes.
+        reason: String,
+    },
+    /// A fused kernel's IR could not be built or run (its generated code, not
+    /// the caller's data: a VGPU bug).
+    #[error("fused kernel {op}: {message}")]
+    FusedKernel {
+        /// The fused kernel.
+        op: &'static str,
+        /// The IR's message.
+        message: String,
+    },
 }

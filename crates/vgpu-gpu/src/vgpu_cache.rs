@@ -39,7 +39,8 @@ pub struct VgpuCache {
     adapter: Option<AdapterSummary>,
     cpu_fallbacks: u64,
     tile: Option<Tile>,
-    kernels: HashMap<(usize, usize, usize), MatmulKernel>,
+    /// Matmul kernels by (M, K, N, with the bias+relu epilogue).
+    kernels: HashMap<(usize, usize, usize, bool), MatmulKernel>,
 }
 
 impl VgpuCache {
@@ -169,25 +170,70 @@ impl VgpuCache {
                 expected: m * n,
             });
         }
+        self.on_gpu_or_cpu(
+            c,
+            |this, c| this.gpu_matmul(a, b, c, m, k, n, None),
+            |c| {
+                cpu::matmul_into(a, b, c, m, k, n);
+                Ok(())
+            },
+        )
+    }
+
+    /// Runs `gpu` on the GPU when there is one; on the CPU (`cpu`, counted as a
+    /// CPU fallback) when there is none, when the device was lost (the GPU is
+    /// then dropped for good), or, under `auto`, when the operands are too large
+    /// for the device. `s` is what both write into.
+    pub(crate) fn on_gpu_or_cpu<S: ?Sized, T>(
+        &mut self,
+        s: &mut S,
+        gpu: impl FnOnce(&mut Self, &mut S) -> Result<T, GpuError>,
+        cpu: impl FnOnce(&mut S) -> Result<T, GpuError>,
+    ) -> Result<T, GpuError> {
         if self.gpu.is_some() {
-            match self.gpu_matmul(a, b, c, m, k, n) {
-                Ok(()) => return Ok(()),
+            match gpu(self, s) {
+                Ok(v) => return Ok(v),
                 Err(GpuError::DeviceLost { adapter, reason }) => {
                     self.drop_gpu(format!("the GPU device {adapter:?} was lost: {reason}"));
                 }
-                Err(e @ GpuError::TooLarge { .. }) if self.choice == BackendChoice::Auto => {
-                    // Too large for this device: this call runs on the CPU.
-                    self.cpu_fallbacks += 1;
-                    cpu::matmul_into(a, b, c, m, k, n);
-                    let _ = e;
-                    return Ok(());
-                }
+                // Too large for this device: this call runs on the CPU.
+                Err(GpuError::TooLarge { .. }) if self.choice == BackendChoice::Auto => {}
                 Err(e) => return Err(e),
             }
         }
         self.cpu_fallbacks += 1;
-        cpu::matmul_into(a, b, c, m, k, n);
-        Ok(())
+        cpu(s)
+    }
+
+    /// The GPU's kernel cache, after checking that operands of these shapes
+    /// (4-byte elements) fit its buffers ([`GpuError::TooLarge`] if not).
+    pub(crate) fn gpu_for(
+        &mut self,
+        operands: &[(&'static str, (usize, usize))],
+    ) -> Result<&mut KernelCache, GpuError> {
+        let gpu = self.gpu.as_mut().ok_or_else(|| GpuError::NoAdapter {
+            wgpu_backend: std::env::var("WGPU_BACKEND").unwrap_or_else(|_| "unset".into()),
+            reason: "no GPU in this cache".into(),
+        })?;
+        let limits = gpu.context().limits();
+        let max = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        for &(operand, shape) in operands {
+            let bytes = (shape.0 as u64)
+                .saturating_mul(shape.1 as u64)
+                .saturating_mul(4);
+            if bytes > max {
+                return Err(GpuError::TooLarge {
+                    operand,
+                    shape,
+                    reason: format!(
+                        "{bytes} bytes exceeds the device's buffer limit of {max} bytes"
+                    ),
+                });
+            }
+        }
+        Ok(gpu)
     }
 
     /// C = A·B on ndarray views (any layout; non-contiguous views are copied).
@@ -233,7 +279,7 @@ impl VgpuCache {
                 ),
             });
         }
-        let kernel = self.kernel_for(m, k, n)?;
+        let kernel = self.kernel_for(m, k, n, false)?;
         let mut c = vec![0.0f32; m * n];
         let gpu = self.gpu.as_mut().expect("checked above");
         gpu.time_dispatches(
@@ -246,7 +292,7 @@ impl VgpuCache {
 
     /// The WGSL source the GPU runs for this shape (for inspection and tests).
     pub fn kernel_source(&mut self, m: usize, k: usize, n: usize) -> Result<String, GpuError> {
-        Ok(self.kernel_for(m, k, n)?.spec.wgsl().to_string())
+        Ok(self.kernel_for(m, k, n, false)?.spec.wgsl().to_string())
     }
 
     fn drop_gpu(&mut self, reason: String) {
@@ -256,8 +302,14 @@ impl VgpuCache {
         self.fallback_reason = Some(reason);
     }
 
-    fn kernel_for(&mut self, m: usize, k: usize, n: usize) -> Result<MatmulKernel, GpuError> {
-        if let Some(kern) = self.kernels.get(&(m, k, n)) {
+    fn kernel_for(
+        &mut self,
+        m: usize,
+        k: usize,
+        n: usize,
+        fused: bool,
+    ) -> Result<MatmulKernel, GpuError> {
+        if let Some(kern) = self.kernels.get(&(m, k, n, fused)) {
             return Ok(kern.clone());
         }
         let groups = |len: usize, per: u32| -> Result<u32, GpuError> {
@@ -281,16 +333,26 @@ impl VgpuCache {
             }
             None => None,
         };
+        let epilogue = if fused {
+            Some(wgsl::Epilogue {
+                wgsl: crate::fused::epilogue_wgsl()?,
+            })
+        } else {
+            None
+        };
+        let name = if fused { "matmul_bias_relu" } else { "matmul" };
         let kernel = match tile {
             Some(t) => {
-                let src = wgsl::blocked(m, k, n, &t);
+                let src = wgsl::blocked_with(m, k, n, &t, epilogue.as_ref());
                 // SAFETY: every global access of the generated kernel is guarded by
                 // an explicit bounds test against the baked shape, workgroup arrays
                 // are indexed within their declared sizes, and all loops have
-                // constant trip counts (see matmul::wgsl).
+                // constant trip counts (see matmul::wgsl). The epilogue reads
+                // `bias[(row·N + col) % N]` = `bias[col]` only in the guarded
+                // store (col < N), and the bias binding holds N values (checked).
                 let spec = unsafe {
-                    KernelSpec::new("matmul", src, "main")
-                        .specialisation(&format!("{m}x{k}x{n}/blocked {t}"))
+                    KernelSpec::new(name, src, "main")
+                        .specialisation(&format!("{m}x{k}x{n}/blocked {t}/{name}"))
                         .workgroup_size([t.bn / t.tn, t.bm / t.tm, 1])
                         .zero_workgroup_memory(false)
                         .without_runtime_checks()
@@ -302,11 +364,11 @@ impl VgpuCache {
             }
             None => {
                 let e = wgsl::TILED_EDGE;
-                let src = wgsl::tiled(m, k, n);
+                let src = wgsl::tiled_with(m, k, n, epilogue.as_ref());
                 // SAFETY: as above, for the tiled kernel.
                 let spec = unsafe {
-                    KernelSpec::new("matmul", src, "main")
-                        .specialisation(&format!("{m}x{k}x{n}/tiled {e}"))
+                    KernelSpec::new(name, src, "main")
+                        .specialisation(&format!("{m}x{k}x{n}/tiled {e}/{name}"))
                         .workgroup_size([e, e, 1])
                         .zero_workgroup_memory(false)
                         .without_runtime_checks()
@@ -317,11 +379,14 @@ impl VgpuCache {
                 }
             }
         };
-        self.kernels.insert((m, k, n), kernel.clone());
+        self.kernels.insert((m, k, n, fused), kernel.clone());
         Ok(kernel)
     }
 
-    fn gpu_matmul(
+    /// C = A·B on the GPU, with `bias` (one per column) and the IR-generated
+    /// epilogue `max(acc + bias, 0)` fused into the store when given.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gpu_matmul(
         &mut self,
         a: &[f32],
         b: &[f32],
@@ -329,33 +394,15 @@ impl VgpuCache {
         m: usize,
         k: usize,
         n: usize,
+        bias: Option<&[f32]>,
     ) -> Result<(), GpuError> {
-        let limits = self
-            .gpu
-            .as_ref()
-            .map(|g| g.context().limits().clone())
-            .unwrap_or_default();
-        let max = limits
-            .max_storage_buffer_binding_size
-            .min(limits.max_buffer_size);
-        for (operand, shape) in [("A", (m, k)), ("B", (k, n)), ("C", (m, n))] {
-            let bytes = (shape.0 as u64) * (shape.1 as u64) * 4;
-            if bytes > max {
-                return Err(GpuError::TooLarge {
-                    operand,
-                    shape,
-                    reason: format!(
-                        "{bytes} bytes exceeds the device's buffer limit of {max} bytes"
-                    ),
-                });
-            }
+        self.gpu_for(&[("A", (m, k)), ("B", (k, n)), ("C", (m, n))])?;
+        let kernel = self.kernel_for(m, k, n, bias.is_some())?;
+        let gpu = self.gpu.as_mut().expect("checked by gpu_for");
+        let mut bindings = vec![Binding::read(a), Binding::read(b), Binding::write(c)];
+        if let Some(bias) = bias {
+            bindings.push(Binding::read(bias));
         }
-        let kernel = self.kernel_for(m, k, n)?;
-        let gpu = self.gpu.as_mut().expect("checked by the caller");
-        gpu.dispatch(
-            &kernel.spec,
-            &mut [Binding::read(a), Binding::read(b), Binding::write(c)],
-            kernel.workgroups,
-        )
+        gpu.dispatch(&kernel.spec, &mut bindings, kernel.workgroups)
     }
 }

@@ -589,3 +589,46 @@ pub fn validate_wgsl(kernel: &str, src: &str) -> Result<(), IrError> {
     })?;
     Ok(())
 }
+
+/// WGSL for some nodes of `k` inside a shader the caller writes (a template
+/// splicing IR expressions into its own loop, e.g. a matmul epilogue): one
+/// `let` line per interior node the `roots` read (operations emitted exactly as
+/// [`emit_wgsl`] emits them), and one WGSL expression per root. The caller
+/// names the leaves: `leaf(node, index)` returns the WGSL of a state, initial
+/// value, parameter, builtin or buffer read (`index`: the WGSL of the read's
+/// index, an integer) in its shader, or an error for a leaf it cannot supply.
+/// The `let` lines may call `idiv_*`/`irem_*` for integer `/` and `%` (defined
+/// as in [`emit_wgsl`]'s prelude); names are `nI` and `iS`.
+///
+/// # Errors
+/// The errors `leaf` returns.
+pub fn emit_expressions(
+    k: &Kernel,
+    roots: &[NodeId],
+    leaf: &dyn Fn(&Node, Option<&str>) -> Result<String, IrError>,
+) -> Result<(String, Vec<String>), IrError> {
+    let pre = vec![false; k.nodes.len()];
+    let nm = Names {
+        k,
+        pre: &pre,
+        in_field: false,
+    };
+    let no_scalars = |_: u32| 0usize;
+    let mut s = String::new();
+    for n in k.reachable(roots) {
+        let node = &k.nodes[n.index()];
+        let line = match *node {
+            Node::Const(_) => continue,
+            Node::Init(j) => format!("let i{j} = {};", leaf(node, None)?),
+            Node::Load { index, .. } | Node::SharedLoad { index, .. } => {
+                format!("let n{} = {};", n.index(), leaf(node, Some(&nm.r(index)))?)
+            }
+            Node::State(_) | Node::Param(_) | Node::Builtin(_) => {
+                format!("let n{} = {};", n.index(), leaf(node, None)?)
+            }
+            _ => format!("let n{} = {};", n.index(), expr(k, n, &nm, &no_scalars)),
+        };
+        let _ = writeln!(s, "    {line}");
+    }
+    Ok((s, roots.iter().map(|r| nm.r(*r)).collect()))
+}

@@ -28,7 +28,39 @@ pub const TILED_EDGE: u32 = 16;
 
 /// The simple tiled kernel for C(m×n) = A(m×k)·B(k×n), row-major.
 pub fn tiled(m: usize, k: usize, n: usize) -> String {
+    tiled_with(m, k, n, None)
+}
+
+/// The bias binding and the epilogue function of a fused store (see [`Epilogue`]).
+fn epilogue_decl(epilogue: Option<&Epilogue>) -> String {
+    match epilogue {
+        Some(e) => format!(
+            "@group(0) @binding(3) var<storage, read> bias: array<f32>;\n{}",
+            e.wgsl
+        ),
+        None => String::new(),
+    }
+}
+
+/// A fused epilogue: `wgsl` defines `fn epilogue(acc: f32, row: u32, col: u32) -> f32`
+/// (generated from the IR, [`crate::fused::epilogue_wgsl`]), which may read
+/// `bias` (binding 3, one value per column) and the constant `N`; the kernel
+/// stores `epilogue(acc, row, col)` instead of the accumulator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Epilogue {
+    /// The WGSL of the `epilogue` function (and what it calls).
+    pub wgsl: String,
+}
+
+/// [`tiled`] with an optional fused epilogue on the store.
+pub fn tiled_with(m: usize, k: usize, n: usize, epilogue: Option<&Epilogue>) -> String {
     let t = TILED_EDGE;
+    let store = if epilogue.is_some() {
+        "epilogue(acc, row, col)"
+    } else {
+        "acc"
+    };
+    let decl = epilogue_decl(epilogue);
     format!(
         r#"// vgpu matmul, tiled {t}x{t}: C({m}x{n}) = A({m}x{k}) B({k}x{n})
 const M: u32 = {m}u;
@@ -38,6 +70,7 @@ const T: u32 = {t}u;
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> c: array<f32>;
+{decl}
 var<workgroup> ta: array<f32, {tt}>;
 var<workgroup> tb: array<f32, {tt}>;
 
@@ -58,7 +91,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }}
         workgroupBarrier();
     }}
-    if (row < M && col < N) {{ c[row * N + col] = acc; }}
+    if (row < M && col < N) {{ c[row * N + col] = {store}; }}
 }}
 "#,
         tt = t * t
@@ -68,6 +101,18 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 /// The register-blocked kernel (see the module docs). Requires `k % 4 == 0`,
 /// `n % 4 == 0` and a valid `tile` ([`Tile::validate`]).
 pub fn blocked(m: usize, k: usize, n: usize, tile: &Tile) -> String {
+    blocked_with(m, k, n, tile, None)
+}
+
+/// [`blocked`] with an optional fused epilogue on the store (applied to each
+/// lane of the stored `vec4`).
+pub fn blocked_with(
+    m: usize,
+    k: usize,
+    n: usize,
+    tile: &Tile,
+    epilogue: Option<&Epilogue>,
+) -> String {
     let Tile { bm, bn, bk, tm, tn } = *tile;
     let wx = bn / tn; // invocations along N
     let wy = bm / tm; // invocations along M
@@ -103,6 +148,7 @@ pub fn blocked(m: usize, k: usize, n: usize, tile: &Tile) -> String {
          @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;\n\
          @group(0) @binding(2) var<storage, read_write> c: array<vec4<f32>>;"
     );
+    let _ = writeln!(w, "{}", epilogue_decl(epilogue));
     // As[kk][mq]: A transposed, rows of the tile contiguous, as vec4 (BM/4 per kk).
     let _ = writeln!(w, "var<workgroup> sa: array<vec4<f32>, {}>;", bk * bm / 4);
     // Bs[kk][nq]: B as it is, vec4 (BN/4 per kk).
@@ -249,7 +295,22 @@ pub fn blocked(m: usize, k: usize, n: usize, tile: &Tile) -> String {
             if guard_n {
                 conds.push(format!("cq{j} < N4"));
             }
-            let store = format!("c[row * N4 + cq{j}] = c{i}_{j};");
+            let value = if epilogue.is_some() {
+                let lane = |l: usize| {
+                    let x = ["x", "y", "z", "w"][l];
+                    format!("epilogue(c{i}_{j}.{x}, row, cq{j} * 4u + {l}u)")
+                };
+                format!(
+                    "vec4<f32>({}, {}, {}, {})",
+                    lane(0),
+                    lane(1),
+                    lane(2),
+                    lane(3)
+                )
+            } else {
+                format!("c{i}_{j}")
+            };
+            let store = format!("c[row * N4 + cq{j}] = {value};");
             if conds.is_empty() {
                 let _ = writeln!(w, "        {store}");
             } else {
