@@ -6,10 +6,11 @@ use std::collections::{HashMap, HashSet};
 
 use crate::ast::{self, FloatLit, Init, Instruction, Operand, Space, Stmt};
 use crate::error::PtxError;
-use crate::memory::{GLOBAL_VAR_BASE, LOCAL_WINDOW, SHARED_WINDOW};
+use crate::memory::{generic_window, GLOBAL_VAR_BASE, LOCAL_WINDOW, SHARED_WINDOW};
 use crate::program::*;
 use crate::semantics::{self, Mods};
 use crate::types::*;
+use crate::warp_ops::{self, Kind, WarpOp};
 
 #[derive(Debug, Clone, Copy)]
 enum Bind {
@@ -688,35 +689,33 @@ impl<'a> Lower<'a> {
                 let ty = mods.ty().unwrap_or(Ty::U64);
                 let d = self.dst(ins, &ops[0])?;
                 let a = self.src(ins, &ops[1], ty)?;
-                let bits = ty.bits();
-                let f: AluFn = if op == "isspacep" {
-                    Box::new(move |a, _, _| {
-                        let (w, _) = crate::memory::generic_window(a);
-                        (w == sp || (sp == Space::Global && w == Space::Global)) as u64
-                    })
+                let z = Src::Imm(0);
+                let op = if op == "isspacep" {
+                    Op::Alu {
+                        f: Box::new(move |a, _, _| (generic_window(a).0 == sp) as u64),
+                        d,
+                        a,
+                        b: z,
+                        c: z,
+                    }
                 } else {
+                    // The generic window of the space moved to or from.
                     let win = match sp {
                         Space::Shared => SHARED_WINDOW,
                         Space::Local => LOCAL_WINDOW,
                         _ => 0,
                     };
-                    if to {
-                        Box::new(move |a, _, _| a.wrapping_sub(win) & mask(bits))
-                    } else {
-                        Box::new(move |a, _, _| a.wrapping_add(win) & mask(bits))
-                    }
-                };
-                self.emit(
-                    Op::Alu {
-                        f,
+                    let m = mask(ty.bits());
+                    let kind = if to { Kind::Sub(m) } else { Kind::Add(m) };
+                    Op::Warp(WarpOp {
+                        kind,
                         d,
                         a,
-                        b: Src::Imm(0),
-                        c: Src::Imm(0),
-                    },
-                    g,
-                    line,
-                );
+                        b: Src::Imm(win),
+                        c: z,
+                    })
+                };
+                self.emit(op, g, line);
             }
             "setp" | "set" => self.setp(ins, g)?,
             "cvt" => {
@@ -724,17 +723,8 @@ impl<'a> Lower<'a> {
                 let (f, at) = semantics::cvt(&mods).map_err(|e| self.unsupported(ins, e))?;
                 let d = self.dst(ins, &ops[0])?;
                 let a = self.src(ins, &ops[1], at)?;
-                self.emit(
-                    Op::Alu {
-                        f,
-                        d,
-                        a,
-                        b: Src::Imm(0),
-                        c: Src::Imm(0),
-                    },
-                    g,
-                    line,
-                );
+                let z = Src::Imm(0);
+                self.emit(alu_op(warp_ops::cvt(&mods), f, d, [a, z, z]), g, line);
             }
             "bfi" => {
                 need(5)?;
@@ -887,17 +877,7 @@ impl<'a> Lower<'a> {
                 for (i, t) in tys.iter().enumerate() {
                     s[i] = self.src(ins, &ops[1 + i], *t)?;
                 }
-                self.emit(
-                    Op::Alu {
-                        f,
-                        d,
-                        a: s[0],
-                        b: s[1],
-                        c: s[2],
-                    },
-                    g,
-                    line,
-                );
+                self.emit(alu_op(warp_ops::alu(op, &mods), f, d, s), g, line);
             }
         }
         Ok(())
@@ -927,40 +907,13 @@ impl<'a> Lower<'a> {
             (true, 1) => (false, true),
             _ => (true, false),
         };
-        let f: AluFn = if ty == Ty::F64 {
-            Box::new(move |a, b, c| {
-                let (mut a, c) = (f64b(a), f64b(c));
-                if nx {
-                    a = -a
-                }
-                bf64(a.mul_add(f64b(b), if nc { -c } else { c }))
-            })
-        } else {
-            Box::new(move |a, b, c| {
-                let (mut a, mut b, mut c) = (f32b(a), f32b(b), f32b(c));
-                if ftz {
-                    a = ftz32(a);
-                    b = ftz32(b);
-                    c = ftz32(c);
-                }
-                if nx {
-                    a = -a
-                }
-                let v = a.mul_add(b, if nc { -c } else { c });
-                bf32(if ftz { ftz32(v) } else { v })
-            })
-        };
-        self.emit(
-            Op::Alu {
-                f,
-                d,
-                a: x,
-                b: y,
-                c: other,
-            },
-            g,
-            ins.line,
+        let op = alu_op(
+            warp_ops::contracted(ty, ftz, nx, nc),
+            semantics::contracted(ty, ftz, nx, nc),
+            d,
+            [x, y, other],
         );
+        self.emit(op, g, ins.line);
         Ok(())
     }
 
@@ -1056,6 +1009,14 @@ impl<'a> Lower<'a> {
             Ty::F32 => Box::new(|v| if v { 1.0f32.to_bits() as u64 } else { 0 }),
             _ => Box::new(|v| if v { 0xffff_ffff } else { 0 }),
         };
+        let fast = match (q, bop, is_set) {
+            (None, None, false) => warp_ops::setp(&cmpname, sty, mods.has("ftz")),
+            _ => None,
+        };
+        if let Some(kind) = fast {
+            self.emit(Op::Warp(WarpOp { kind, d, a, b, c }), g, ins.line);
+            return Ok(());
+        }
         match q {
             None => {
                 let f: AluFn = Box::new(move |a, b, c| out(comb(cmp(a, b), (c & 1 == 1) ^ cneg)));
@@ -1196,16 +1157,16 @@ impl<'a> Lower<'a> {
                     }
                 }
                 let a = self.src(ins, src, ty)?;
-                let b = if ty == Ty::Pred { 1 } else { ty.bits() };
-                let f: AluFn = Box::new(move |a, _, _| a & mask(b));
+                let m = mask(if ty == Ty::Pred { 1 } else { ty.bits() });
+                let z = Src::Imm(0);
                 self.emit(
-                    Op::Alu {
-                        f,
+                    Op::Warp(WarpOp {
+                        kind: Kind::Mov(m),
                         d,
                         a,
-                        b: Src::Imm(0),
-                        c: Src::Imm(0),
-                    },
+                        b: z,
+                        c: z,
+                    }),
                     g,
                     ins.line,
                 );
@@ -1472,14 +1433,16 @@ impl<'a> Lower<'a> {
             Ok(Bind::Sym(Space::Local, addr))
         } else {
             let r = self.new_reg(format!("{}{}", self.prefix, p.name), pty);
+            let z = Src::Imm(0);
+            let kind = Kind::Mov(u64::MAX);
             self.emit(
-                Op::Alu {
-                    f: Box::new(|a, _, _| a),
+                Op::Warp(WarpOp {
+                    kind,
                     d: r,
                     a: s,
-                    b: Src::Imm(0),
-                    c: Src::Imm(0),
-                },
+                    b: z,
+                    c: z,
+                }),
                 None,
                 ins.line,
             );
@@ -1492,6 +1455,15 @@ impl<'a> Lower<'a> {
 /// parameters: their offset in the parameter buffer).
 fn sym_value(_space: Space, addr: u64) -> u64 {
     addr
+}
+
+/// `d = op(a, b, c)`: the warp form when the instruction has one, else the
+/// general closure.
+fn alu_op(kind: Option<Kind>, f: AluFn, d: u32, [a, b, c]: [Src; 3]) -> Op {
+    match kind {
+        Some(kind) => Op::Warp(WarpOp { kind, d, a, b, c }),
+        None => Op::Alu { f, d, a, b, c },
+    }
 }
 
 fn is_contractible(ins: &Instruction, ops: &[&str]) -> Option<(Ty, bool)> {

@@ -485,6 +485,7 @@ impl BlockRun<'_, '_> {
     fn exec(&mut self, pc: u32, inst: &Inst, w: &mut Warp, em: u32) -> Result<(), PtxError> {
         let regs = &mut w.regs;
         match &inst.op {
+            Op::Warp(op) => crate::warp_ops::exec(regs, op, em),
             Op::Alu { f, d, a, b, c } => {
                 let d = *d as usize * 32;
                 if em == u32::MAX {

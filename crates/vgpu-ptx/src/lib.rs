@@ -33,6 +33,7 @@ mod program;
 mod semantics;
 pub mod trace;
 mod types;
+mod warp_ops;
 
 pub use case::{run_case, BufferReport, Case, CaseReport};
 pub use error::{Fault, FaultClass, PtxError};

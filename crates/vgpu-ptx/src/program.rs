@@ -9,6 +9,7 @@
 
 use crate::ast::Space;
 use crate::types::Ty;
+use crate::warp_ops::WarpOp;
 
 /// A pure operation on up to three register values (as bits), giving one.
 pub(crate) type AluFn = Box<dyn Fn(u64, u64, u64) -> u64 + Send + Sync>;
@@ -95,6 +96,9 @@ pub(crate) enum Op {
         b: Src,
         c: Src,
     },
+    /// `d = kind(a, b, c)` in a typed form that the executor applies to a whole
+    /// warp in one loop (the common instructions; see warp_ops.rs).
+    Warp(WarpOp),
     /// `(d, d2) = f(a, b, c)`; a destination `u32::MAX` is discarded.
     Alu2 {
         f: Alu2Fn,
@@ -185,6 +189,7 @@ impl Op {
     pub(crate) fn dsts(&self) -> Vec<u32> {
         match self {
             Op::Alu { d, .. }
+            | Op::Warp(WarpOp { d, .. })
             | Op::Special { d, .. }
             | Op::Vote { d, .. }
             | Op::Redux { d, .. }
@@ -208,7 +213,10 @@ impl Op {
             }
         };
         match self {
-            Op::Alu { a, b, c, .. } | Op::Alu2 { a, b, c, .. } | Op::Shfl { a, b, c, .. } => {
+            Op::Alu { a, b, c, .. }
+            | Op::Warp(WarpOp { a, b, c, .. })
+            | Op::Alu2 { a, b, c, .. }
+            | Op::Shfl { a, b, c, .. } => {
                 s(a);
                 s(b);
                 s(c)

@@ -74,7 +74,9 @@ fn round_int_f64(x: f64, r: Rnd) -> f64 {
     }
 }
 
-fn fmin32(a: f32, b: f32) -> f32 {
+/// PTX `min`/`max` of floats (`max` picks which): a NaN operand loses to a
+/// number, and −0 is below +0.
+fn fminmax(a: f64, b: f64, max: bool) -> f64 {
     if a.is_nan() {
         return b;
     }
@@ -82,48 +84,31 @@ fn fmin32(a: f32, b: f32) -> f32 {
         return a;
     }
     if a == b {
-        return if a.is_sign_negative() { a } else { b };
+        return if a.is_sign_negative() != max { a } else { b };
     }
-    a.min(b)
+    if max {
+        a.max(b)
+    } else {
+        a.min(b)
+    }
 }
 
-fn fmax32(a: f32, b: f32) -> f32 {
-    if a.is_nan() {
-        return b;
-    }
-    if b.is_nan() {
-        return a;
-    }
-    if a == b {
-        return if a.is_sign_negative() { b } else { a };
-    }
-    a.max(b)
+/// f32 `min` (exact through f64).
+pub(crate) fn fmin32(a: f32, b: f32) -> f32 {
+    fminmax(a as f64, b as f64, false) as f32
+}
+
+/// f32 `max` (exact through f64).
+pub(crate) fn fmax32(a: f32, b: f32) -> f32 {
+    fminmax(a as f64, b as f64, true) as f32
 }
 
 fn fmin64(a: f64, b: f64) -> f64 {
-    if a.is_nan() {
-        return b;
-    }
-    if b.is_nan() {
-        return a;
-    }
-    if a == b {
-        return if a.is_sign_negative() { a } else { b };
-    }
-    a.min(b)
+    fminmax(a, b, false)
 }
 
 fn fmax64(a: f64, b: f64) -> f64 {
-    if a.is_nan() {
-        return b;
-    }
-    if b.is_nan() {
-        return a;
-    }
-    if a == b {
-        return if a.is_sign_negative() { b } else { a };
-    }
-    a.max(b)
+    fminmax(a, b, true)
 }
 
 type F32Op = fn(f32, f32, f32, Rnd) -> f32;
@@ -581,6 +566,34 @@ pub(crate) fn alu(op: &str, m: &Mods) -> Result<(AluFn, Vec<Ty>), String> {
         _ => t2,
     };
     Ok((f, tys))
+}
+
+/// A `mul` contracted into the `add/sub` after it: `(±a)·b + (±c)` with one
+/// rounding (`nx` negates the product, `nc` the addend), as ptxas fuses them.
+pub(crate) fn contracted(ty: Ty, ftz: bool, nx: bool, nc: bool) -> AluFn {
+    if ty == Ty::F64 {
+        Box::new(move |a, b, c| {
+            let (mut a, c) = (f64b(a), f64b(c));
+            if nx {
+                a = -a
+            }
+            bf64(a.mul_add(f64b(b), if nc { -c } else { c }))
+        })
+    } else {
+        Box::new(move |a, b, c| {
+            let (mut a, mut b, mut c) = (f32b(a), f32b(b), f32b(c));
+            if ftz {
+                a = ftz32(a);
+                b = ftz32(b);
+                c = ftz32(c);
+            }
+            if nx {
+                a = -a
+            }
+            let v = a.mul_add(b, if nc { -c } else { c });
+            bf32(if ftz { ftz32(v) } else { v })
+        })
+    }
 }
 
 /// The type twice as wide (`mul.wide`).
