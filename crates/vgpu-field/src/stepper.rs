@@ -96,6 +96,38 @@ impl<T: Real> Stepper<T> {
         combine_in_place(y, dt, &self.b, &self.k, n);
     }
 
+    /// Stage `i` of a step taken one stage at a time, for a state split over
+    /// several vectors (several precisions) that one tableau advances together:
+    /// returns the stage input `y + Σ_j (dt·a_ij)·k_j` (`y` itself for a stage
+    /// with no terms) and the buffer for `k_i`, to be filled before stage `i+1`.
+    /// Take stages `0..stages()` in order, then [`Stepper::finish`]; the
+    /// arithmetic is that of [`Stepper::step`].
+    #[inline]
+    pub fn stage<'s>(&'s mut self, i: usize, dt: T, y: &'s [T]) -> (&'s [T], &'s mut [T]) {
+        let n = self.len;
+        assert_eq!(y.len(), n, "Stepper::stage: state length");
+        let (done, rest) = self.k.split_at_mut(i * n);
+        if self.a[i].is_empty() {
+            (y, &mut rest[..n])
+        } else {
+            combine(&mut self.tmp, y, dt, &self.a[i], done, n);
+            (&self.tmp, &mut rest[..n])
+        }
+    }
+
+    /// The time of stage `i` of the step from `t`: `t + c_i·dt`.
+    #[inline]
+    pub fn stage_time(&self, i: usize, t: T, dt: T) -> T {
+        t + self.c[i] * dt
+    }
+
+    /// Ends a step taken with [`Stepper::stage`]: `y ← y + Σ_i (dt·b_i)·k_i`.
+    #[inline]
+    pub fn finish(&mut self, dt: T, y: &mut [T]) {
+        assert_eq!(y.len(), self.len, "Stepper::finish: state length");
+        combine_in_place(y, dt, &self.b, &self.k, self.len);
+    }
+
     /// One explicit Euler step for a field given as a product `u ⊙ v`:
     /// `y ← fma(dt·u, v, y)`, one rounding per component. With `dt = 1` (or any
     /// power of two) `dt·u` is exact, so the step adds the unrounded product, as
@@ -209,6 +241,28 @@ mod tests {
         let mut st = [y];
         s.step(t, dt, &mut st, |t, y, dy| dy[0] = f(t, y[0]));
         assert!((st[0] - want).abs() <= 1e-15, "{} vs {want}", st[0]);
+    }
+
+    #[test]
+    fn staged_step_equals_step() {
+        let f = |t: f32, y: &[f32], dy: &mut [f32]| {
+            dy[0] = (t * y[1]).sin() - y[0];
+            dy[1] = y[0] * 0.3 - y[1];
+        };
+        let mut a = Stepper::<f32>::new(&Method::Rk4.tableau(), 2);
+        let mut b = a.clone();
+        let (mut ya, mut yb) = ([0.7f32, -1.3], [0.7f32, -1.3]);
+        for n in 0..5 {
+            let t = n as f32 * 0.1;
+            a.step(t, 0.1, &mut ya, f);
+            for i in 0..b.stages() {
+                let ti = b.stage_time(i, t, 0.1);
+                let (y, k) = b.stage(i, 0.1, &yb);
+                f(ti, y, k);
+            }
+            b.finish(0.1, &mut yb);
+        }
+        assert_eq!(ya.map(f32::to_bits), yb.map(f32::to_bits));
     }
 
     #[test]

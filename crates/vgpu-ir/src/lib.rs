@@ -14,6 +14,7 @@ pub mod kernel;
 mod lexer;
 pub mod ops;
 mod parser;
+mod phased;
 mod run;
 pub mod types;
 pub mod wgsl;

@@ -178,7 +178,14 @@ fn bad_launches_are_refused() {
         e.to_string().contains("not a multiple of the block size"),
         "{e}"
     );
-    let e = run_cpu(&k, &a, &Integration::new(8, 0.0, 0.0, 1.0).block(4)).unwrap_err();
-    assert!(e.to_string().contains("integrates with euler"), "{e}");
+    // Unit-time segments (integer drives, jumps) need dt = 1, under any method.
+    let k = compile("u.field", "field u() { shared s: u32[bdim] = 0; state y = 0.0; phase a over 1.0 { d(s[tid])/dt += 1; } }").unwrap();
+    let e = run_cpu(
+        &k,
+        &Args::new(&k),
+        &Integration::new(8, 0.0, 0.0, 0.5).block(4),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("need dt = 1"), "{e}");
     let _ = Buffer::F32(vec![].into());
 }

@@ -1,7 +1,4 @@
-//! Kernels with barriers: the coupled sub-field (`__shared__`), the
-//! basin-collapse barrier (`__syncthreads`) and flux (`atomicAdd`).
-//!
-//! A [`PhaseKernel`] is a CUDA kernel cut at its barriers into phases. In phase
+//! Attractor phases: a [`PhaseKernel`] is a CUDA kernel cut at its barriers into phases. In phase
 //! `p` every trajectory reads its registers `h`, its initial state `h0` and the
 //! block's **shared sub-field** `S` as they stand when the phase begins (the
 //! values the last collapse fixed), and sets **attractors**: new values for
@@ -25,16 +22,14 @@
 //! Several lanes setting the same shared entry in one phase: the highest lane
 //! wins (deterministic; one of the outcomes CUDA allows).
 
-use crate::error::{check_len, FieldError};
-use crate::executor::{gather_soa, locate_non_finite, scatter_soa, Launch};
+use super::{Barrier, BlockOutcome};
+use crate::error::FieldError;
+use crate::executor::{gather_soa, locate_non_finite, scatter_soa};
 use crate::field::{BlockCtx, Ctx};
-use crate::flux::{apply_in_order, FluxLog, FluxValue};
+use crate::flux::{FluxLog, FluxValue};
 use crate::launch::{Dim3, LaunchConfig};
-use crate::par::Par;
 use crate::real::Real;
 use crate::stepper::Stepper;
-use crate::tableau::Method;
-use rayon::prelude::*;
 
 /// A kernel cut at its barriers into phases (see the module documentation).
 pub trait PhaseKernel<T: Real>: Sync {
@@ -199,218 +194,15 @@ impl<T: Real, A: FluxValue> PhaseOut<'_, T, A> {
     }
 }
 
-/// The basin-collapse barrier's settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Barrier {
-    /// Settling threshold θ (relative: `|g − y| ≤ θ·max(1, |g|)`), in `(0, 1)`.
-    pub theta: f64,
-    /// The longest a phase runs before it collapses anyway (> 0).
-    pub phase_time: f64,
-    /// Step of the phase integration (> 0).
-    pub dt: f64,
-    /// Integrator of the phase dynamics.
-    pub method: Method,
+pub(super) struct PhaseJob<'a, T: Real, K: PhaseKernel<T> + ?Sized> {
+    pub kernel: &'a K,
+    pub params: &'a K::Params,
+    pub cfg: LaunchConfig,
+    pub barrier: Barrier,
+    pub flux_len: usize,
 }
 
-impl Default for Barrier {
-    /// θ = 1e-6, phase time 64, dt = 0.25, RK4.
-    fn default() -> Self {
-        Barrier {
-            theta: 1e-6,
-            phase_time: 64.0,
-            dt: 0.25,
-            method: Method::Rk4,
-        }
-    }
-}
-
-impl Barrier {
-    /// Checks the settings.
-    ///
-    /// # Errors
-    /// [`FieldError::BadBarrier`] or [`FieldError::BadStep`].
-    pub fn validate<T: Real>(&self) -> Result<(), FieldError> {
-        if !(self.theta > 0.0 && self.theta < 1.0) {
-            return Err(FieldError::BadBarrier {
-                what: "theta",
-                value: self.theta,
-                why: "must lie in (0, 1)",
-            });
-        }
-        if !(self.phase_time.is_finite() && self.phase_time > 0.0) {
-            return Err(FieldError::BadBarrier {
-                what: "phase_time",
-                value: self.phase_time,
-                why: "must be positive and finite",
-            });
-        }
-        Launch::times::<T>(0.0, self.dt)?;
-        Ok(())
-    }
-
-    /// Most steps a phase may take: `ceil(phase_time / dt)`.
-    pub fn max_steps(&self) -> usize {
-        (self.phase_time / self.dt).ceil() as usize
-    }
-}
-
-/// What a phased launch did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PhaseReport {
-    /// Trajectories (`grid · block`).
-    pub trajectories: usize,
-    /// Blocks.
-    pub blocks: usize,
-    /// Phases per block.
-    pub phases: usize,
-    /// Steps each collapse took, block-major: `collapse_steps[b·phases + p]`.
-    pub collapse_steps: Vec<usize>,
-    /// Flux emissions applied.
-    pub emissions: usize,
-}
-
-impl PhaseReport {
-    /// The most steps any block's collapse of phase `p` took.
-    pub fn max_steps_of_phase(&self, p: usize) -> usize {
-        (0..self.blocks)
-            .map(|b| self.collapse_steps[b * self.phases + p])
-            .max()
-            .unwrap_or(0)
-    }
-    /// Total integration steps over all blocks and phases.
-    pub fn total_steps(&self) -> usize {
-        self.collapse_steps.iter().sum()
-    }
-}
-
-/// A launch of a [`PhaseKernel`].
-#[derive(Debug, Clone)]
-pub struct PhasedLaunch {
-    cfg: LaunchConfig,
-    barrier: Barrier,
-    par: Par,
-}
-
-impl PhasedLaunch {
-    /// A launch over `cfg` with the default [`Barrier`] and [`Par::Auto`].
-    pub fn new(cfg: LaunchConfig) -> Self {
-        PhasedLaunch {
-            cfg,
-            barrier: Barrier::default(),
-            par: Par::Auto,
-        }
-    }
-    /// Barrier settings.
-    pub fn barrier(mut self, b: Barrier) -> Self {
-        self.barrier = b;
-        self
-    }
-    /// Parallelism.
-    pub fn par(mut self, par: Par) -> Self {
-        self.par = par;
-        self
-    }
-
-    /// Runs every block through every phase. `states` holds each trajectory's
-    /// initial registers, trajectory-major (`states[i·dim + k]`); on return the
-    /// final ones. `flux` is the accumulator buffer; emissions are added to it
-    /// in the fixed order of [`crate::flux`].
-    ///
-    /// # Errors
-    /// Bad dimensions or barrier settings, short buffers, out-of-bounds
-    /// indices, kernel faults, and [`FieldError::NonFinite`] if a register
-    /// becomes NaN or infinite (time = the block's time at that collapse). With
-    /// several failing blocks the lowest block's error is returned; flux is then
-    /// not applied.
-    pub fn run<T: Real, K: PhaseKernel<T>>(
-        &self,
-        kernel: &K,
-        params: &K::Params,
-        states: &mut [T],
-        flux: &mut [K::Flux],
-    ) -> Result<PhaseReport, FieldError> {
-        let cfg = self.cfg;
-        cfg.validate()?;
-        self.barrier.validate::<T>()?;
-        let dim = kernel.dim();
-        let n = cfg.total_threads();
-        check_len(
-            "states",
-            states.len(),
-            n * dim,
-            &format!(
-                "{n} trajectories (grid {} × block {}) × {dim} registers",
-                cfg.grid, cfg.block
-            ),
-        )?;
-        kernel.check(&cfg, params)?;
-        let lanes = cfg.threads_per_block();
-        let phases = kernel.phases();
-        let job = PhaseJob {
-            kernel,
-            params,
-            cfg,
-            barrier: self.barrier,
-            flux_len: flux.len(),
-        };
-        let states = &mut states[..n * dim];
-        // A kernel with no registers still runs: one placeholder value per block.
-        let chunk = if dim == 0 { 1 } else { lanes * dim };
-        let mut empty: Vec<T> = if dim == 0 {
-            vec![T::ZERO; cfg.num_blocks()]
-        } else {
-            Vec::new()
-        };
-        let states: &mut [T] = if dim == 0 { &mut empty } else { states };
-        let results: Vec<BlockOutcome<K::Flux>> = self.par.run(|parallel| {
-            Ok(if parallel {
-                states
-                    .par_chunks_mut(chunk)
-                    .enumerate()
-                    .map_init(|| job.work(), |w, (b, c)| job.run_block(w, b, c))
-                    .collect()
-            } else {
-                let mut w = job.work();
-                states
-                    .chunks_mut(chunk)
-                    .enumerate()
-                    .map(|(b, c)| job.run_block(&mut w, b, c))
-                    .collect()
-            })
-        })?;
-        let mut collapse_steps = Vec::with_capacity(results.len() * phases);
-        for r in &results {
-            if let Some(e) = &r.error {
-                return Err(e.clone());
-            }
-            collapse_steps.extend_from_slice(&r.steps);
-        }
-        apply_in_order(flux, results.iter().map(|r| &r.flux));
-        Ok(PhaseReport {
-            trajectories: n,
-            blocks: cfg.num_blocks(),
-            phases,
-            collapse_steps,
-            emissions: results.iter().map(|r| r.flux.len()).sum(),
-        })
-    }
-}
-
-struct BlockOutcome<A> {
-    steps: Vec<usize>,
-    flux: FluxLog<A>,
-    error: Option<FieldError>,
-}
-
-struct PhaseJob<'a, T: Real, K: PhaseKernel<T> + ?Sized> {
-    kernel: &'a K,
-    params: &'a K::Params,
-    cfg: LaunchConfig,
-    barrier: Barrier,
-    flux_len: usize,
-}
-
-struct PhaseWork<T> {
+pub(super) struct PhaseWork<T> {
     y: Vec<T>,
     h0: Vec<T>,
     g: Vec<T>,
@@ -422,7 +214,7 @@ struct PhaseWork<T> {
 }
 
 impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
-    fn work(&self) -> PhaseWork<T> {
+    pub fn work(&self) -> PhaseWork<T> {
         let dim = self.kernel.dim();
         let len = dim * self.cfg.threads_per_block() + self.kernel.shared_len();
         PhaseWork {
@@ -437,12 +229,12 @@ impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
         }
     }
 
-    fn run_block(
+    pub fn run_block(
         &self,
         w: &mut PhaseWork<T>,
         block: usize,
         chunk: &mut [T],
-    ) -> BlockOutcome<K::Flux> {
+    ) -> BlockOutcome<FluxLog<K::Flux>> {
         let mut out = BlockOutcome {
             steps: Vec::with_capacity(self.kernel.phases()),
             flux: FluxLog::new(),
@@ -459,7 +251,7 @@ impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
         w: &mut PhaseWork<T>,
         block: usize,
         chunk: &mut [T],
-        out: &mut BlockOutcome<K::Flux>,
+        out: &mut BlockOutcome<FluxLog<K::Flux>>,
     ) -> Result<(), FieldError> {
         let dim = self.kernel.dim();
         let lanes = self.cfg.threads_per_block();

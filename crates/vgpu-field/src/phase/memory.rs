@@ -1,0 +1,304 @@
+//! Typed block memory for flow phases: the shared sub-field as arrays of their
+//! own element types (`f32`, `f64`, `i32`, `u32`, `bool`), and flux
+//! accumulators of their own types.
+//!
+//! A block's shared arrays are stored flat per kind ([`SharedMem`]): the `f32`
+//! arrays one after the other in one vector, the `f64` arrays in another, the
+//! integer arrays (as `u32` bits) and the `bool` arrays in two more. The float
+//! vectors are states the phase's integrator advances together with the
+//! registers; integer entries move only by unit flows.
+
+use crate::flux::FluxLog;
+
+/// The element type of a shared array or a flux accumulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElemType {
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
+    /// `i32` (wrapping arithmetic)
+    I32,
+    /// `u32` (wrapping arithmetic)
+    U32,
+    /// `bool`
+    Bool,
+}
+
+impl ElemType {
+    /// The type's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::F32 => "f32",
+            ElemType::F64 => "f64",
+            ElemType::I32 => "i32",
+            ElemType::U32 => "u32",
+            ElemType::Bool => "bool",
+        }
+    }
+    fn kind(self) -> usize {
+        match self {
+            ElemType::F32 => 0,
+            ElemType::F64 => 1,
+            ElemType::I32 | ElemType::U32 => 2,
+            ElemType::Bool => 3,
+        }
+    }
+}
+
+/// One value of an [`ElemType`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Elem {
+    /// `f32`
+    F32(f32),
+    /// `f64`
+    F64(f64),
+    /// `i32`
+    I32(i32),
+    /// `u32`
+    U32(u32),
+    /// `bool`
+    Bool(bool),
+}
+
+impl Elem {
+    /// The value's type.
+    pub fn ty(self) -> ElemType {
+        match self {
+            Elem::F32(_) => ElemType::F32,
+            Elem::F64(_) => ElemType::F64,
+            Elem::I32(_) => ElemType::I32,
+            Elem::U32(_) => ElemType::U32,
+            Elem::Bool(_) => ElemType::Bool,
+        }
+    }
+    /// An integer as its `u32` bits (two's complement for `i32`); `None` otherwise.
+    pub fn int_bits(self) -> Option<u32> {
+        match self {
+            Elem::I32(x) => Some(x as u32),
+            Elem::U32(x) => Some(x),
+            _ => None,
+        }
+    }
+}
+
+/// A shared array of a block: element type, length and every element's
+/// initial value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedDecl {
+    /// Its name (for messages).
+    pub name: String,
+    /// Its length.
+    pub len: usize,
+    /// Every element's initial value (its type is the array's).
+    pub init: Elem,
+}
+
+/// Where a shared array lives in a [`SharedMem`]: its kind's vector and offset.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Place {
+    pub ty: ElemType,
+    pub offset: usize,
+    pub len: usize,
+}
+
+/// The layout of a block's shared arrays.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Layout {
+    pub places: Vec<Place>,
+    /// Elements per kind: f32, f64, integers, bool.
+    pub sizes: [usize; 4],
+}
+
+impl Layout {
+    pub fn new(decls: &[SharedDecl]) -> Layout {
+        let mut sizes = [0usize; 4];
+        let places = decls
+            .iter()
+            .map(|d| {
+                let ty = d.init.ty();
+                let offset = sizes[ty.kind()];
+                sizes[ty.kind()] += d.len;
+                Place {
+                    ty,
+                    offset,
+                    len: d.len,
+                }
+            })
+            .collect();
+        Layout { places, sizes }
+    }
+
+    /// A block's memory at its initial values.
+    pub fn initial(&self, decls: &[SharedDecl]) -> SharedMem {
+        let mut m = SharedMem {
+            f32s: vec![0.0; self.sizes[0]],
+            f64s: vec![0.0; self.sizes[1]],
+            ints: vec![0; self.sizes[2]],
+            bools: vec![false; self.sizes[3]],
+        };
+        for (p, d) in self.places.iter().zip(decls) {
+            let r = p.offset..p.offset + p.len;
+            match d.init {
+                Elem::F32(x) => m.f32s[r].fill(x),
+                Elem::F64(x) => m.f64s[r].fill(x),
+                Elem::Bool(x) => m.bools[r].fill(x),
+                v => m.ints[r].fill(v.int_bits().unwrap_or(0)),
+            }
+        }
+        m
+    }
+}
+
+/// A block's shared arrays, flat per kind (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SharedMem {
+    /// Every `f32` array, one after the other.
+    pub f32s: Vec<f32>,
+    /// Every `f64` array.
+    pub f64s: Vec<f64>,
+    /// Every `i32` and `u32` array, as `u32` bits.
+    pub ints: Vec<u32>,
+    /// Every `bool` array.
+    pub bools: Vec<bool>,
+}
+
+/// The shared arrays as a stage reads them.
+#[derive(Debug, Clone, Copy)]
+pub struct SharedView<'a> {
+    pub(crate) layout: &'a Layout,
+    pub(crate) f32s: &'a [f32],
+    pub(crate) f64s: &'a [f64],
+    pub(crate) ints: &'a [u32],
+    pub(crate) bools: &'a [bool],
+}
+
+/// One shared array as a stage reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SharedSlice<'a> {
+    /// An `f32` array.
+    F32(&'a [f32]),
+    /// An `f64` array.
+    F64(&'a [f64]),
+    /// An `i32` array, as `u32` bits.
+    I32(&'a [u32]),
+    /// A `u32` array.
+    U32(&'a [u32]),
+    /// A `bool` array.
+    Bool(&'a [bool]),
+}
+
+impl<'a> SharedView<'a> {
+    /// Number of shared arrays.
+    pub fn arrays(&self) -> usize {
+        self.layout.places.len()
+    }
+    /// Array `a` (panics if `a ≥ arrays()`, a kernel's own inconsistency).
+    pub fn array(&self, a: usize) -> SharedSlice<'a> {
+        let p = self.layout.places[a];
+        let r = p.offset..p.offset + p.len;
+        match p.ty {
+            ElemType::F32 => SharedSlice::F32(&self.f32s[r]),
+            ElemType::F64 => SharedSlice::F64(&self.f64s[r]),
+            ElemType::I32 => SharedSlice::I32(&self.ints[r]),
+            ElemType::U32 => SharedSlice::U32(&self.ints[r]),
+            ElemType::Bool => SharedSlice::Bool(&self.bools[r]),
+        }
+    }
+}
+
+/// A flux accumulator buffer of its own type (CUDA: the target of `atomicAdd`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FluxBuffer {
+    /// `f32` accumulators.
+    F32(Vec<f32>),
+    /// `f64` accumulators.
+    F64(Vec<f64>),
+    /// `i32` accumulators (wrapping).
+    I32(Vec<i32>),
+    /// `u32` accumulators (wrapping).
+    U32(Vec<u32>),
+}
+
+impl FluxBuffer {
+    /// `len` zeros of type `ty` (`None` for `bool`, which cannot accumulate).
+    pub fn zeros(ty: ElemType, len: usize) -> Option<FluxBuffer> {
+        Some(match ty {
+            ElemType::F32 => FluxBuffer::F32(vec![0.0; len]),
+            ElemType::F64 => FluxBuffer::F64(vec![0.0; len]),
+            ElemType::I32 => FluxBuffer::I32(vec![0; len]),
+            ElemType::U32 => FluxBuffer::U32(vec![0; len]),
+            ElemType::Bool => return None,
+        })
+    }
+    /// Its element type.
+    pub fn ty(&self) -> ElemType {
+        match self {
+            FluxBuffer::F32(_) => ElemType::F32,
+            FluxBuffer::F64(_) => ElemType::F64,
+            FluxBuffer::I32(_) => ElemType::I32,
+            FluxBuffer::U32(_) => ElemType::U32,
+        }
+    }
+    /// Its length.
+    pub fn len(&self) -> usize {
+        match self {
+            FluxBuffer::F32(v) => v.len(),
+            FluxBuffer::F64(v) => v.len(),
+            FluxBuffer::I32(v) => v.len(),
+            FluxBuffer::U32(v) => v.len(),
+        }
+    }
+    /// Whether it has no accumulators.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A block's emissions into one [`FluxBuffer`], in emission order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TypedLog {
+    F32(FluxLog<f32>),
+    F64(FluxLog<f64>),
+    I32(FluxLog<i32>),
+    U32(FluxLog<u32>),
+}
+
+impl TypedLog {
+    pub fn for_buffer(b: &FluxBuffer) -> TypedLog {
+        match b {
+            FluxBuffer::F32(_) => TypedLog::F32(FluxLog::new()),
+            FluxBuffer::F64(_) => TypedLog::F64(FluxLog::new()),
+            FluxBuffer::I32(_) => TypedLog::I32(FluxLog::new()),
+            FluxBuffer::U32(_) => TypedLog::U32(FluxLog::new()),
+        }
+    }
+    /// Records `amount` (of the log's type, checked by the caller) for `index`.
+    pub fn push(&mut self, index: usize, amount: Elem) {
+        match (self, amount) {
+            (TypedLog::F32(l), Elem::F32(a)) => l.push(index, a),
+            (TypedLog::F64(l), Elem::F64(a)) => l.push(index, a),
+            (TypedLog::I32(l), Elem::I32(a)) => l.push(index, a),
+            (TypedLog::U32(l), Elem::U32(a)) => l.push(index, a),
+            (log, a) => unreachable!("{a:?} into a {log:?}: types are checked at emission"),
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            TypedLog::F32(l) => l.len(),
+            TypedLog::F64(l) => l.len(),
+            TypedLog::I32(l) => l.len(),
+            TypedLog::U32(l) => l.len(),
+        }
+    }
+    /// Adds the emissions to `acc` (the buffer this log was made for), in order.
+    pub fn apply(&self, acc: &mut FluxBuffer) {
+        match (self, acc) {
+            (TypedLog::F32(l), FluxBuffer::F32(a)) => l.apply(a),
+            (TypedLog::F64(l), FluxBuffer::F64(a)) => l.apply(a),
+            (TypedLog::I32(l), FluxBuffer::I32(a)) => l.apply(a),
+            (TypedLog::U32(l), FluxBuffer::U32(a)) => l.apply(a),
+            _ => unreachable!("a log is applied to the buffer it was made for"),
+        }
+    }
+}
