@@ -30,7 +30,7 @@ pub enum ExprKind {
     /// A unary operator.
     Unary(UnaryOp, Box<Expr>),
     /// A binary operator.
-    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
 }
 
 /// Unary operators.
@@ -42,78 +42,9 @@ pub enum UnaryOp {
     Not,
 }
 
-/// Binary operators.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BinaryOp {
-    /// `+`
-    Add,
-    /// `-`
-    Sub,
-    /// `*`
-    Mul,
-    /// `/`
-    Div,
-    /// `%`
-    Rem,
-    /// `==`
-    Eq,
-    /// `!=`
-    Ne,
-    /// `<`
-    Lt,
-    /// `<=`
-    Le,
-    /// `>`
-    Gt,
-    /// `>=`
-    Ge,
-    /// `&&`
-    And,
-    /// `||`
-    Or,
-    /// `&` (integers)
-    BitAnd,
-    /// `|` (integers)
-    BitOr,
-    /// `^` (integers)
-    BitXor,
-    /// `<<`
-    Shl,
-    /// `>>`
-    Shr,
-}
-
-impl BinaryOp {
-    /// The operator's text.
-    pub fn symbol(self) -> &'static str {
-        use BinaryOp::*;
-        match self {
-            Add => "+",
-            Sub => "-",
-            Mul => "*",
-            Div => "/",
-            Rem => "%",
-            Eq => "==",
-            Ne => "!=",
-            Lt => "<",
-            Le => "<=",
-            Gt => ">",
-            Ge => ">=",
-            And => "&&",
-            Or => "||",
-            BitAnd => "&",
-            BitOr => "|",
-            BitXor => "^",
-            Shl => "<<",
-            Shr => ">>",
-        }
-    }
-    /// True for the comparisons.
-    pub fn is_comparison(self) -> bool {
-        use BinaryOp::*;
-        matches!(self, Eq | Ne | Lt | Le | Gt | Ge)
-    }
-}
+/// Binary operators: the IR's own (the language writes `min`, `max` and `pow`
+/// as calls, the rest as infix operators).
+pub use crate::kernel::BinOp;
 
 /// A parameter of a field: a scalar or a read-only buffer (`name: f32[]`).
 #[derive(Clone, Debug, PartialEq)]

@@ -1,7 +1,7 @@
 //! Lowering a parsed field to the kernel IR, checking names and types. Every
 //! error names the variable and the place (`file:line:col`).
 
-use crate::ast::{BinaryOp, Expr, ExprKind, FieldDecl, Item, Stmt, UnaryOp};
+use crate::ast::{Expr, ExprKind, FieldDecl, Item, Stmt, UnaryOp};
 use crate::error::{IrError, Pos};
 use crate::kernel::*;
 use crate::types::{ScalarType, Value};
@@ -724,7 +724,7 @@ impl Lower<'_> {
             ExprKind::Binary(op, a, b) => {
                 let (ta, tb) = (self.infer(a)?, self.infer(b)?);
                 match op {
-                    BinaryOp::And | BinaryOp::Or => {
+                    BinOp::And | BinOp::Or => {
                         for (t, x) in [(ta, a), (tb, b)] {
                             if t != Ty::Strong(ScalarType::Bool) {
                                 return Err(self.err(
@@ -739,7 +739,7 @@ impl Lower<'_> {
                         }
                         Ty::Strong(ScalarType::Bool)
                     }
-                    BinaryOp::Shl | BinaryOp::Shr => {
+                    BinOp::Shl | BinOp::Shr => {
                         for (t, x) in [(ta, a), (tb, b)] {
                             if !matches!(t, Ty::WeakInt)
                                 && !matches!(t, Ty::Strong(s) if s.is_int())
@@ -764,15 +764,11 @@ impl Lower<'_> {
                             let bad = match t {
                                 Ty::Strong(ScalarType::Bool) => true,
                                 Ty::Strong(s) if s.is_float() || t == Ty::WeakFloat => {
-                                    matches!(
-                                        op,
-                                        BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor
-                                    )
+                                    matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
                                 }
-                                Ty::WeakFloat => matches!(
-                                    op,
-                                    BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor
-                                ),
+                                Ty::WeakFloat => {
+                                    matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
+                                }
                                 _ => false,
                             };
                             if bad {
@@ -977,26 +973,7 @@ impl Lower<'_> {
                 self.k.unary(op, a)
             }
             ExprKind::Binary(op, a, b) => {
-                let bop = match op {
-                    BinaryOp::Add => BinOp::Add,
-                    BinaryOp::Sub => BinOp::Sub,
-                    BinaryOp::Mul => BinOp::Mul,
-                    BinaryOp::Div => BinOp::Div,
-                    BinaryOp::Rem => BinOp::Rem,
-                    BinaryOp::Eq => BinOp::Eq,
-                    BinaryOp::Ne => BinOp::Ne,
-                    BinaryOp::Lt => BinOp::Lt,
-                    BinaryOp::Le => BinOp::Le,
-                    BinaryOp::Gt => BinOp::Gt,
-                    BinaryOp::Ge => BinOp::Ge,
-                    BinaryOp::And => BinOp::And,
-                    BinaryOp::Or => BinOp::Or,
-                    BinaryOp::BitAnd => BinOp::BitAnd,
-                    BinaryOp::BitOr => BinOp::BitOr,
-                    BinaryOp::BitXor => BinOp::BitXor,
-                    BinaryOp::Shl => BinOp::Shl,
-                    BinaryOp::Shr => BinOp::Shr,
-                };
+                let bop = *op;
                 match bop {
                     BinOp::Shl | BinOp::Shr => {
                         let x = self.lower_as(a, t)?;

@@ -379,27 +379,23 @@ impl Parser<'_> {
     }
 
     fn binary(&mut self, min_level: usize) -> Result<Expr, IrError> {
-        const LEVELS: &[&[(&str, BinaryOp)]] = &[
-            &[("||", BinaryOp::Or)],
-            &[("&&", BinaryOp::And)],
+        const LEVELS: &[&[(&str, BinOp)]] = &[
+            &[("||", BinOp::Or)],
+            &[("&&", BinOp::And)],
             &[
-                ("==", BinaryOp::Eq),
-                ("!=", BinaryOp::Ne),
-                ("<", BinaryOp::Lt),
-                ("<=", BinaryOp::Le),
-                (">", BinaryOp::Gt),
-                (">=", BinaryOp::Ge),
+                ("==", BinOp::Eq),
+                ("!=", BinOp::Ne),
+                ("<", BinOp::Lt),
+                ("<=", BinOp::Le),
+                (">", BinOp::Gt),
+                (">=", BinOp::Ge),
             ],
-            &[("|", BinaryOp::BitOr)],
-            &[("^", BinaryOp::BitXor)],
-            &[("&", BinaryOp::BitAnd)],
-            &[("<<", BinaryOp::Shl), (">>", BinaryOp::Shr)],
-            &[("+", BinaryOp::Add), ("-", BinaryOp::Sub)],
-            &[
-                ("*", BinaryOp::Mul),
-                ("/", BinaryOp::Div),
-                ("%", BinaryOp::Rem),
-            ],
+            &[("|", BinOp::BitOr)],
+            &[("^", BinOp::BitXor)],
+            &[("&", BinOp::BitAnd)],
+            &[("<<", BinOp::Shl), (">>", BinOp::Shr)],
+            &[("+", BinOp::Add), ("-", BinOp::Sub)],
+            &[("*", BinOp::Mul), ("/", BinOp::Div), ("%", BinOp::Rem)],
         ];
         if min_level == LEVELS.len() {
             return self.unary();
