@@ -1,8 +1,9 @@
 //! `VgpuCache`: matrix multiplication through VGPU's persistent kernel cache.
 
-use crate::arrays::{into_matrix, Matrix};
+use crate::arrays::{into_matrix, shape_str, Matrix};
 use crate::errors::{no_panic, vgpu_error};
-use numpy::PyArray2;
+use numpy::ndarray::{ArrayD, IxDyn};
+use numpy::{IntoPyArray, PyArray2, PyArrayDyn, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -16,6 +17,7 @@ pub fn gpu_err(e: GpuError) -> PyErr {
         GpuError::ShapeMismatch { .. }
         | GpuError::EmptyMatrix { .. }
         | GpuError::DataLength { .. }
+        | GpuError::FusedShape { .. }
         | GpuError::BadBackendEnv { .. } => PyValueError::new_err(e.to_string()),
         other => vgpu_error(other),
     }
@@ -97,7 +99,59 @@ pub struct PyVgpuCache {
     inner: Mutex<VgpuCache>,
 }
 
+/// A C-contiguous float32 array of `ndim` dimensions (any when `None`),
+/// borrowed; errors as [`Matrix::extract`]'s.
+fn array<'py>(
+    op: &str,
+    name: &str,
+    obj: &Bound<'py, PyAny>,
+    ndim: Option<usize>,
+) -> PyResult<PyReadonlyArrayDyn<'py, f32>> {
+    let arr: PyReadonlyArrayDyn<'py, f32> = obj.extract().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{op}: {name} must be a float32 numpy array (vgpu.VGPUCache converts other real dtypes)"
+        ))
+    })?;
+    if let Some(d) = ndim {
+        if arr.ndim() != d {
+            return Err(PyValueError::new_err(format!(
+                "{op}: {name} must be {d}-D, got shape {}",
+                shape_str(arr.shape())
+            )));
+        }
+    }
+    if !arr.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "{op}: {name} (shape {}) is not C-contiguous; pass np.ascontiguousarray({name})",
+            shape_str(arr.shape())
+        )));
+    }
+    Ok(arr)
+}
+
+fn slice<'a>(a: &'a PyReadonlyArrayDyn<'_, f32>) -> PyResult<&'a [f32]> {
+    a.as_slice()
+        .map_err(|e| PyValueError::new_err(format!("array is not contiguous: {e}")))
+}
+
 impl PyVgpuCache {
+    /// Runs `f` on the cache with the GIL released, panics and errors turned
+    /// into Python exceptions.
+    fn call<T: Send>(
+        &self,
+        py: Python<'_>,
+        op: &str,
+        f: impl FnOnce(&mut VgpuCache) -> Result<T, GpuError> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            no_panic(op, || -> PyResult<T> {
+                let mut cache = self.lock()?;
+                f(&mut cache).map_err(gpu_err)
+            })
+        })
+        .map_err(vgpu_error)?
+    }
+
     fn lock(&self) -> PyResult<MutexGuard<'_, VgpuCache>> {
         self.inner
             .lock()
@@ -141,17 +195,71 @@ impl PyVgpuCache {
         let b = Matrix::extract("matmul", "b", b)?;
         let (a_data, b_data) = (a.data()?, b.data()?);
         let (a_shape, b_shape) = (a.shape, b.shape);
-        let c = py
-            .detach(|| {
-                no_panic("matmul", || -> PyResult<Vec<f32>> {
-                    let mut cache = self.lock()?;
-                    cache
-                        .matmul(a_data, a_shape, b_data, b_shape)
-                        .map_err(gpu_err)
-                })
-            })
-            .map_err(vgpu_error)??;
+        let c = self.call(py, "matmul", |c| c.matmul(a_data, a_shape, b_data, b_shape))?;
         into_matrix(py, c, a_shape.0, b_shape.1)
+    }
+
+    /// `max(x, 0)` element-wise for a C-contiguous float32 array of any shape
+    /// (NaN stays NaN); the result has `x`'s shape.
+    fn relu<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+        let x = array("relu", "x", x, None)?;
+        let dims = x.shape().to_vec();
+        let data = slice(&x)?;
+        let y = self.call(py, "relu", |c| c.relu(data))?;
+        ArrayD::from_shape_vec(IxDyn(&dims), y)
+            .map(|a| a.into_pyarray(py))
+            .map_err(vgpu_error)
+    }
+
+    /// `x + bias` for a C-contiguous float32 matrix `x` (rows, cols) and a
+    /// float32 vector `bias` (cols,).
+    fn bias_add<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        bias: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let x = Matrix::extract("bias_add", "x", x)?;
+        let bias = array("bias_add", "bias", bias, Some(1))?;
+        let (data, b, shape) = (x.data()?, slice(&bias)?, x.shape);
+        let y = self.call(py, "bias_add", |c| c.bias_add(data, shape, b))?;
+        into_matrix(py, y, shape.0, shape.1)
+    }
+
+    /// Row-wise softmax of a C-contiguous float32 matrix.
+    fn softmax<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let x = Matrix::extract("softmax", "x", x)?;
+        let (data, shape) = (x.data()?, x.shape);
+        let y = self.call(py, "softmax", |c| c.softmax(data, shape))?;
+        into_matrix(py, y, shape.0, shape.1)
+    }
+
+    /// `max(a @ w + bias, 0)` for C-contiguous float32 `a` (m, k), `w` (k, n)
+    /// and `bias` (n,), the epilogue fused into the matmul kernel's store.
+    fn matmul_bias_relu<'py>(
+        &self,
+        py: Python<'py>,
+        a: &Bound<'py, PyAny>,
+        w: &Bound<'py, PyAny>,
+        bias: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let a = Matrix::extract("matmul_bias_relu", "a", a)?;
+        let w = Matrix::extract("matmul_bias_relu", "w", w)?;
+        let bias = array("matmul_bias_relu", "bias", bias, Some(1))?;
+        let (a_data, w_data, b) = (a.data()?, w.data()?, slice(&bias)?);
+        let (a_shape, w_shape) = (a.shape, w.shape);
+        let y = self.call(py, "matmul_bias_relu", |c| {
+            c.matmul_bias_relu(a_data, a_shape, w_data, w_shape, b)
+        })?;
+        into_matrix(py, y, a_shape.0, w_shape.1)
     }
 
     /// The counters since this cache was created.

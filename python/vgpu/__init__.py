@@ -4,9 +4,10 @@ VGPU is a virtual GPU written in Rust where every kernel is a vector field and
 every launch integrates one trajectory per thread. This package exposes it to
 numpy users:
 
-* :class:`VGPUCache` -- matrix multiplication through VGPU's persistent kernel
-  cache (one compile per distinct shape, reused afterwards), on the GPU through
-  wgpu, or on the CPU when there is none (``VGPU_BACKEND=auto|gpu|cpu``).
+* :class:`VGPUCache` -- matrix multiplication and fused kernels (``relu``,
+  ``bias_add``, row-wise ``softmax``, ``matmul_bias_relu``) through VGPU's
+  persistent kernel cache (each kernel compiled once, reused afterwards), on the
+  GPU through wgpu, or on the CPU when there is none (``VGPU_BACKEND=auto|gpu|cpu``).
 * :class:`VGPU` -- the field engine: the equivalence demos (CUDA kernels written
   as vector fields, each checked against what the CUDA kernel computes) and
   ensembles of ``.field`` kernels (one trajectory per thread, numpy out).
@@ -41,8 +42,9 @@ __all__ = ["VGPU", "VGPUCache", "CacheStats", "VGPUError", "__version__"]
 _REAL_KINDS = "biuf"
 
 
-def _matrix(op: str, name: str, x: Any) -> np.ndarray:
-    """``x`` as a C-contiguous float32 matrix (no copy when it already is one).
+def _array(op: str, name: str, x: Any, ndim: Optional[int]) -> np.ndarray:
+    """``x`` as a C-contiguous float32 array of ``ndim`` dimensions (any when
+    ``None``), without a copy when it already is one.
 
     Real dtypes (float, int, bool) are converted to float32 and non-contiguous
     arrays copied; anything else raises ValueError naming ``op`` and ``name``.
@@ -56,15 +58,22 @@ def _matrix(op: str, name: str, x: Any) -> np.ndarray:
             f"{op}: {name} has dtype {arr.dtype}; VGPU computes in float32 and "
             f"accepts real-valued arrays (float, int or bool dtypes)"
         )
-    if arr.ndim != 2:
-        raise ValueError(f"{op}: {name} must be a 2-D matrix, got shape {arr.shape}")
+    if ndim is not None and arr.ndim != ndim:
+        what = {1: "a 1-D vector", 2: "a 2-D matrix"}.get(ndim, f"{ndim}-D")
+        raise ValueError(f"{op}: {name} must be {what}, got shape {arr.shape}")
     return np.ascontiguousarray(arr, dtype=np.float32)
 
 
-class VGPUCache:
-    """Matrix multiplication through VGPU's persistent kernel cache.
+def _matrix(op: str, name: str, x: Any) -> np.ndarray:
+    """``x`` as a C-contiguous float32 matrix (see :func:`_array`)."""
+    return _array(op, name, x, 2)
 
-    Each distinct shape compiles one kernel on first use; later calls of that
+
+class VGPUCache:
+    """Matrix multiplication and fused kernels through VGPU's persistent kernel cache.
+
+    Each distinct matmul shape compiles one kernel (the fused element-wise
+    kernels and softmax compile once for every shape) on first use; later calls of that
     shape reuse it (a cache hit) and upload only the new data. Without a GPU
     adapter (or with ``backend="cpu"``) every call runs on the CPU GEMM and is
     counted as a CPU fallback.
@@ -95,6 +104,63 @@ class VGPUCache:
                 too large for the device with ``backend="gpu"``.
         """
         return self._cache.matmul(_matrix("matmul", "a", a), _matrix("matmul", "b", b))
+
+    def relu(self, x: Any) -> np.ndarray:
+        """``max(x, 0)`` element-wise, for an array of any shape (same shape out).
+
+        A NaN stays NaN (as ``np.where(x < 0, 0, x)``). The kernel is generated
+        from VGPU's kernel IR and compiled once, whatever the shape.
+
+        Raises:
+            ValueError: an empty array or a non-real dtype.
+            VGPUError: a GPU failure.
+        """
+        return self._cache.relu(_array("relu", "x", x, None))
+
+    def bias_add(self, x: Any, bias: Any) -> np.ndarray:
+        """``x + bias`` for an (m, n) matrix and a bias of n values (one per column).
+
+        Raises:
+            ValueError: ``bias`` is not 1-D or its length is not n (the message
+                names both shapes), an empty matrix, a non-real dtype.
+            VGPUError: a GPU failure.
+        """
+        return self._cache.bias_add(
+            _matrix("bias_add", "x", x), _array("bias_add", "bias", bias, 1)
+        )
+
+    def softmax(self, x: Any) -> np.ndarray:
+        """Softmax of each row of an (m, n) matrix (``axis=-1``).
+
+        One GPU trajectory per row integrates the online softmax over the
+        columns (running maximum and rescaled sum), then an element-wise kernel
+        normalises: two kernels, each compiled once. Large values do not
+        overflow; ``-inf`` entries get 0; a row of only ``-inf``, or holding a
+        NaN or ``+inf``, comes out NaN, as the textbook formula gives in numpy.
+        Agrees with float64 numpy within about 1e-5 relative (``exp`` differs by
+        a few ulp between GPU and CPU).
+
+        Raises:
+            ValueError: an empty matrix, a non-2-D input or a non-real dtype.
+            VGPUError: a GPU failure.
+        """
+        return self._cache.softmax(_matrix("softmax", "x", x))
+
+    def matmul_bias_relu(self, a: Any, w: Any, bias: Any) -> np.ndarray:
+        """``max(a @ w + bias, 0)`` for an (m, k) and a (k, n) matrix and n bias
+        values: one kernel per shape, the matmul with the bias and relu fused
+        into its store (the epilogue is generated from VGPU's kernel IR).
+
+        Raises:
+            ValueError: a shape mismatch (inner dimensions, or the bias length
+                against n: the message names the shapes), an empty matrix, a
+                non-real dtype.
+            VGPUError: a GPU failure.
+        """
+        op = "matmul_bias_relu"
+        return self._cache.matmul_bias_relu(
+            _matrix(op, "a", a), _matrix(op, "w", w), _array(op, "bias", bias, 1)
+        )
 
     @property
     def stats(self) -> CacheStats:

@@ -1,4 +1,9 @@
-"""Type stubs of the compiled extension ``vgpu._vgpu`` (wrapped by ``vgpu``)."""
+"""Type stubs of the compiled extension ``vgpu._vgpu``.
+
+The package ``vgpu`` (``vgpu/__init__.py``) wraps these classes in typed Python
+(converting array-likes to C-contiguous float32); its annotations and docstrings
+are the user-facing stubs, so there is no separate ``__init__.pyi`` to keep in step.
+"""
 
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -35,7 +40,23 @@ class VgpuCache:
     def __init__(self, backend: Optional[str] = None) -> None: ...
     def matmul(
         self, a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]
-    ) -> npt.NDArray[np.float32]: ...
+    ) -> npt.NDArray[np.float32]:
+        """``a @ b`` for (m, k) and (k, n) matrices."""
+    def relu(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """``max(x, 0)`` element-wise, any shape (NaN stays NaN)."""
+    def bias_add(
+        self, x: npt.NDArray[np.float32], bias: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        """``x + bias`` for an (m, n) matrix and an (n,) bias."""
+    def softmax(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Softmax of each row of an (m, n) matrix."""
+    def matmul_bias_relu(
+        self,
+        a: npt.NDArray[np.float32],
+        w: npt.NDArray[np.float32],
+        bias: npt.NDArray[np.float32],
+    ) -> npt.NDArray[np.float32]:
+        """``max(a @ w + bias, 0)``, the epilogue fused into the matmul kernel."""
     @property
     def stats(self) -> CacheStats: ...
     @property
