@@ -227,7 +227,7 @@ fn fmt3(t: [u32; 3]) -> String {
     format!("({},{},{})", t[0], t[1], t[2])
 }
 
-impl BlockRun<'_, '_> {
+impl<'a> BlockRun<'a, '_> {
     fn fault(&self, class: FaultClass, tid: u32, line: u32, detail: String) -> PtxError {
         PtxError::Fault(Box::new(Fault {
             class,
@@ -410,6 +410,22 @@ impl BlockRun<'_, '_> {
         }
     }
 
+    /// Where a scalar access at `a` of the global (or generic) space lies, when it
+    /// is naturally aligned and wholly inside one global allocation.
+    #[inline(always)]
+    fn global_place(
+        &self,
+        hint: &mut usize,
+        a: u64,
+        size: u8,
+        write: bool,
+    ) -> Option<(&'a Region, u64)> {
+        if a >= SHARED_WINDOW {
+            return None;
+        }
+        self.ctx.gmem.place(hint, a, size, write)
+    }
+
     fn load(&mut self, space: Space, a: u64, size: u8, tid: u32) -> Result<u64, MemFault> {
         let check = self.ctx.opts.check;
         let (sp, a) = self.resolve(space, a);
@@ -551,7 +567,26 @@ impl BlockRun<'_, '_> {
                 addr,
             } => {
                 let n = d.len() as u64;
-                for l in lanes(em) {
+                let mut rest = em;
+                if let ([r], true) = (d.as_slice(), global_like(*space)) {
+                    // Fast path: a scalar global access inside one allocation.
+                    let (r, mut hint) = (*r as usize, 0);
+                    for l in lanes(em) {
+                        let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
+                        if let Some((reg, off)) = self.global_place(&mut hint, a, *size, false) {
+                            let v = reg.load_at(off, *size);
+                            if r != u32::MAX as usize {
+                                regs[r * 32 + l] = if *sign {
+                                    crate::types::sx(v, *size as u32 * 8) as u64
+                                } else {
+                                    v
+                                };
+                            }
+                            rest &= !(1 << l);
+                        }
+                    }
+                }
+                for l in lanes(rest) {
                     let tid = w.base + l as u32;
                     let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
                     if n > 1 && self.ctx.opts.check && a % (n * *size as u64) != 0 {
@@ -587,7 +622,19 @@ impl BlockRun<'_, '_> {
                 addr,
             } => {
                 let n = src.len() as u64;
-                for l in lanes(em) {
+                let mut rest = em;
+                if let ([v], true) = (src.as_slice(), global_like(*space)) {
+                    // Fast path: a scalar global access inside one allocation.
+                    let mut hint = 0;
+                    for l in lanes(em) {
+                        let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
+                        if let Some((reg, off)) = self.global_place(&mut hint, a, *size, true) {
+                            reg.store_at(off, *size, rd(regs, *v, l));
+                            rest &= !(1 << l);
+                        }
+                    }
+                }
+                for l in lanes(rest) {
                     let tid = w.base + l as u32;
                     let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
                     if n > 1 && self.ctx.opts.check && a % (n * *size as u64) != 0 {
@@ -748,6 +795,12 @@ impl BlockRun<'_, '_> {
         let _ = self.nthreads;
         Ok(())
     }
+}
+
+/// A space whose addresses may be global memory (a generic address below the
+/// shared and local windows is).
+fn global_like(s: Space) -> bool {
+    matches!(s, Space::Global | Space::Generic)
 }
 
 fn space_name(s: Space) -> &'static str {

@@ -81,7 +81,7 @@ impl Region {
     }
 
     #[inline]
-    fn load_at(&self, off: u64, size: u8) -> u64 {
+    pub(crate) fn load_at(&self, off: u64, size: u8) -> u64 {
         let o = off as usize;
         match size {
             4 if o % 4 == 0 => self.words[o / 4].load(Relaxed) as u64,
@@ -102,7 +102,7 @@ impl Region {
     }
 
     #[inline]
-    fn store_at(&self, off: u64, size: u8, v: u64) {
+    pub(crate) fn store_at(&self, off: u64, size: u8, v: u64) {
         let o = off as usize;
         match size {
             4 if o % 4 == 0 => self.words[o / 4].store(v as u32, Relaxed),
@@ -178,6 +178,32 @@ impl GlobalMem {
             FaultClass::OutOfBounds,
             format!("global {size}-byte access at 0x{addr:x} is in no allocation{hint}"),
         ))
+    }
+
+    /// The region and offset of a naturally aligned access `[addr, addr + size)`
+    /// that lies wholly inside one allocation (a writable one for a store),
+    /// trying region `*hint` first and leaving there the one found. `None` sends
+    /// the caller to [`GlobalMem::load`]/[`GlobalMem::store`], which name the fault.
+    #[inline]
+    pub(crate) fn place(
+        &self,
+        hint: &mut usize,
+        addr: u64,
+        size: u8,
+        write: bool,
+    ) -> Option<(&Region, u64)> {
+        let size = size as u64;
+        if addr % size != 0 {
+            return None;
+        }
+        let fits =
+            |r: &Region| addr >= r.base && addr - r.base + size <= r.len && (r.writable || !write);
+        if let Some(r) = self.regions.get(*hint).filter(|r| fits(r)) {
+            return Some((r, addr - r.base));
+        }
+        let i = self.regions.iter().position(fits)?;
+        *hint = i;
+        Some((&self.regions[i], addr - self.regions[i].base))
     }
 
     #[inline]
