@@ -2,23 +2,15 @@
 //! 2 compiles, 198 cache hits, 200 GPU dispatches on a GPU (lavapipe counts),
 //! 200 CPU fallbacks under `VGPU_BACKEND=cpu`.
 
-use std::process::Command;
+mod common;
+use common::vgpu_env;
 
 fn demo(backend: &str) -> (bool, Vec<String>) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vgpu"))
-        .arg("cache-demo")
-        .env("VGPU_BACKEND", backend)
-        .output()
-        .expect("run vgpu cache-demo");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<String> = stdout.lines().map(str::to_string).collect();
-    if !out.status.success() {
-        eprintln!(
-            "stdout:\n{stdout}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    let (code, stdout, stderr) = vgpu_env(&["cache-demo"], &[("VGPU_BACKEND", backend)]);
+    if code != 0 {
+        eprintln!("stdout:\n{stdout}\nstderr:\n{stderr}");
     }
-    (out.status.success(), lines)
+    (code == 0, stdout.lines().map(str::to_string).collect())
 }
 
 #[test]
@@ -65,16 +57,13 @@ fn cache_demo_on_the_gpu_compiles_twice_and_hits_198_times() {
 
 #[test]
 fn cache_demo_with_a_required_gpu_and_none_is_a_clear_error() {
-    let out = Command::new(env!("CARGO_BIN_EXE_vgpu"))
-        .arg("cache-demo")
-        .env("VGPU_BACKEND", "gpu")
-        .env("WGPU_BACKEND", "metal")
-        .output()
-        .expect("run vgpu cache-demo");
+    let (code, _, err) = vgpu_env(
+        &["cache-demo"],
+        &[("VGPU_BACKEND", "gpu"), ("WGPU_BACKEND", "metal")],
+    );
     // Metal does not exist on Linux: no adapter, so `gpu` must fail with a message.
     if cfg!(target_os = "linux") {
-        assert!(!out.status.success());
-        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(code, 0);
         assert!(err.contains("no GPU adapter was found"), "{err}");
     }
 }

@@ -1,18 +1,7 @@
 //! The `vgpu demo` and `vgpu bench lorenz` commands, run as a user runs them.
 
-use std::process::Command;
-
-fn vgpu(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vgpu"))
-        .args(args)
-        .output()
-        .expect("run vgpu");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::vgpu;
 
 #[test]
 fn demo_prints_a_passing_table() {

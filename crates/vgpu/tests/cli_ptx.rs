@@ -1,19 +1,8 @@
 //! `vgpu ptx run` and `vgpu ptx trace`, run as a user runs them.
 
 use std::path::PathBuf;
-use std::process::Command;
-
-fn vgpu(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vgpu"))
-        .args(args)
-        .output()
-        .expect("run vgpu");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::vgpu;
 
 fn cases() -> PathBuf {
     match std::env::var_os("VGPU_PTX_CASES") {
