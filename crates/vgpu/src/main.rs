@@ -43,6 +43,9 @@ enum BenchCommand {
     Lorenz(cli::bench_lorenz::LorenzArgs),
     /// Square f32 matmul, host arrays in and out: first call, cached calls, GFLOP/s.
     Matmul(cli::bench_matmul::MatmulArgs),
+    /// PTX emulation throughput (thread-instructions/s) of nvcc's matmul_naive and
+    /// lorenz_rk4, beside the same computation as a Rust field.
+    Ptx(cli::bench_ptx::PtxBenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Bench(b) => match b {
             BenchCommand::Lorenz(args) => cli::bench_lorenz::run(args),
             BenchCommand::Matmul(args) => cli::bench_matmul::run(args),
+            BenchCommand::Ptx(args) => cli::bench_ptx::run(args),
         },
         Command::CacheDemo => cli::cache_demo::run(),
     };
