@@ -76,3 +76,19 @@ pub fn matmul_into_matrixmultiply(
         );
     }
 }
+
+/// The same product through `faer` (its x86 kernels, threads from rayon's pool);
+/// kept for the CPU-library comparison,
+/// `vgpu bench matmul --backend cpu --cpu-lib faer`.
+pub fn matmul_into_faer(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
+    use faer::{Accum, MatMut, MatRef, Par};
+    let a = MatRef::from_row_major_slice(a, m, k);
+    let b = MatRef::from_row_major_slice(b, k, n);
+    let c = MatMut::from_row_major_slice_mut(c, m, n);
+    let par = if m * n * k >= 96 * 96 * 96 {
+        Par::rayon(0)
+    } else {
+        Par::Seq
+    };
+    faer::linalg::matmul::matmul(c, Accum::Replace, a, b, 1.0f32, par);
+}

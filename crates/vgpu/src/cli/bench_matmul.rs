@@ -28,6 +28,8 @@ pub enum CpuLib {
     Gemm,
     /// `matrixmultiply` (threaded), for comparison.
     Matrixmultiply,
+    /// `faer` (its own x86 kernels), for comparison.
+    Faer,
 }
 
 /// Options of `vgpu bench matmul`.
@@ -102,17 +104,18 @@ pub fn run(args: MatmulArgs) -> Result<ExitCode, vgpu::Error> {
     let a = data(n * n, 1);
     let b = data(n * n, 2);
     let mut c = vec![0.0f32; n * n];
-    let use_mm = args.cpu_lib == CpuLib::Matrixmultiply;
-    if use_mm && cache.backend() != vgpu::gpu::ActiveBackend::Cpu {
+    let other_lib = args.cpu_lib != CpuLib::Gemm;
+    if other_lib && cache.backend() != vgpu::gpu::ActiveBackend::Cpu {
         return Err(vgpu::Error::Usage(
-            "--cpu-lib matrixmultiply needs --backend cpu".into(),
+            "--cpu-lib matrixmultiply|faer needs --backend cpu".into(),
         ));
     }
     let mut call = |c: &mut [f32]| -> Result<(), vgpu::Error> {
-        if use_mm {
-            vgpu::gpu::matmul::cpu::matmul_into_matrixmultiply(&a, &b, c, n, n, n);
-        } else {
-            cache.matmul_into(&a, (n, n), &b, (n, n), c)?;
+        use vgpu::gpu::matmul::cpu;
+        match args.cpu_lib {
+            CpuLib::Matrixmultiply => cpu::matmul_into_matrixmultiply(&a, &b, c, n, n, n),
+            CpuLib::Faer => cpu::matmul_into_faer(&a, &b, c, n, n, n),
+            CpuLib::Gemm => cache.matmul_into(&a, (n, n), &b, (n, n), c)?,
         }
         Ok(())
     };
@@ -149,8 +152,8 @@ pub fn run(args: MatmulArgs) -> Result<ExitCode, vgpu::Error> {
     } else {
         None
     };
-    let backend = if use_mm {
-        "cpu (matrixmultiply)".to_string()
+    let backend = if other_lib {
+        format!("cpu ({:?})", args.cpu_lib).to_lowercase()
     } else {
         cache.backend().to_string()
     };
