@@ -4,12 +4,15 @@
 //! turns each, Gaussian noise), 2 classes. The network is 2 → 64 (ReLU) → 2
 //! (softmax, cross-entropy), trained with plain mini-batch SGD (no momentum).
 //! Every matrix product of the forward and backward passes, of the accuracy check
-//! and of the decision-region grid runs through [`VgpuCache`]; the element-wise work
-//! (bias, ReLU, softmax) is plain ndarray code.
+//! and of the decision-region grid runs through [`VgpuCache`]: the hidden layer as
+//! one fused kernel ([`VgpuCache::matmul_bias_relu`], the bias and the ReLU in the
+//! matmul's store), the output layer through [`VgpuCache::matmul_nd`] and the
+//! cache's row-wise [`VgpuCache::softmax`]; the gradients' element-wise work is
+//! plain ndarray code.
 //!
 //! It prints the training accuracy and the cache counters (one compile per
-//! distinct matmul shape, every other call a cache hit) and writes a PNG with the
-//! loss curve and the learned decision regions.
+//! distinct matmul shape and per fused kernel, every other call a cache hit) and
+//! writes a PNG with the loss curve and the learned decision regions.
 //!
 //! ```text
 //! cargo run --release -p vgpu --example mlp -- [--epochs 200] [--out mlp.png]
@@ -96,6 +99,32 @@ fn mm(
     Ok(cache.matmul_nd(a, b)?)
 }
 
+/// relu(A·W + bias) through the cache's fused kernel.
+fn mm_bias_relu(
+    cache: &mut VgpuCache,
+    a: ArrayView2<'_, f32>,
+    w: ArrayView2<'_, f32>,
+    bias: &Array1<f32>,
+) -> Result<Array2<f32>> {
+    let (a_std, w_std) = (a.as_standard_layout(), w.as_standard_layout());
+    let (Some(a_s), Some(w_s), Some(b_s)) = (a_std.as_slice(), w_std.as_slice(), bias.as_slice())
+    else {
+        return Err("standard-layout arrays are contiguous".into());
+    };
+    let h = cache.matmul_bias_relu(a_s, a.dim(), w_s, w.dim(), b_s)?;
+    Ok(Array2::from_shape_vec((a.nrows(), w.ncols()), h)?)
+}
+
+/// Row-wise softmax through the cache.
+fn softmax(cache: &mut VgpuCache, z: Array2<f32>) -> Result<Array2<f32>> {
+    let shape = z.dim();
+    let z = z.as_standard_layout().into_owned();
+    let Some(zs) = z.as_slice() else {
+        return Err("standard-layout arrays are contiguous".into());
+    };
+    Ok(Array2::from_shape_vec(shape, cache.softmax(zs, shape)?)?)
+}
+
 impl Mlp {
     /// He-initialised weights (normal, std √(2/fan_in) and √(1/hidden)), zero biases.
     fn init(inputs: usize, hidden: usize, classes: usize, seed: u64) -> Self {
@@ -117,9 +146,10 @@ impl Mlp {
         }
     }
 
-    /// The logits for the rows of `x`: both matmuls through the cache.
+    /// The logits for the rows of `x`: both matmuls through the cache (the
+    /// hidden layer's bias and ReLU fused into its matmul).
     fn logits(&self, cache: &mut VgpuCache, x: ArrayView2<'_, f32>) -> Result<Array2<f32>> {
-        let h = (mm(cache, x, self.w1.view())? + &self.b1).mapv(|v| v.max(0.0));
+        let h = mm_bias_relu(cache, x, self.w1.view(), &self.b1)?;
         Ok(mm(cache, h.view(), self.w2.view())? + &self.b2)
     }
 
@@ -133,7 +163,8 @@ impl Mlp {
     }
 
     /// One plain SGD step on the batch (x, y); returns its mean cross-entropy.
-    /// Five matmuls through the cache: two forward, three backward
+    /// Five matmuls through the cache: two forward (the first with its bias and
+    /// ReLU fused, the second followed by the cache's softmax), three backward
     /// (dW2 = hᵀ·d2, dh = d2·W2ᵀ, dW1 = xᵀ·dz).
     fn sgd_step(
         &mut self,
@@ -143,9 +174,9 @@ impl Mlp {
         lr: f32,
     ) -> Result<f32> {
         let b = x.nrows();
-        let z1 = mm(cache, x, self.w1.view())? + &self.b1;
-        let h = z1.mapv(|v| v.max(0.0));
-        let mut d2 = softmax(mm(cache, h.view(), self.w2.view())? + &self.b2);
+        let h = mm_bias_relu(cache, x, self.w1.view(), &self.b1)?;
+        let z2 = mm(cache, h.view(), self.w2.view())? + &self.b2;
+        let mut d2 = softmax(cache, z2)?;
         let mut loss = 0.0f32;
         for (mut row, &label) in d2.rows_mut().into_iter().zip(y) {
             loss -= row[label].max(1e-12).ln();
@@ -154,7 +185,8 @@ impl Mlp {
         d2 /= b as f32;
         let g_w2 = mm(cache, h.t(), d2.view())?;
         let dh = mm(cache, d2.view(), self.w2.t())?;
-        let dz = dh * z1.mapv(|v| if v > 0.0 { 1.0 } else { 0.0 });
+        // relu'(z1): h > 0 exactly where z1 > 0.
+        let dz = dh * h.mapv(|v| if v > 0.0 { 1.0 } else { 0.0 });
         let g_w1 = mm(cache, x.t(), dz.view())?;
         self.w2.scaled_add(-lr, &g_w2);
         self.b2.scaled_add(-lr, &d2.sum_axis(Axis(0)));
@@ -162,17 +194,6 @@ impl Mlp {
         self.b1.scaled_add(-lr, &dz.sum_axis(Axis(0)));
         Ok(loss / b as f32)
     }
-}
-
-/// Row-wise softmax, shifted by the row maximum for stability.
-fn softmax(mut z: Array2<f32>) -> Array2<f32> {
-    for mut row in z.rows_mut() {
-        let max = row.fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-        row.mapv_inplace(|v| (v - max).exp());
-        let sum = row.sum();
-        row /= sum;
-    }
-    z
 }
 
 /// The index of the largest value (the first one on ties).
@@ -395,10 +416,11 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    /// The distinct matmul shapes of one training run: of the 5 per SGD step (all
-    /// batches are full), x·W1 and d2·W2ᵀ are both (100×2)·(2×64), so 4; and 2 for
-    /// the accuracy check.
-    const TRAINING_SHAPES: u64 = 6;
+    /// The kernels of one training run: per SGD step (all batches are full) the
+    /// fused x·W1 (100×2·2×64), four plain matmuls of four shapes (h·W2, hᵀ·d2,
+    /// d2·W2ᵀ, xᵀ·dz) and softmax's two kernels (row scan, normalisation: one
+    /// compile for every shape); 2 more shapes for the accuracy check.
+    const TRAINING_KERNELS: u64 = 9;
 
     #[test]
     fn spirals_are_balanced_and_bounded() {
@@ -427,12 +449,14 @@ mod tests {
             run.accuracy
         );
         assert!(run.losses.last().unwrap() < &run.losses[0]);
-        let calls = (epochs * (POINTS / BATCH) * 5 + 2) as u64;
+        // Per step: 1 fused matmul, 4 matmuls, 1 softmax (2 dispatches); 2 for the accuracy.
+        let steps = (epochs * (POINTS / BATCH)) as u64;
+        let (calls, dispatches) = (6 * steps + 2, 7 * steps + 2);
         let s = cache.stats();
         if s.cpu_fallbacks == 0 {
-            assert_eq!(s.compiles, TRAINING_SHAPES, "{s}");
-            assert_eq!(s.cache_hits, calls - TRAINING_SHAPES, "{s}");
-            assert_eq!(s.gpu_dispatches, calls, "{s}");
+            assert_eq!(s.compiles, TRAINING_KERNELS, "{s}");
+            assert_eq!(s.cache_hits, dispatches - TRAINING_KERNELS, "{s}");
+            assert_eq!(s.gpu_dispatches, dispatches, "{s}");
         } else {
             assert_eq!(s.cpu_fallbacks, calls, "{s}");
         }
@@ -468,10 +492,12 @@ mod tests {
 
     #[test]
     fn softmax_rows_sum_to_one_and_argmax_picks_first_max() {
-        let z = softmax(ndarray::array![
-            [1.0f32, 2.0, 3.0],
-            [1000.0, 1000.0, -1000.0]
-        ]);
+        let mut cache = VgpuCache::new().expect("a VGPU cache");
+        let z = softmax(
+            &mut cache,
+            ndarray::array![[1.0f32, 2.0, 3.0], [1000.0, 1000.0, -1000.0]],
+        )
+        .expect("softmax");
         for row in z.rows() {
             assert!((row.sum() - 1.0).abs() < 1e-6);
         }

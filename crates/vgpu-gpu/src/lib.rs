@@ -8,7 +8,9 @@
 //!   readback buffer are kept and reused; [`CacheStats`] counts everything.
 //! * [`VgpuCache`]: matrix multiplication through the kernel cache (tiled and
 //!   register-blocked WGSL kernels), with a CPU GEMM fallback, chosen by
-//!   `VGPU_BACKEND=auto|gpu|cpu` ([`BackendChoice`]).
+//!   `VGPU_BACKEND=auto|gpu|cpu` ([`BackendChoice`]); and the [`fused`] kernels
+//!   generated from the IR: `relu`, `bias_add`, row-wise `softmax` and
+//!   `matmul_bias_relu` (the IR's epilogue spliced into the matmul's store).
 #![deny(missing_docs)]
 
 mod backend;
