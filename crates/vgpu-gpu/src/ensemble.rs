@@ -1,13 +1,21 @@
-//! IR ensembles on the GPU: the WGSL [`vgpu_ir::emit_wgsl`] generates from a
-//! kernel runs through the [`KernelCache`] (compiled once per kernel, integrator
-//! and workgroup size), one invocation per trajectory integrating all of its
-//! steps in a single dispatch.
+//! IR ensembles on the GPU: the WGSL generated from a kernel runs through the
+//! [`KernelCache`] (compiled once per kernel, integrator and workgroup size),
+//! one invocation per trajectory integrating all of its steps in a single
+//! dispatch.
+//!
+//! * Unphased fields: [`vgpu_ir::emit_wgsl`], workgroups of [`ENSEMBLE_WORKGROUP`].
+//! * Fields with phases: [`vgpu_ir::wgsl_phased`], one workgroup per block (the
+//!   launch's block size), shared sub-fields in workgroup memory, barriers
+//!   between phases' steps, flux outputs as atomics read back into
+//!   [`GpuEnsemble::fluxes`]. Float flux outputs are summed in the GPU's order:
+//!   they match the CPU's fixed-order sums to rounding, not bit for bit.
 
 use crate::error::GpuError;
 use crate::kernel_cache::{Binding, KernelCache, KernelSpec};
 use std::time::{Duration, Instant};
 use vgpu_ir::wgsl::{emit_wgsl, meta_words};
-use vgpu_ir::{Args, Buffer, Integration, IrError, Kernel, Node};
+use vgpu_ir::wgsl_phased::{emit_wgsl_phased, fault_error, PhasedLayout};
+use vgpu_ir::{Args, Buffer, Integration, IrError, Kernel, ScalarType};
 
 /// Invocations per workgroup of generated ensemble kernels.
 pub const ENSEMBLE_WORKGROUP: u32 = 64;
@@ -29,6 +37,9 @@ pub enum EnsembleError {
 pub struct GpuEnsemble {
     /// Final states, trajectory-major (`n × dim`).
     pub states: Vec<f32>,
+    /// Flux outputs by name, in declaration order, typed as declared: the
+    /// shape and types of the CPU's [`vgpu_ir::Output::fluxes`].
+    pub fluxes: Vec<(String, Buffer)>,
     /// Steps integrated.
     pub steps: usize,
     /// Host-to-host time of the dispatch (upload, kernel, download; the first
@@ -40,16 +51,60 @@ pub struct GpuEnsemble {
     pub compiled: bool,
 }
 
-/// The kernel spec of `k` integrated with `integ.method`.
+/// The kernel spec of the unphased kernel `k` integrated with `integ.method`.
 ///
 /// # Errors
-/// [`IrError::Unsupported`] for `f64` or phased kernels.
+/// [`IrError::Unsupported`] for `f64` or phased kernels (see [`phased_spec`]).
 pub fn ensemble_spec(k: &Kernel, integ: &Integration) -> Result<KernelSpec, IrError> {
     let tableau = integ.method.tableau();
     let wgsl = emit_wgsl(k, &tableau, ENSEMBLE_WORKGROUP)?;
     Ok(KernelSpec::new(&format!("field {}", k.name), wgsl, "main")
         .specialisation(&format!("ensemble {} {}", k.name, tableau.name()))
         .workgroup_size([ENSEMBLE_WORKGROUP, 1, 1]))
+}
+
+/// The kernel spec of the phased kernel `k` over `layout` (workgroup size: the
+/// block size).
+///
+/// # Errors
+/// [`IrError::Unsupported`] (see [`vgpu_ir::wgsl_phased::check_phased_wgsl`]),
+/// or a block or workgroup memory beyond the limits of `cache`'s device.
+pub fn phased_spec(
+    cache: &KernelCache,
+    k: &Kernel,
+    integ: &Integration,
+    layout: &PhasedLayout,
+) -> Result<KernelSpec, IrError> {
+    let w = emit_wgsl_phased(k, integ.method, layout)?;
+    let limits = cache.context().limits();
+    let too_big = |reason: String| IrError::Unsupported {
+        kernel: k.name.clone(),
+        backend: format!("gpu ({})", cache.adapter().name),
+        reason,
+    };
+    let max_block = limits
+        .max_compute_invocations_per_workgroup
+        .min(limits.max_compute_workgroup_size_x);
+    if layout.block > max_block {
+        return Err(too_big(format!(
+            "a block of {} trajectories is one workgroup, and this GPU allows {max_block} invocations per workgroup",
+            layout.block
+        )));
+    }
+    if w.workgroup_bytes > limits.max_compute_workgroup_storage_size as u64 {
+        return Err(too_big(format!(
+            "the shared sub-fields need {} bytes of workgroup memory, this GPU has {}",
+            w.workgroup_bytes, limits.max_compute_workgroup_storage_size
+        )));
+    }
+    Ok(
+        KernelSpec::new(&format!("field {}", k.name), w.source, "main")
+            .specialisation(&format!(
+                "phased ensemble {} euler block {}",
+                k.name, layout.block
+            ))
+            .workgroup_size([layout.block, 1, 1]),
+    )
 }
 
 fn bytes(b: &Buffer) -> Vec<u8> {
@@ -60,12 +115,92 @@ fn bytes(b: &Buffer) -> Vec<u8> {
     v
 }
 
+/// A launch ready to dispatch: the kernel, its launch words and geometry, and
+/// what its results are checked against.
+struct Prepared {
+    spec: KernelSpec,
+    meta: Vec<u32>,
+    /// Workgroups to run (laid out over x and y).
+    groups: usize,
+    /// Trajectories per workgroup.
+    bdim: u32,
+    steps: usize,
+    /// The time the states are reported at.
+    t_end: f64,
+    shared_lens: Vec<u32>,
+    flux_lens: Vec<u32>,
+}
+
+impl Prepared {
+    fn unphased(k: &Kernel, args: &Args, integ: &Integration) -> Result<Prepared, IrError> {
+        if k.phases
+            .iter()
+            .any(|p| !p.drives.is_empty() || !p.emits.is_empty())
+        {
+            return Err(IrError::Unsupported {
+                kernel: k.name.clone(),
+                backend: "gpu (WGSL)".into(),
+                reason: "drives and emits outside a `phase` are not integrated on the GPU: put them in a phase".into(),
+            });
+        }
+        let spec = ensemble_spec(k, integ)?;
+        let steps = integ.steps(&k.name)?;
+        if integ.n == 0 || integ.n > u32::MAX as usize {
+            return Err(IrError::Launch {
+                kernel: k.name.clone(),
+                message: format!("n = {} is out of range 1..2^32", integ.n),
+            });
+        }
+        let meta = meta_words(k, args, integ.n as u32, steps as u32, integ.t0, integ.dt)?;
+        Ok(Prepared {
+            spec,
+            meta,
+            groups: integ.n.div_ceil(ENSEMBLE_WORKGROUP as usize),
+            bdim: ENSEMBLE_WORKGROUP,
+            steps,
+            t_end: integ.t0 + steps as f64 * integ.dt,
+            shared_lens: vec![],
+            flux_lens: vec![],
+        })
+    }
+
+    fn phased(
+        cache: &KernelCache,
+        k: &Kernel,
+        args: &Args,
+        integ: &Integration,
+    ) -> Result<Prepared, IrError> {
+        let layout = PhasedLayout::new(k, args, integ)?;
+        let spec = phased_spec(cache, k, integ, &layout)?;
+        Ok(Prepared {
+            spec,
+            meta: layout.launch_words(k, args)?,
+            groups: layout.blocks as usize,
+            bdim: layout.block,
+            steps: layout.steps,
+            t_end: layout.steps as f64 * integ.dt,
+            shared_lens: layout.shared_lens,
+            flux_lens: layout.flux_lens,
+        })
+    }
+}
+
+/// Flux words read back as the declared type.
+fn flux_buffer(ty: ScalarType, words: &[u32]) -> Buffer {
+    match ty {
+        ScalarType::I32 => Buffer::from(words.iter().map(|&w| w as i32).collect::<Vec<_>>()),
+        ScalarType::U32 => Buffer::from(words.to_vec()),
+        _ => Buffer::from(words.iter().map(|&w| f32::from_bits(w)).collect::<Vec<_>>()),
+    }
+}
+
 /// Runs `k` over `integ` on the GPU of `cache`. With `timing = Some(iters)` it
 /// also measures the device time of one dispatch over `iters` dispatches.
 ///
 /// # Errors
 /// Unsupported kernels, missing arguments, bad launches, out-of-bounds reads
-/// (the lowest faulting trajectory, its place), non-finite states, GPU errors.
+/// and writes (the lowest faulting trajectory, its place), non-finite states,
+/// GPU errors.
 pub fn run_ensemble_gpu(
     cache: &mut KernelCache,
     k: &Kernel,
@@ -74,68 +209,37 @@ pub fn run_ensemble_gpu(
     timing: Option<u32>,
 ) -> Result<GpuEnsemble, EnsembleError> {
     args.check_complete()?;
-    let spec = ensemble_spec(k, integ)?;
-    let steps = integ.steps(&k.name)?;
-    if integ.n == 0 || integ.n > u32::MAX as usize {
-        return Err(IrError::Launch {
-            kernel: k.name.clone(),
-            message: format!("n = {} is out of range 1..2^32", integ.n),
-        }
-        .into());
-    }
+    let p = if k.is_phased() {
+        Prepared::phased(cache, k, args, integ)?
+    } else {
+        Prepared::unphased(k, args, integ)?
+    };
     let n = integ.n;
     let dim = k.states.len();
-    let meta = meta_words(k, args, n as u32, steps as u32, integ.t0, integ.dt)?;
     let buffers: Vec<Vec<u8>> = (0..k.params.len())
         .filter_map(|i| args.buffer_at(i).map(bytes))
         .collect();
-    let mut out = vec![0.0f32; n * dim];
+    // Bindings are at least one element long; the kernel never touches the padding.
+    let mut out = vec![0.0f32; (n * dim).max(1)];
     let mut fault = [u32::MAX, 0, 0, 0];
-    let groups = n.div_ceil(ENSEMBLE_WORKGROUP as usize);
-    let x = groups.min(65535);
-    let workgroups = [x as u32, groups.div_ceil(x) as u32, 1];
-    let compiled = !cache.is_compiled(&spec);
+    let zero_flux: Vec<Vec<u32>> = p
+        .flux_lens
+        .iter()
+        .map(|&len| vec![0u32; (len as usize).max(1)])
+        .collect();
+    let mut flux = zero_flux.clone();
+    let x = p.groups.min(65535);
+    let workgroups = [x as u32, p.groups.div_ceil(x) as u32, 1];
+    let compiled = !cache.is_compiled(&p.spec);
     let start = Instant::now();
-    {
-        let mut bindings = vec![
-            Binding::write(&mut out[..]),
-            Binding::read(&meta[..]),
-            Binding::read_write(&mut fault[..]),
-        ];
-        for b in &buffers {
-            bindings.push(Binding::Read(b));
-        }
-        cache.dispatch(&spec, &mut bindings, workgroups)?;
-    }
+    dispatch(
+        cache, &p, &buffers, &mut out, &mut fault, &mut flux, workgroups, None,
+    )?;
     let end_to_end = start.elapsed();
-    if fault[0] != u32::MAX {
-        let site = fault[1];
-        let buf = k.nodes.iter().find_map(|nd| match nd {
-            Node::Load { buf, site: s, .. } if *s == site => Some(*buf as usize),
-            _ => None,
-        });
-        let (name, len) = match buf {
-            Some(b) => (
-                k.params[b].name.clone(),
-                args.buffer_at(b).map(|x| x.len()).unwrap_or(0),
-            ),
-            None => ("?".into(), 0),
-        };
-        let traj = fault[0] as usize;
-        let bdim = ENSEMBLE_WORKGROUP as usize;
-        return Err(IrError::OutOfBounds {
-            kernel: k.name.clone(),
-            buffer: name,
-            len,
-            index: fault[2] as i64,
-            trajectory: traj,
-            block: traj / bdim,
-            thread: traj % bdim,
-            file: k.source.clone(),
-            pos: k.sites.get(site as usize).copied().unwrap_or_default(),
-        }
-        .into());
+    if let Some(e) = fault_error(k, args, &p.shared_lens, &p.flux_lens, p.bdim, &fault) {
+        return Err(e.into());
     }
+    out.truncate(n * dim);
     for (i, v) in out.iter().enumerate() {
         if !v.is_finite() {
             return Err(IrError::NonFinite {
@@ -143,32 +247,74 @@ pub fn run_ensemble_gpu(
                 state: k.states[i % dim].name.clone(),
                 trajectory: i / dim,
                 value: *v as f64,
-                t: integ.t0 + steps as f64 * integ.dt,
+                t: p.t_end,
             }
             .into());
         }
     }
+    let fluxes = k
+        .fluxes
+        .iter()
+        .zip(&flux)
+        .zip(&p.flux_lens)
+        .map(|((f, words), &len)| (f.name.clone(), flux_buffer(f.ty, &words[..len as usize])))
+        .collect();
     let kernel_time = match timing {
         Some(iters) => {
-            let mut scratch_out = vec![0.0f32; n * dim];
+            let mut scratch_out = vec![0.0f32; (n * dim).max(1)];
             let mut scratch_fault = [u32::MAX, 0, 0, 0];
-            let mut bindings = vec![
-                Binding::write(&mut scratch_out[..]),
-                Binding::read(&meta[..]),
-                Binding::read_write(&mut scratch_fault[..]),
-            ];
-            for b in &buffers {
-                bindings.push(Binding::Read(b));
-            }
-            Some(cache.time_dispatches(&spec, &mut bindings, workgroups, iters)?)
+            let mut scratch_flux = zero_flux;
+            Some(dispatch(
+                cache,
+                &p,
+                &buffers,
+                &mut scratch_out,
+                &mut scratch_fault,
+                &mut scratch_flux,
+                workgroups,
+                Some(iters),
+            )?)
         }
         None => None,
     };
     Ok(GpuEnsemble {
         states: out,
-        steps,
+        fluxes,
+        steps: p.steps,
         end_to_end,
         kernel_time,
         compiled,
     })
+}
+
+/// One dispatch (`timing: None`, results downloaded into the slices) or the
+/// device time of one over `iters` ([`KernelCache::time_dispatches`]).
+#[allow(clippy::too_many_arguments)]
+fn dispatch(
+    cache: &mut KernelCache,
+    p: &Prepared,
+    buffers: &[Vec<u8>],
+    out: &mut [f32],
+    fault: &mut [u32; 4],
+    flux: &mut [Vec<u32>],
+    workgroups: [u32; 3],
+    timing: Option<u32>,
+) -> Result<Duration, crate::GpuError> {
+    let mut bindings = vec![
+        Binding::write(out),
+        Binding::read(&p.meta[..]),
+        Binding::read_write(&mut fault[..]),
+    ];
+    for b in buffers {
+        bindings.push(Binding::Read(b));
+    }
+    for f in flux.iter_mut() {
+        bindings.push(Binding::read_write(&mut f[..]));
+    }
+    match timing {
+        None => cache
+            .dispatch(&p.spec, &mut bindings, workgroups)
+            .map(|_| Duration::ZERO),
+        Some(iters) => cache.time_dispatches(&p.spec, &mut bindings, workgroups, iters),
+    }
 }

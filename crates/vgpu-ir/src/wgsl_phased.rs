@@ -678,19 +678,16 @@ pub fn fault_error(
         }
         None => ("?".to_string(), 0, fault[2] as i64),
     };
-    let traj = fault[0] as usize;
-    let bdim = bdim.max(1) as usize;
-    Some(IrError::OutOfBounds {
-        kernel: k.name.clone(),
-        buffer: name,
+    let pos = k.sites.get(site as usize).copied().unwrap_or_default();
+    Some(eval::oob(
+        k,
+        &name,
         len,
         index,
-        trajectory: traj,
-        block: traj / bdim,
-        thread: traj % bdim,
-        file: k.source.clone(),
-        pos: k.sites.get(site as usize).copied().unwrap_or_default(),
-    })
+        fault[0] as usize,
+        bdim,
+        pos,
+    ))
 }
 
 #[cfg(test)]
