@@ -5,11 +5,13 @@ The data set is generated here: 1000 points on two interleaved spirals (1.5
 turns each, Gaussian noise), 2 classes. The network is 2 -> 64 (ReLU) -> 2
 (softmax, cross-entropy), trained with plain mini-batch SGD (no momentum). Every
 matrix product of the forward and the backward pass, of the accuracy check and of
-the decision-region grid runs through ``vgpu.VGPUCache.matmul``; the element-wise
-work (bias, ReLU, softmax) stays in numpy.
+the decision-region grid runs through ``vgpu.VGPUCache``: the hidden layer as one
+fused kernel (``matmul_bias_relu``: the bias and the ReLU in the matmul's store),
+the output layer through ``matmul`` and row-wise ``softmax``; the gradients'
+element-wise work stays in numpy.
 
 At the end it prints the training accuracy and the cache counters (one compile
-per distinct matmul shape, every other call a cache hit) and writes a PNG with
+per distinct matmul shape and one per fused kernel, every other call a cache hit) and writes a PNG with
 the loss curve and the learned decision regions: with matplotlib when it is
 installed, otherwise drawn with numpy and written by a small PNG encoder.
 
@@ -82,8 +84,9 @@ class MLP:
         )
 
     def logits(self, cache: vgpu.VGPUCache, x: np.ndarray) -> np.ndarray:
-        """The network's output for the rows of ``x``, both matmuls through ``cache``."""
-        h = np.maximum(cache.matmul(x, self.w1) + self.b1, 0.0)
+        """The network's output for the rows of ``x``, both matmuls through ``cache``
+        (the hidden layer's bias and ReLU fused into its matmul)."""
+        h = cache.matmul_bias_relu(x, self.w1, self.b1)
         return cache.matmul(h, self.w2) + self.b2
 
     def predict(self, cache: vgpu.VGPUCache, x: np.ndarray) -> np.ndarray:
@@ -91,29 +94,23 @@ class MLP:
         return self.logits(cache, x).argmax(axis=1)
 
 
-def softmax(z: np.ndarray) -> np.ndarray:
-    """Row-wise softmax, shifted by the row maximum for stability."""
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
 def sgd_step(cache: vgpu.VGPUCache, net: MLP, x: np.ndarray, y: np.ndarray, lr: float) -> float:
     """One plain SGD step on the batch (x, y); returns the batch's mean cross-entropy.
 
-    Five matmuls, all through ``cache``: two forward, three backward
-    (dW2 = h^T d2, dh = d2 W2^T, dW1 = x^T dz).
+    Five matmuls, all through ``cache``: two forward (the first with its bias
+    and ReLU fused, ``matmul_bias_relu``; the second followed by the cache's
+    row-wise ``softmax``), three backward (dW2 = h^T d2, dh = d2 W2^T, dW1 = x^T dz).
     """
     b = x.shape[0]
-    z1 = cache.matmul(x, net.w1) + net.b1
-    h = np.maximum(z1, 0.0)
-    p = softmax(cache.matmul(h, net.w2) + net.b2)
+    h = cache.matmul_bias_relu(x, net.w1, net.b1)
+    p = cache.softmax(cache.matmul(h, net.w2) + net.b2)
     loss = float(-np.log(np.maximum(p[np.arange(b), y], 1e-12)).mean())
     d2 = p
     d2[np.arange(b), y] -= 1.0
     d2 /= b
     g_w2 = cache.matmul(h.T, d2)
     dh = cache.matmul(d2, net.w2.T)
-    dz = dh * (z1 > 0.0)
+    dz = dh * (h > 0.0)  # relu'(z1): h > 0 exactly where z1 > 0
     g_w1 = cache.matmul(x.T, dz)
     net.w2 -= lr * g_w2
     net.b2 -= lr * d2.sum(axis=0)

@@ -1,4 +1,5 @@
-"""examples/mlp.py: the MLP trains to >= 95% with every matmul through VGPUCache."""
+"""examples/mlp.py: the MLP trains to >= 95% with every matmul (and the fused
+hidden layer and softmax) through VGPUCache."""
 
 import importlib.util
 import os
@@ -23,15 +24,24 @@ def mlp():
 
 
 class CountingCache:
-    """Wraps a VGPUCache and counts the matmul shapes it sees."""
+    """Wraps a VGPUCache and records each call: (method, input shapes)."""
 
     def __init__(self, cache):
         self.cache = cache
-        self.shapes = []
+        self.calls = []
+
+    def _call(self, name, *args):
+        self.calls.append((name, tuple(np.shape(a) for a in args)))
+        return getattr(self.cache, name)(*args)
 
     def matmul(self, a, b):
-        self.shapes.append((np.shape(a), np.shape(b)))
-        return self.cache.matmul(a, b)
+        return self._call("matmul", a, b)
+
+    def matmul_bias_relu(self, a, w, bias):
+        return self._call("matmul_bias_relu", a, w, bias)
+
+    def softmax(self, x):
+        return self._call("softmax", x)
 
 
 def test_spirals(mlp):
@@ -52,18 +62,26 @@ def test_training_reaches_95_percent_with_every_matmul_cached(mlp, require_gpu):
     run = mlp.train(counting, x, y, epochs=epochs)
     assert run.accuracy >= 0.95, run.accuracy
     assert len(run.losses) == epochs and run.losses[-1] < run.losses[0] / 4
-    # Every product went through the cache: 5 per SGD step, 2 for the accuracy.
-    calls = epochs * (1000 // mlp.BATCH) * 5 + 2
-    assert len(counting.shapes) == calls
-    # Distinct shapes: x W1 and d2 W2^T are both (100, 2)(2, 64); h W2, h^T d2,
-    # x^T dz; and the two of the accuracy check.
-    distinct = len(set(counting.shapes))
-    assert distinct == 6
+    # Every product went through the cache: per SGD step one matmul_bias_relu
+    # (x W1 + b1, relu), four matmuls (h W2; h^T d2, d2 W2^T, x^T dz) and one
+    # softmax; for the accuracy, one matmul_bias_relu and one matmul.
+    steps = epochs * (1000 // mlp.BATCH)
+    kinds = [name for name, _ in counting.calls]
+    assert kinds.count("matmul_bias_relu") == steps + 1
+    assert kinds.count("matmul") == 4 * steps + 1
+    assert kinds.count("softmax") == steps
+    # Kernels: one per distinct matmul shape (fused and plain apart), and the
+    # softmax's two (row scan and normalisation) for every shape.
+    distinct = len({c for c in counting.calls if c[0] != "softmax"})
+    assert distinct == 7
+    kernels = distinct + 2
+    dispatches = len(counting.calls) + steps  # a softmax is two dispatches
     s = cache.stats
     if cache.backend == "gpu":
-        assert (s.compiles, s.cache_hits, s.gpu_dispatches) == (distinct, calls - distinct, calls)
+        assert (s.compiles, s.cache_hits, s.gpu_dispatches) == (
+            kernels, dispatches - kernels, dispatches)
     else:
-        assert s.cpu_fallbacks == calls
+        assert s.cpu_fallbacks == len(counting.calls)
     if require_gpu:
         assert cache.backend == "gpu"
 
