@@ -1,9 +1,27 @@
-//! The CPU fallback: row-major f32 GEMM through the `gemm` crate (chosen over
-//! `matrixmultiply` by measurement, see docs/BENCHMARKS.md "Matmul, CPU").
+//! The CPU fallback: row-major f32 GEMM through `faer` (chosen over `gemm` and
+//! `matrixmultiply` by measurement beside numpy, see docs/BENCHMARKS.md
+//! "Matmul, CPU"); the other two stay for that comparison
+//! (`vgpu bench matmul --backend cpu --cpu-lib gemm|matrixmultiply`).
 
-/// C = A·B for row-major A (m×k), B (k×n), written into `c` (m×n). The shapes
-/// must already be checked (the lengths are asserted in debug builds only).
+/// C = A·B for row-major A (m×k), B (k×n), written into `c` (m×n), through
+/// `faer` (its x86 kernels; rayon's pool from 96³ flops per call up, one thread
+/// below). The shapes must already be checked (`faer` asserts them).
 pub fn matmul_into(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
+    use faer::{Accum, MatMut, MatRef, Par};
+    let a = MatRef::from_row_major_slice(a, m, k);
+    let b = MatRef::from_row_major_slice(b, k, n);
+    let c = MatMut::from_row_major_slice_mut(c, m, n);
+    let par = if m * n * k >= 96 * 96 * 96 {
+        Par::rayon(0)
+    } else {
+        Par::Seq
+    };
+    faer::linalg::matmul::matmul(c, Accum::Replace, a, b, 1.0f32, par);
+}
+
+/// The same product through the `gemm` crate (rayon from 96³ flops up); kept for
+/// the CPU-library comparison, `vgpu bench matmul --backend cpu --cpu-lib gemm`.
+pub fn matmul_into_gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
     debug_assert_eq!(a.len(), m * k);
     debug_assert_eq!(b.len(), k * n);
     debug_assert_eq!(c.len(), m * n);
@@ -75,20 +93,4 @@ pub fn matmul_into_matrixmultiply(
             1,
         );
     }
-}
-
-/// The same product through `faer` (its x86 kernels, threads from rayon's pool);
-/// kept for the CPU-library comparison,
-/// `vgpu bench matmul --backend cpu --cpu-lib faer`.
-pub fn matmul_into_faer(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
-    use faer::{Accum, MatMut, MatRef, Par};
-    let a = MatRef::from_row_major_slice(a, m, k);
-    let b = MatRef::from_row_major_slice(b, k, n);
-    let c = MatMut::from_row_major_slice_mut(c, m, n);
-    let par = if m * n * k >= 96 * 96 * 96 {
-        Par::rayon(0)
-    } else {
-        Par::Seq
-    };
-    faer::linalg::matmul::matmul(c, Accum::Replace, a, b, 1.0f32, par);
 }

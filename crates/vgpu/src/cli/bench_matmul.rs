@@ -24,12 +24,12 @@ pub enum BackendArg {
 /// The CPU GEMM library (for the measurement that picked the fallback's library).
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum CpuLib {
-    /// `gemm` (the fallback VGPU uses).
+    /// `faer` (the fallback VGPU uses, through the cache).
+    Faer,
+    /// `gemm`, for comparison.
     Gemm,
     /// `matrixmultiply` (threaded), for comparison.
     Matrixmultiply,
-    /// `faer` (its own x86 kernels), for comparison.
-    Faer,
 }
 
 /// Options of `vgpu bench matmul`.
@@ -57,7 +57,7 @@ pub struct MatmulArgs {
     #[arg(long)]
     tile: Option<String>,
     /// CPU library, with `--backend cpu`.
-    #[arg(long, value_enum, default_value_t = CpuLib::Gemm)]
+    #[arg(long, value_enum, default_value_t = CpuLib::Faer)]
     cpu_lib: CpuLib,
 }
 
@@ -104,18 +104,18 @@ pub fn run(args: MatmulArgs) -> Result<ExitCode, vgpu::Error> {
     let a = data(n * n, 1);
     let b = data(n * n, 2);
     let mut c = vec![0.0f32; n * n];
-    let other_lib = args.cpu_lib != CpuLib::Gemm;
+    let other_lib = args.cpu_lib != CpuLib::Faer;
     if other_lib && cache.backend() != vgpu::gpu::ActiveBackend::Cpu {
         return Err(vgpu::Error::Usage(
-            "--cpu-lib matrixmultiply|faer needs --backend cpu".into(),
+            "--cpu-lib gemm|matrixmultiply needs --backend cpu".into(),
         ));
     }
     let mut call = |c: &mut [f32]| -> Result<(), vgpu::Error> {
         use vgpu::gpu::matmul::cpu;
         match args.cpu_lib {
             CpuLib::Matrixmultiply => cpu::matmul_into_matrixmultiply(&a, &b, c, n, n, n),
-            CpuLib::Faer => cpu::matmul_into_faer(&a, &b, c, n, n, n),
-            CpuLib::Gemm => cache.matmul_into(&a, (n, n), &b, (n, n), c)?,
+            CpuLib::Gemm => cpu::matmul_into_gemm(&a, &b, c, n, n, n),
+            CpuLib::Faer => cache.matmul_into(&a, (n, n), &b, (n, n), c)?,
         }
         Ok(())
     };
