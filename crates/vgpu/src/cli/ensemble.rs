@@ -246,7 +246,12 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
     let mut note = String::new();
     let mut cache = None;
     if choice != "cpu" {
-        match vgpu_ir::wgsl::check_wgsl(&k) {
+        let on_gpu = if k.is_phased() {
+            vgpu_ir::wgsl_phased::check_phased_wgsl(&k, method)
+        } else {
+            vgpu_ir::wgsl::check_wgsl(&k)
+        };
+        match on_gpu {
             Err(e) if choice == "gpu" => return Err(e.into()),
             Err(e) => note = format!("on the CPU: {e}"),
             Ok(()) => match KernelCache::new() {
@@ -266,7 +271,7 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
                 "gpu",
                 adapter,
                 Buffer::F32(r.states.into()),
-                vec![],
+                r.fluxes,
                 r.steps,
                 r.kernel_time,
             )
