@@ -66,14 +66,14 @@ impl EnsembleJob {
     /// Runs the job (no GIL needed). `gpu` holds the GPU kernel cache, created on
     /// first use and kept, so a kernel compiles once per `VGPU` object.
     /// `"auto"` runs on the GPU when there is an adapter and the kernel can run
-    /// there (f32, unphased), otherwise on the CPU.
+    /// there (f32; phased kernels with Euler, in blocks the device's workgroups
+    /// hold), otherwise on the CPU. GPU runs return the flux outputs too (float
+    /// flux summed in the GPU's order: equal to the CPU's to rounding).
     pub fn run(&self, gpu: &Mutex<Option<KernelCache>>) -> Result<EnsembleResult, String> {
         let on_gpu = match self.backend {
             EnsembleBackend::Cpu => false,
             EnsembleBackend::Gpu => true,
-            EnsembleBackend::Auto => {
-                self.kernel.float_type() == ScalarType::F32 && !self.kernel.is_phased()
-            }
+            EnsembleBackend::Auto => self.kernel.float_type() == ScalarType::F32,
         };
         if on_gpu {
             let mut slot = gpu
@@ -93,7 +93,7 @@ impl EnsembleJob {
                             n: self.integration.n,
                             dim: self.kernel.states.len(),
                             states: Buffer::from(out.states),
-                            fluxes: Vec::new(),
+                            fluxes: out.fluxes,
                             backend: "gpu",
                         })
                     }

@@ -215,10 +215,58 @@ def test_gpu_backend_agrees_with_cpu(require_gpu):
     assert gpu.shape == cpu.shape == (n, 3) and gpu.dtype == np.float32
     # Same arithmetic up to the GPU compiler's fma contraction: f32 rounding only.
     np.testing.assert_allclose(gpu, cpu, rtol=0, atol=1e-4)
-    # A phased kernel cannot run on the GPU: backend="gpu" says so, "auto" runs it on the CPU.
+    # Phased kernels run on the GPU with Euler; other integrators are refused there.
     x = np.linspace(0, 1, 256, dtype=np.float32)
-    tree = dict(n=256, t=(0, 0), dt=1, method="euler", block=128, params={"x": x, "steps": 7})
+    tree = dict(n=256, t=(0, 0), dt=1, block=128, params={"x": x, "steps": 7})
     with pytest.raises(vgpu.VGPUError, match="cannot run on"):
-        v.ensemble(EXAMPLES / "tree_sum.field", backend="gpu", **tree)
-    _, fl = v.ensemble(EXAMPLES / "tree_sum.field", backend="auto", return_fluxes=True, **tree)
+        v.ensemble(EXAMPLES / "tree_sum.field", backend="gpu", method="rk4", **tree)
+    _, fl = v.ensemble(EXAMPLES / "tree_sum.field", backend="gpu", method="euler",
+                       return_fluxes=True, **tree)
     assert abs(float(fl["total"][0]) - float(x.astype(np.float64).sum())) < 1e-3
+
+
+def _run(v, path, backend, **kw):
+    """The low-level call: (states, fluxes, where it ran)."""
+    return v._vgpu.ensemble(
+        path.read_text(), str(path), kw["n"], (0.0, 0.0), 1.0, "euler", kw["params"],
+        backend, kw["block"], None,
+    )
+
+
+def test_gpu_runs_phased_kernels_and_returns_fluxes(require_gpu):
+    if vgpu.VGPUCache().backend != "gpu":
+        assert not require_gpu
+        pytest.skip("no GPU adapter")
+    v = vgpu.VGPU()
+    rng = np.random.default_rng(11)
+    # Integer flux (shared-memory histogram, then one atomicAdd per bin): exact.
+    data = rng.integers(0, 1000, 4096).astype(np.uint32)
+    hist = dict(n=4096, block=256, params={"x": data, "bins": 16})
+    _, fg, ran = _run(v, EXAMPLES / "histogram.field", "auto", **hist)
+    assert ran == "gpu"
+    _, fc, ran = _run(v, EXAMPLES / "histogram.field", "cpu", **hist)
+    assert ran == "cpu"
+    assert fg["hist"].dtype == np.uint32 and np.array_equal(fg["hist"], fc["hist"])
+    assert np.array_equal(fg["hist"], np.bincount(data % 16, minlength=16))
+    # Shared memory and barriers: the states are the CPU's bits.
+    x = rng.standard_normal(1024).astype(np.float32)
+    rev = dict(n=1024, block=128, params={"x": x})
+    sg, fg, ran = _run(v, EXAMPLES / "barrier_reverse.field", "gpu", **rev)
+    sc, _, _ = _run(v, EXAMPLES / "barrier_reverse.field", "cpu", **rev)
+    assert ran == "gpu" and fg == {}
+    assert np.array_equal(sg, sc)
+    assert np.array_equal(sg[:, 0], x.reshape(8, 128)[:, ::-1].ravel())
+    # Float flux: each block's tree sum is the CPU's bits; the blocks' atomic adds
+    # land in the GPU's order, so the total agrees to rounding (8 blocks, |total| < 600).
+    x = rng.random(1024).astype(np.float32)
+    tree = dict(n=1024, block=128, params={"x": x, "steps": 7})
+    sg, fg, ran = _run(v, EXAMPLES / "tree_sum.field", "gpu", **tree)
+    _, fc, _ = _run(v, EXAMPLES / "tree_sum.field", "cpu", **tree)
+    assert ran == "gpu" and sg.shape == (1024, 0)
+    assert fg["total"].dtype == np.float32 and fg["total"].shape == (1,)
+    np.testing.assert_allclose(fg["total"], fc["total"], rtol=8 * 2.0**-23, atol=0)
+    # The public call returns them too.
+    states, fluxes = v.ensemble(EXAMPLES / "tree_sum.field", n=1024, t=(0, 0), dt=1,
+                                method="euler", block=128, params={"x": x, "steps": 7},
+                                backend="gpu", return_fluxes=True)
+    np.testing.assert_allclose(fluxes["total"], fc["total"], rtol=8 * 2.0**-23, atol=0)

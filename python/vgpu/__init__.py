@@ -284,9 +284,11 @@ class VGPU:
                 for buffers (flattened in C order, converted to the declared element
                 type; integer buffers take only integer arrays).
             backend: ``"auto"`` (the GPU when wgpu finds an adapter and the kernel
-                can run there -- f32 and unphased -- else the CPU), ``"cpu"``, or
-                ``"gpu"`` (no adapter, or a kernel the GPU cannot run, is a
-                VGPUError). On the GPU, flux outputs are not produced.
+                can run there -- f32; phased kernels with Euler -- else the CPU),
+                ``"cpu"``, or ``"gpu"`` (no adapter, or a kernel the GPU cannot
+                run, is a VGPUError). GPU runs return flux outputs too; float
+                flux is summed in the GPU's order there, equal to the CPU's
+                fixed-order sum to rounding.
             block: trajectories per block (default min(n, 256)).
             threads: CPU threads (``1`` sequential, ``0`` one per core); the
                 results are the same bits for any value.
