@@ -17,6 +17,7 @@ use crate::error::{Fault, FaultClass, PtxError};
 use crate::launch::{ExecOptions, TraceStep};
 use crate::memory::*;
 use crate::program::*;
+use crate::warp_ops::{put, row};
 
 const RUN: u8 = 0;
 const BAR: u8 = 1;
@@ -227,7 +228,7 @@ fn fmt3(t: [u32; 3]) -> String {
     format!("({},{},{})", t[0], t[1], t[2])
 }
 
-impl<'a> BlockRun<'a, '_> {
+impl BlockRun<'_, '_> {
     fn fault(&self, class: FaultClass, tid: u32, line: u32, detail: String) -> PtxError {
         PtxError::Fault(Box::new(Fault {
             class,
@@ -410,22 +411,6 @@ impl<'a> BlockRun<'a, '_> {
         }
     }
 
-    /// Where a scalar access at `a` of the global (or generic) space lies, when it
-    /// is naturally aligned and wholly inside one global allocation.
-    #[inline(always)]
-    fn global_place(
-        &self,
-        hint: &mut usize,
-        a: u64,
-        size: u8,
-        write: bool,
-    ) -> Option<(&'a Region, u64)> {
-        if a >= SHARED_WINDOW {
-            return None;
-        }
-        self.ctx.gmem.place(hint, a, size, write)
-    }
-
     fn load(&mut self, space: Space, a: u64, size: u8, tid: u32) -> Result<u64, MemFault> {
         let check = self.ctx.opts.check;
         let (sp, a) = self.resolve(space, a);
@@ -569,21 +554,20 @@ impl<'a> BlockRun<'a, '_> {
                 let n = d.len() as u64;
                 let mut rest = em;
                 if let ([r], true) = (d.as_slice(), global_like(*space)) {
-                    // Fast path: a scalar global access inside one allocation.
-                    let (r, mut hint) = (*r as usize, 0);
-                    for l in lanes(em) {
-                        let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
-                        if let Some((reg, off)) = self.global_place(&mut hint, a, *size, false) {
-                            let v = reg.load_at(off, *size);
-                            if r != u32::MAX as usize {
-                                regs[r * 32 + l] = if *sign {
-                                    crate::types::sx(v, *size as u32 * 8) as u64
-                                } else {
-                                    v
-                                };
-                            }
-                            rest &= !(1 << l);
+                    // Fast path: the warp's scalar accesses inside one allocation.
+                    let mut v = [0u64; 32];
+                    if self
+                        .ctx
+                        .gmem
+                        .load_warp(&addr_row(regs, addr), em, *size, &mut v)
+                    {
+                        if *sign {
+                            v = v.map(|x| crate::types::sx(x, *size as u32 * 8) as u64);
                         }
+                        if *r != u32::MAX {
+                            put(regs, *r, &v, em);
+                        }
+                        rest = 0;
                     }
                 }
                 for l in lanes(rest) {
@@ -624,14 +608,13 @@ impl<'a> BlockRun<'a, '_> {
                 let n = src.len() as u64;
                 let mut rest = em;
                 if let ([v], true) = (src.as_slice(), global_like(*space)) {
-                    // Fast path: a scalar global access inside one allocation.
-                    let mut hint = 0;
-                    for l in lanes(em) {
-                        let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
-                        if let Some((reg, off)) = self.global_place(&mut hint, a, *size, true) {
-                            reg.store_at(off, *size, rd(regs, *v, l));
-                            rest &= !(1 << l);
-                        }
+                    // Fast path: the warp's scalar accesses inside one allocation.
+                    if self
+                        .ctx
+                        .gmem
+                        .store_warp(&addr_row(regs, addr), em, *size, &row(regs, *v))
+                    {
+                        rest = 0;
                     }
                 }
                 for l in lanes(rest) {
@@ -795,6 +778,12 @@ impl<'a> BlockRun<'a, '_> {
         let _ = self.nthreads;
         Ok(())
     }
+}
+
+/// The address of every lane.
+#[inline(always)]
+fn addr_row(regs: &[u64], addr: &Addr) -> [u64; 32] {
+    row(regs, addr.base).map(|b| b.wrapping_add(addr.off as u64))
 }
 
 /// A space whose addresses may be global memory (a generic address below the

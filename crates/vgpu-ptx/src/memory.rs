@@ -80,7 +80,7 @@ impl Region {
         out
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn load_at(&self, off: u64, size: u8) -> u64 {
         let o = off as usize;
         match size {
@@ -101,7 +101,7 @@ impl Region {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn store_at(&self, off: u64, size: u8, v: u64) {
         let o = off as usize;
         match size {
@@ -180,30 +180,70 @@ impl GlobalMem {
         ))
     }
 
-    /// The region and offset of a naturally aligned access `[addr, addr + size)`
-    /// that lies wholly inside one allocation (a writable one for a store),
-    /// trying region `*hint` first and leaving there the one found. `None` sends
-    /// the caller to [`GlobalMem::load`]/[`GlobalMem::store`], which name the fault.
-    #[inline]
-    pub(crate) fn place(
-        &self,
-        hint: &mut usize,
-        addr: u64,
-        size: u8,
-        write: bool,
-    ) -> Option<(&Region, u64)> {
-        let size = size as u64;
-        if addr % size != 0 {
+    /// The allocation holding every access `[addrs[l], addrs[l] + size)` of the
+    /// lanes `l` of `em` (a writable one for a store), when all are naturally
+    /// aligned and below the generic windows; `None` sends the caller to the
+    /// checked per-lane path, which names the fault.
+    #[inline(always)]
+    fn span(&self, addrs: &[u64; 32], em: u32, size: u8, write: bool) -> Option<&Region> {
+        let (mut lo, mut hi, mut bits) = (u64::MAX, 0u64, 0u64);
+        for (l, &a) in addrs.iter().enumerate() {
+            if em & (1 << l) != 0 {
+                lo = lo.min(a);
+                hi = hi.max(a);
+                bits |= a;
+            }
+        }
+        // Sizes are powers of two.
+        if em == 0 || bits & (size as u64 - 1) != 0 || hi >= SHARED_WINDOW {
             return None;
         }
-        let fits =
-            |r: &Region| addr >= r.base && addr - r.base + size <= r.len && (r.writable || !write);
-        if let Some(r) = self.regions.get(*hint).filter(|r| fits(r)) {
-            return Some((r, addr - r.base));
+        self.regions
+            .iter()
+            .find(|r| lo >= r.base && hi - r.base + size as u64 <= r.len && (r.writable || !write))
+    }
+
+    /// Loads `size` bytes at `addrs[l]` into `out[l]` for the lanes of `em`, when
+    /// [`GlobalMem::span`] finds their allocation; false (nothing loaded) if not.
+    #[inline(always)]
+    pub(crate) fn load_warp(
+        &self,
+        addrs: &[u64; 32],
+        em: u32,
+        size: u8,
+        out: &mut [u64; 32],
+    ) -> bool {
+        let Some(r) = self.span(addrs, em, size, false) else {
+            return false;
+        };
+        for (l, (o, &a)) in out.iter_mut().zip(addrs).enumerate() {
+            if em & (1 << l) != 0 {
+                *o = r.load_at(a - r.base, size);
+            }
         }
-        let i = self.regions.iter().position(fits)?;
-        *hint = i;
-        Some((&self.regions[i], addr - self.regions[i].base))
+        true
+    }
+
+    /// Stores the low `size` bytes of `vals[l]` at `addrs[l]` for the lanes of
+    /// `em`, when [`GlobalMem::span`] finds their allocation; false (nothing
+    /// stored) if not.
+    #[inline(always)]
+    pub(crate) fn store_warp(
+        &self,
+        addrs: &[u64; 32],
+        em: u32,
+        size: u8,
+        vals: &[u64; 32],
+    ) -> bool {
+        let Some(r) = self.span(addrs, em, size, true) else {
+            return false;
+        };
+        for (l, (&v, &a)) in vals.iter().zip(addrs).enumerate() {
+            if em & (1 << l) != 0 {
+                r.store_at(a - r.base, size, v);
+            }
+        }
+        true
     }
 
     #[inline]

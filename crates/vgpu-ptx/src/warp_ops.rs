@@ -251,7 +251,7 @@ pub(crate) fn contracted(ty: Ty, ftz: bool, nx: bool, nc: bool) -> Option<Kind> 
 
 /// One register of every lane, or an immediate in every lane.
 #[inline(always)]
-fn row(regs: &[u64], s: Src) -> [u64; 32] {
+pub(crate) fn row(regs: &[u64], s: Src) -> [u64; 32] {
     match s {
         Src::Reg(r) => {
             let mut v = [0u64; 32];
@@ -395,7 +395,7 @@ fn compute(regs: &[u64], op: &WarpOp) -> [u64; 32] {
 
 /// Writes `v` into register `d` of the lanes of `em`.
 #[inline(always)]
-fn put(regs: &mut [u64], d: u32, v: &[u64; 32], em: u32) {
+pub(crate) fn put(regs: &mut [u64], d: u32, v: &[u64; 32], em: u32) {
     let dst = &mut regs[d as usize * 32..d as usize * 32 + 32];
     if em == u32::MAX {
         dst.copy_from_slice(v);
