@@ -161,7 +161,7 @@ fn matmul_bias_relu_matches_the_reference_on_both_kernels() {
             .matmul_bias_relu(&a, (m, k), &w, (k, n), &bias)
             .unwrap();
         assert_close(&format!("{m}x{k}x{n} cpu"), &cpu, &want, 0.0, 1e-5);
-        assert!(cpu.iter().any(|&v| v == 0.0) && cpu.iter().any(|&v| v > 0.0));
+        assert!(cpu.contains(&0.0) && cpu.iter().any(|&v| v > 0.0));
         if let Some(mut gpu) = gpu_cache("matmul_bias_relu") {
             let g = gpu.matmul_bias_relu(&a, (m, k), &w, (k, n), &bias).unwrap();
             assert_close(&format!("{m}x{k}x{n} gpu"), &g, &want, 0.0, 1e-5);
@@ -253,4 +253,29 @@ fn bad_shapes_are_typed_errors_naming_the_shapes() {
     assert!(matches!(e, GpuError::DataLength { operand: "B", .. }));
     // Nothing ran.
     assert_eq!(c.stats().cpu_fallbacks, 0);
+}
+
+#[test]
+fn a_jump_kernel_reading_out_of_range_is_an_error_on_both_backends() {
+    use vgpu_gpu::fused::jumps::JumpKernel;
+    use vgpu_ir::{Args, Value};
+    let k = JumpKernel::new(
+        "shift",
+        "field shift(x: f32[], by: u32) { state y = 0.0; y := x[i + by]; }",
+    )
+    .unwrap();
+    let mut args = Args::new(&k.kernel);
+    args.buffer("x", vec![1.0f32, 2.0, 3.0, 4.0])
+        .unwrap()
+        .scalar("by", Value::U32(1))
+        .unwrap();
+    // Three trajectories stay in range; the fourth reads x[4].
+    assert_eq!(k.run_cpu(&args, 3, 1).unwrap(), [2.0, 3.0, 4.0]);
+    let e = k.run_cpu(&args, 4, 1).unwrap_err().to_string();
+    assert!(e.contains("shift") && e.contains('4'), "{e}");
+    if let Some(mut cache) = common::kernel_cache("jump kernel fault") {
+        assert_eq!(k.run_gpu(&mut cache, &args, 3, 1).unwrap(), [2.0, 3.0, 4.0]);
+        let e = k.run_gpu(&mut cache, &args, 4, 1).unwrap_err().to_string();
+        assert!(e.contains("read index 4 out of range (trajectory 3"), "{e}");
+    }
 }

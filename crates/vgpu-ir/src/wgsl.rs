@@ -269,7 +269,7 @@ pub fn meta_words(
 
 /// Where each parameter lives: the binding slot (after
 /// [`FIRST_BUFFER_BINDING`]) of a buffer, the launch word of a scalar.
-pub(crate) struct ParamSlots {
+pub struct ParamSlots {
     /// Per parameter: its buffer slot (buffers only).
     pub buf: Vec<usize>,
     /// Per parameter: its launch word (scalars only).
@@ -277,7 +277,8 @@ pub(crate) struct ParamSlots {
 }
 
 impl ParamSlots {
-    pub(crate) fn of(k: &Kernel) -> ParamSlots {
+    /// The slots of `k`'s parameters, as [`meta_words`] lays out the launch words.
+    pub fn of(k: &Kernel) -> ParamSlots {
         let n_buffers = k.params.iter().filter(|p| p.buffer).count();
         let mut buf = vec![0usize; k.params.len()];
         let mut scalar = vec![0usize; k.params.len()];
@@ -299,7 +300,7 @@ impl ParamSlots {
 /// `fault`), one read-only binding per buffer parameter, the fault `report`,
 /// integer division and remainder as the CPU defines them, and the
 /// bounds-checked buffer loads `ld{param}(index, site, gid)`.
-pub(crate) fn emit_prelude(s: &mut String, k: &Kernel, slots: &ParamSlots) {
+pub fn emit_prelude(s: &mut String, k: &Kernel, slots: &ParamSlots) {
     let _ = writeln!(
         s,
         "@group(0) @binding(0) var<storage, read_write> out: array<f32>;"
