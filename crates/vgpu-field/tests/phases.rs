@@ -1,7 +1,13 @@
-//! Shared sub-field, basin-collapse barrier and flux: semantics and bad input.
+//! Shared sub-field, basin-collapse barrier and flux: semantics and bad input,
+//! for attractor phases (`PhaseKernel`) and flow phases (`FlowKernel`).
 
+use vgpu_field::phase::{
+    Elem, FlowKernel, FlowPhase, FluxBuffer, RegisterUpdate, SharedDecl, SharedSlice, StageAt,
+    StageIn, StageOut,
+};
 use vgpu_field::{
-    Barrier, Ctx, FieldError, LaunchConfig, Method, Par, PhaseKernel, PhaseOut, PhasedLaunch,
+    field_fn, Barrier, BlockCtx, Ctx, FieldError, Launch, LaunchConfig, Method, Par, PhaseKernel,
+    PhaseOut, PhaseReport, PhasedLaunch,
 };
 
 /// Each lane stores `h` into `s[lane]`; after the barrier reads its neighbour
@@ -37,43 +43,44 @@ impl PhaseKernel<f64> for Rotate {
             0 => out.store_shared(l, h[0]),
             1 => {
                 out.set(1, s[(l + 1) % self.block])?;
-                out.emit(c.block_linear_for_test(), h[0])
+                out.emit(c.block().block_linear(), h[0])
             }
             _ => out.set(0, h[0] / h[1] * 0.0 + f64::NAN), // poisons register 0
         }
     }
 }
 
-trait BlockLinear {
-    fn block_linear_for_test(&self) -> usize;
-}
-impl BlockLinear for Ctx<'_, '_, ()> {
-    fn block_linear_for_test(&self) -> usize {
-        self.block().block_linear()
-    }
-}
-
+/// Register 0 of trajectory `i` starts at `0.1 + 1.37·i`, register 1 at 0.
 fn states(n: usize) -> Vec<f64> {
     (0..n).flat_map(|i| [0.1 + 1.37 * i as f64, 0.0]).collect()
+}
+
+/// Runs [`Rotate`] over `cfg` (blocks of `block`) from [`states`]: the
+/// outcome, the final states and the flux (one accumulator per block).
+fn rotate(
+    cfg: LaunchConfig,
+    phases: usize,
+    barrier: Barrier,
+    par: Par,
+) -> (Result<PhaseReport, FieldError>, Vec<f64>, Vec<f64>) {
+    let mut s = states(cfg.total_threads());
+    let mut flux = vec![0.0f64; cfg.num_blocks()];
+    let kernel = Rotate {
+        block: cfg.threads_per_block(),
+        phases,
+    };
+    let r = PhasedLaunch::new(cfg)
+        .barrier(barrier)
+        .par(par)
+        .run(&kernel, &(), &mut s, &mut flux);
+    (r, s, flux)
 }
 
 #[test]
 fn barrier_snaps_to_exact_values_and_reports_collapse_steps() {
     let cfg = LaunchConfig::new(3, 8).unwrap();
-    let mut s = states(24);
-    let mut flux = vec![0.0f64; 3];
-    let r = PhasedLaunch::new(cfg)
-        .par(Par::Seq)
-        .run(
-            &Rotate {
-                block: 8,
-                phases: 2,
-            },
-            &(),
-            &mut s,
-            &mut flux,
-        )
-        .unwrap();
+    let (r, s, flux) = rotate(cfg, 2, Barrier::default(), Par::Seq);
+    let r = r.unwrap();
     for i in 0..24 {
         let next = (i / 8) * 8 + (i % 8 + 1) % 8;
         assert_eq!(s[2 * i + 1], 0.1 + 1.37 * next as f64, "lane {i}");
@@ -95,20 +102,8 @@ fn barrier_snaps_to_exact_values_and_reports_collapse_steps() {
         theta: 1e-2,
         ..Barrier::default()
     };
-    let mut s2 = states(24);
-    let r2 = PhasedLaunch::new(cfg)
-        .barrier(loose)
-        .run(
-            &Rotate {
-                block: 8,
-                phases: 2,
-            },
-            &(),
-            &mut s2,
-            &mut [0.0; 3],
-        )
-        .unwrap();
-    assert!(r2.max_steps_of_phase(1) < r.max_steps_of_phase(1));
+    let (r2, s2, _) = rotate(cfg, 2, loose, Par::Auto);
+    assert!(r2.unwrap().max_steps_of_phase(1) < r.max_steps_of_phase(1));
     assert_eq!(s, s2, "snapping makes the result independent of θ");
     // A phase time shorter than settling: the phase ends on time and still snaps.
     let hurried = Barrier {
@@ -116,20 +111,8 @@ fn barrier_snaps_to_exact_values_and_reports_collapse_steps() {
         method: Method::Euler,
         ..Barrier::default()
     };
-    let mut s3 = states(24);
-    let r3 = PhasedLaunch::new(cfg)
-        .barrier(hurried)
-        .run(
-            &Rotate {
-                block: 8,
-                phases: 2,
-            },
-            &(),
-            &mut s3,
-            &mut [0.0; 3],
-        )
-        .unwrap();
-    assert_eq!(r3.max_steps_of_phase(1), 4);
+    let (r3, s3, _) = rotate(cfg, 2, hurried, Par::Auto);
+    assert_eq!(r3.unwrap().max_steps_of_phase(1), 4);
     assert_eq!(s, s3);
 }
 
@@ -137,20 +120,8 @@ fn barrier_snaps_to_exact_values_and_reports_collapse_steps() {
 fn phased_results_are_bit_identical_for_any_thread_count() {
     let cfg = LaunchConfig::new((4, 2), (16, 2)).unwrap();
     let run = |par| {
-        let mut s = states(256);
-        let mut flux = vec![0.0f64; 8];
-        PhasedLaunch::new(cfg)
-            .par(par)
-            .run(
-                &Rotate {
-                    block: 32,
-                    phases: 2,
-                },
-                &(),
-                &mut s,
-                &mut flux,
-            )
-            .unwrap();
+        let (r, s, flux) = rotate(cfg, 2, Barrier::default(), par);
+        r.unwrap();
         (s, flux)
     };
     let seq = run(Par::Seq);
@@ -162,23 +133,11 @@ fn phased_results_are_bit_identical_for_any_thread_count() {
 #[test]
 fn non_finite_register_is_reported_with_trajectory_and_time() {
     let cfg = LaunchConfig::new(2, 4).unwrap();
-    let mut s = states(8);
-    let e = PhasedLaunch::new(cfg)
-        .barrier(Barrier {
-            phase_time: 2.0,
-            ..Barrier::default()
-        })
-        .run(
-            &Rotate {
-                block: 4,
-                phases: 3,
-            },
-            &(),
-            &mut s,
-            &mut [0.0; 2],
-        )
-        .unwrap_err();
-    match e {
+    let quick = Barrier {
+        phase_time: 2.0,
+        ..Barrier::default()
+    };
+    match rotate(cfg, 3, quick, Par::Auto).0.unwrap_err() {
         FieldError::NonFinite {
             trajectory,
             component,
@@ -192,15 +151,29 @@ fn non_finite_register_is_reported_with_trajectory_and_time() {
     }
 }
 
-struct OutOfRange;
-impl PhaseKernel<f32> for OutOfRange {
+/// One phase, one register: the trajectory `bad_shared` stores past the
+/// shared sub-field's end, `bad_register` sets a register that does not exist,
+/// and every trajectory emits -1 into accumulator 0.
+struct Faulty {
+    shared_len: usize,
+    bad_shared: Option<usize>,
+    bad_register: Option<usize>,
+}
+
+const CLEAN: Faulty = Faulty {
+    shared_len: 0,
+    bad_shared: None,
+    bad_register: None,
+};
+
+impl PhaseKernel<f32> for Faulty {
     type Params = ();
     type Flux = i32;
     fn dim(&self) -> usize {
         1
     }
     fn shared_len(&self) -> usize {
-        4
+        self.shared_len
     }
     fn phases(&self) -> usize {
         1
@@ -214,96 +187,48 @@ impl PhaseKernel<f32> for OutOfRange {
         _s: &[f32],
         out: &mut PhaseOut<'_, f32, i32>,
     ) -> Result<(), FieldError> {
-        if c.global() == 6 {
-            out.store_shared(4, 1.0)?;
+        if Some(c.global()) == self.bad_shared {
+            out.store_shared(self.shared_len, 1.0)?;
         }
-        if c.global() == 1 {
+        if Some(c.global()) == self.bad_register {
             out.set(1, 1.0)?;
         }
         out.emit(0, -1)
     }
 }
 
+fn faulty(cfg: LaunchConfig, k: &Faulty, acc: &mut [i32]) -> Result<PhaseReport, FieldError> {
+    let mut s = vec![0.0f32; cfg.total_threads()];
+    PhasedLaunch::new(cfg).run(k, &(), &mut s, acc)
+}
+
 #[test]
 fn out_of_bounds_shared_and_registers_are_typed_errors() {
-    let cfg = LaunchConfig::new(2, 4).unwrap();
-    let mut s = vec![0.0f32; 8];
-    let e = PhasedLaunch::new(cfg)
-        .run(&OutOfRange, &(), &mut s, &mut [0i32])
-        .unwrap_err();
+    let both = Faulty {
+        shared_len: 4,
+        bad_shared: Some(6),
+        bad_register: Some(1),
+    };
+    let e = faulty(LaunchConfig::new(2, 4).unwrap(), &both, &mut [0]).unwrap_err();
     // Block 0's fault (register 1 of thread 1) is reported before block 1's.
     assert_eq!(
         e.to_string(),
         "register index 1 out of bounds (length 1) in phase 0, block (0, 0, 0), thread (1, 0, 0)"
     );
     let cfg = LaunchConfig::new((1, 2), 4).unwrap();
-    let mut s = vec![0.0f32; 8];
-    struct OnlyShared;
-    impl PhaseKernel<f32> for OnlyShared {
-        type Params = ();
-        type Flux = i32;
-        fn dim(&self) -> usize {
-            1
-        }
-        fn shared_len(&self) -> usize {
-            4
-        }
-        fn phases(&self) -> usize {
-            1
-        }
-        fn phase(
-            &self,
-            _p: usize,
-            c: &Ctx<'_, '_, ()>,
-            _h: &[f32],
-            _h0: &[f32],
-            _s: &[f32],
-            out: &mut PhaseOut<'_, f32, i32>,
-        ) -> Result<(), FieldError> {
-            if c.global() == 6 {
-                out.store_shared(4, 1.0)?;
-            }
-            out.emit(0, -1)
-        }
-    }
-    let e = PhasedLaunch::new(cfg)
-        .run(&OnlyShared, &(), &mut s, &mut [0i32])
-        .unwrap_err();
+    let shared_only = Faulty {
+        bad_register: None,
+        ..both
+    };
+    let mut acc = [5i32];
+    let e = faulty(cfg, &shared_only, &mut acc).unwrap_err();
     assert_eq!(
         e.to_string(),
         "shared index 4 out of bounds (length 4) in phase 0, block (0, 1, 0), thread (2, 0, 0)"
     );
-    let mut acc = [5i32];
-    PhasedLaunch::new(cfg)
-        .run(&OutOfRangeFree, &(), &mut s, &mut acc)
-        .unwrap();
+    assert_eq!(acc[0], 5, "no flux applied after a fault");
+    faulty(cfg, &CLEAN, &mut acc).unwrap();
     assert_eq!(acc[0], 5 - 8, "i32 flux conserved");
-}
-
-struct OutOfRangeFree;
-impl PhaseKernel<f32> for OutOfRangeFree {
-    type Params = ();
-    type Flux = i32;
-    fn dim(&self) -> usize {
-        1
-    }
-    fn shared_len(&self) -> usize {
-        0
-    }
-    fn phases(&self) -> usize {
-        1
-    }
-    fn phase(
-        &self,
-        _p: usize,
-        _c: &Ctx<'_, '_, ()>,
-        _h: &[f32],
-        _h0: &[f32],
-        _s: &[f32],
-        out: &mut PhaseOut<'_, f32, i32>,
-    ) -> Result<(), FieldError> {
-        out.emit(0, -1)
-    }
 }
 
 #[test]
@@ -334,7 +259,7 @@ fn bad_barrier_settings_and_short_states_are_refused() {
         let mut s = vec![0.0f32; 8];
         let e = PhasedLaunch::new(cfg)
             .barrier(b)
-            .run(&OutOfRangeFree, &(), &mut s, &mut [0i32])
+            .run(&CLEAN, &(), &mut s, &mut [0i32])
             .unwrap_err();
         assert!(
             matches!(
@@ -346,7 +271,7 @@ fn bad_barrier_settings_and_short_states_are_refused() {
     }
     let mut s = vec![0.0f32; 7];
     let e = PhasedLaunch::new(cfg)
-        .run(&OutOfRangeFree, &(), &mut s, &mut [0i32])
+        .run(&CLEAN, &(), &mut s, &mut [0i32])
         .unwrap_err();
     assert!(
         matches!(e, FieldError::BufferTooShort { needed: 8, .. }),
@@ -405,4 +330,213 @@ fn a_trajectory_sees_its_own_writes_within_a_phase() {
             "neighbour's write not yet visible (shared starts at 0)"
         );
     }
+}
+
+// ---- flow phases -------------------------------------------------------------
+
+/// How [`Decay`] misbehaves.
+#[derive(Clone, Copy, PartialEq)]
+enum Misuse {
+    None,
+    /// Lane 2 of block 1 drives past the end of `acc`.
+    OutOfBounds,
+    /// Emits only at the first stage.
+    DropsEmissions,
+    /// Drives the f64 array with an f32.
+    WrongType,
+}
+
+/// Registers `(h, g)`. Phase 0 (`steps` steps): `dh/dt = −h`, `g` held; each
+/// lane drives `acc[lane]` (f64) at rate `h` and emits `h` into `out[global]`
+/// (f64 flux), so flux and `acc` integrate the same rate. Phase 1, three
+/// repetitions `r` of one step: `h` held, `g` jumps to `acc[lane]`; every lane
+/// adds 1 to `hits[r % 2]` (i32, starting at `i32::MAX`, wrapping); lane 0
+/// emits `hits[0]` into `count[0]` (i32).
+struct Decay {
+    shared: Vec<SharedDecl>,
+    phases: Vec<FlowPhase>,
+    misuse: Misuse,
+}
+
+impl Decay {
+    fn new(lanes: usize, steps: usize, misuse: Misuse) -> Decay {
+        Decay {
+            shared: vec![
+                SharedDecl {
+                    name: "acc".into(),
+                    len: lanes,
+                    init: Elem::F64(0.0),
+                },
+                SharedDecl {
+                    name: "hits".into(),
+                    len: 2,
+                    init: Elem::I32(i32::MAX),
+                },
+            ],
+            phases: vec![
+                FlowPhase {
+                    steps: vec![steps],
+                    updates: vec![RegisterUpdate::Rate, RegisterUpdate::Hold],
+                },
+                FlowPhase {
+                    steps: vec![1; 3],
+                    updates: vec![RegisterUpdate::Hold, RegisterUpdate::Jump],
+                },
+            ],
+            misuse,
+        }
+    }
+}
+
+impl FlowKernel<f64> for Decay {
+    type Params = ();
+    type Scratch = ();
+    fn dim(&self) -> usize {
+        2
+    }
+    fn shared(&self) -> &[SharedDecl] {
+        &self.shared
+    }
+    fn phases(&self) -> &[FlowPhase] {
+        &self.phases
+    }
+    fn scratch(&self, _lanes: usize) {}
+    fn stage(
+        &self,
+        at: StageAt<f64>,
+        ctx: &BlockCtx<'_, ()>,
+        input: &StageIn<'_, f64>,
+        _sc: &mut (),
+        out: &mut StageOut<'_, f64>,
+    ) -> Result<(), FieldError> {
+        let (SharedSlice::F64(acc), SharedSlice::I32(hits)) =
+            (input.shared.array(0), input.shared.array(1))
+        else {
+            panic!("layout")
+        };
+        let lanes = ctx.lanes();
+        for l in 0..lanes {
+            let h = input.h[l];
+            if at.phase == 0 {
+                out.rates()[l] = -h;
+                let bad = self.misuse == Misuse::OutOfBounds && ctx.first() + l == 6;
+                let v = match self.misuse {
+                    Misuse::WrongType => Elem::F32(h as f32),
+                    _ => Elem::F64(h),
+                };
+                out.drive(0, l, if bad { acc.len() } else { l }, v)?;
+                if out.first_stage() || self.misuse != Misuse::DropsEmissions {
+                    out.emit(0, l, ctx.first() + l, Elem::F64(h))?;
+                }
+            } else {
+                out.jumps()[lanes + l] = acc[l];
+                out.drive(1, l, at.rep % 2, Elem::I32(1))?;
+                if l == 0 {
+                    out.emit(1, l, 0, Elem::I32(hits[0] as i32))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs [`Decay`] from `(h, g) = (1 + i/8, 0)` over `blocks` blocks of
+/// `lanes`, with step 0.25: states, f64 flux and i32 flux.
+fn decay(
+    blocks: u32,
+    lanes: u32,
+    method: Method,
+    misuse: Misuse,
+    par: Par,
+) -> Result<(Vec<f64>, FluxBuffer, FluxBuffer), FieldError> {
+    let cfg = LaunchConfig::new(blocks, lanes)?;
+    let n = cfg.total_threads();
+    let mut h: Vec<f64> = (0..n).flat_map(|i| [1.0 + i as f64 / 8.0, 0.0]).collect();
+    let mut flux = vec![
+        FluxBuffer::zeros(vgpu_field::phase::ElemType::F64, n).unwrap(),
+        FluxBuffer::I32(vec![0]),
+    ];
+    let barrier = Barrier {
+        dt: 0.25,
+        method,
+        ..Barrier::default()
+    };
+    PhasedLaunch::new(cfg).barrier(barrier).par(par).run_flow(
+        &Decay::new(lanes as usize, 8, misuse),
+        &(),
+        &mut h,
+        &mut flux,
+    )?;
+    let count = flux.pop().unwrap();
+    Ok((h, flux.pop().unwrap(), count))
+}
+
+#[test]
+fn flow_phases_integrate_registers_shared_and_flux_with_the_launch_arithmetic() {
+    for method in [Method::Euler, Method::Rk4] {
+        let (h, out, count) = decay(3, 4, method, Misuse::None, Par::Seq).unwrap();
+        // Phase 0 alone is the field dh/dt = −h: the plain launch gives these bits.
+        let mut plain: Vec<f64> = (0..12).map(|i| 1.0 + i as f64 / 8.0).collect();
+        let field = field_fn(
+            |_t: f64, h: &[f64; 1], _: &[f64; 1], _: &Ctx<()>, d: &mut [f64; 1]| {
+                d[0] = -h[0];
+            },
+        );
+        Launch::new(LaunchConfig::new(3, 4).unwrap())
+            .method(method)
+            .dt(0.25)
+            .steps(8)
+            .run(&field, &(), &mut plain)
+            .unwrap();
+        let FluxBuffer::F64(out) = out else { panic!() };
+        for i in 0..12 {
+            // h took phase 0's steps as the plain launch does, and phase 1 held it.
+            assert_eq!(h[2 * i], plain[i], "{method}: h of trajectory {i}");
+            // The flux is the method's quadrature of the rate `acc` integrates
+            // from 0, summed in the same order: the same bits, which g jumped to.
+            let acc = h[2 * i + 1];
+            assert_eq!(out[i], acc, "{method}: flux of trajectory {i}");
+            let h0 = 1.0 + i as f64 / 8.0;
+            // What the flux carried is what left h, up to rounding.
+            assert!((acc - (h0 - plain[i])).abs() <= 1e-13, "{method}: {acc}");
+            // After phase 0, h decayed to h0·e^{−2}, within T·dt^p/(p+1)!·h0 for a
+            // method of order p (see `demos::relax_tolerance`).
+            let p = method.tableau().order() as i32;
+            let tol = 2.0 * 0.25f64.powi(p) / (1..=p + 1).map(f64::from).product::<f64>();
+            let err = (plain[i] - h0 * (-2.0f64).exp()).abs();
+            assert!(
+                err <= tol * h0,
+                "{method}: {} vs {}",
+                plain[i],
+                h0 * (-2.0f64).exp()
+            );
+        }
+        // hits[0] read at the step's start of each repetition: MAX, then
+        // MAX + 4 (wrapped), then unchanged (repetition 1 drove hits[1]); 3 blocks.
+        let per_block = i32::MAX
+            .wrapping_add(i32::MAX.wrapping_add(4))
+            .wrapping_add(i32::MAX.wrapping_add(4));
+        let want = per_block.wrapping_mul(3);
+        assert_eq!(count, FluxBuffer::I32(vec![want]), "{method}");
+    }
+    let seq = decay(4, 8, Method::Rk4, Misuse::None, Par::Seq).unwrap();
+    assert_eq!(
+        decay(4, 8, Method::Rk4, Misuse::None, Par::Rayon(2)).unwrap(),
+        seq
+    );
+}
+
+#[test]
+fn flow_misuse_is_a_typed_error_and_no_flux_lands() {
+    let e = decay(2, 4, Method::Rk4, Misuse::OutOfBounds, Par::Seq).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "shared index 4 out of bounds (length 4) in phase 0, block (1, 0, 0), thread (2, 0, 0)"
+    );
+    let e = decay(2, 4, Method::Rk4, Misuse::DropsEmissions, Par::Seq).unwrap_err();
+    assert!(e.to_string().contains("stage 1 made 0 emissions"), "{e}");
+    // Under Euler there is only the first stage: nothing is dropped.
+    decay(2, 4, Method::Euler, Misuse::DropsEmissions, Par::Seq).unwrap();
+    let e = decay(2, 4, Method::Euler, Misuse::WrongType, Par::Seq).unwrap_err();
+    assert!(e.to_string().contains("drives a f64 shared array"), "{e}");
 }

@@ -11,7 +11,7 @@ use crate::args::{Args, Buffer};
 use crate::error::IrError;
 use crate::eval::{self, Dims, Frame, Pools, Program, SharedCol, Src};
 use crate::field::IrFloat;
-use crate::kernel::{Kernel, NodeId, Update};
+use crate::kernel::{Kernel, NodeId, Phase, Update};
 use crate::types::{ScalarType, Value};
 use std::sync::Mutex;
 use vgpu_field::phase::{
@@ -108,6 +108,31 @@ pub(crate) fn steps_of(kernel: &str, span: f64, dt: f64, what: &str) -> Result<u
     Ok(s as usize)
 }
 
+/// Refuses a step other than 1 for a phase with unit-time segments (jumps,
+/// integer drives and emits: exact flows of unit pieces).
+///
+/// # Errors
+/// [`IrError::Launch`] naming the phase.
+pub(crate) fn check_unit_time(k: &Kernel, p: &Phase, dt: f64) -> Result<(), IrError> {
+    let unit = p.updates.iter().any(|u| matches!(u, Update::Jump(_)))
+        || p.drives
+            .iter()
+            .any(|d| !k.shared[d.shared as usize].ty.is_float())
+        || p.emits
+            .iter()
+            .any(|e| !k.fluxes[e.flux as usize].ty.is_float());
+    if unit && dt != 1.0 {
+        return Err(IrError::Launch {
+            kernel: k.name.clone(),
+            message: format!(
+                "phase `{}` has jumps or integer drives/emits: they are unit-time segments and need dt = 1 (got {dt})",
+                p.name
+            ),
+        });
+    }
+    Ok(())
+}
+
 impl<'a> IrPhased<'a> {
     /// Binds phased `k` to `args` for `blocks` blocks of `lanes`, integrated with step `dt`.
     ///
@@ -168,19 +193,7 @@ impl<'a> IrPhased<'a> {
                     p.name, k.shared[d.shared as usize].name
                 )));
             }
-            let unit = p.updates.iter().any(|u| matches!(u, Update::Jump(_)))
-                || p.drives
-                    .iter()
-                    .any(|d| !k.shared[d.shared as usize].ty.is_float())
-                || p.emits
-                    .iter()
-                    .any(|e| !k.fluxes[e.flux as usize].ty.is_float());
-            if unit && dt != 1.0 {
-                return Err(launch_err(format!(
-                    "phase `{}` has jumps or integer drives/emits: they are unit-time segments and need dt = 1 (got {dt})",
-                    p.name
-                )));
-            }
+            check_unit_time(k, p, dt)?;
             let span = p.span.expect("phased");
             let mut steps = vec![];
             for rep in 0..p.repeat.map(u32_of).unwrap_or(1) {

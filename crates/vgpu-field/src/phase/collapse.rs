@@ -22,9 +22,9 @@
 //! Several lanes setting the same shared entry in one phase: the highest lane
 //! wins (deterministic; one of the outcomes CUDA allows).
 
-use super::{Barrier, BlockOutcome};
+use super::{check_finite, Barrier, BlockOutcome};
 use crate::error::FieldError;
-use crate::executor::{gather_soa, locate_non_finite, scatter_soa};
+use crate::executor::{gather_soa, scatter_soa};
 use crate::field::{BlockCtx, Ctx};
 use crate::flux::{FluxLog, FluxValue};
 use crate::launch::{Dim3, LaunchConfig};
@@ -235,15 +235,7 @@ impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
         block: usize,
         chunk: &mut [T],
     ) -> BlockOutcome<FluxLog<K::Flux>> {
-        let mut out = BlockOutcome {
-            steps: Vec::with_capacity(self.kernel.phases()),
-            flux: FluxLog::new(),
-            error: None,
-        };
-        if let Err(e) = self.phases(w, block, chunk, &mut out) {
-            out.error = Some(e);
-        }
-        out
+        BlockOutcome::of(FluxLog::new(), |out| self.phases(w, block, chunk, out))
     }
 
     fn phases(
@@ -321,19 +313,7 @@ impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
                 }
             }
             out.steps.push(steps);
-            if !T::all_finite(&y[..hs]) {
-                if let Some((lane, component, value)) = locate_non_finite(&y[..hs], lanes, dim) {
-                    let trajectory = ctx.first() + lane;
-                    return Err(FieldError::NonFinite {
-                        trajectory,
-                        block: ctx.block_idx(),
-                        thread: self.cfg.block.delinearize(lane as u64),
-                        component,
-                        t,
-                        value,
-                    });
-                }
-            }
+            check_finite(&y[..hs], dim, &ctx, t)?;
         }
         if dim > 0 {
             scatter_soa(&y[..hs], chunk, lanes, dim);

@@ -34,9 +34,9 @@
 
 use super::memory::TypedLog;
 use super::memory::{Elem, ElemType, FluxBuffer, Layout, SharedDecl, SharedMem, SharedView};
-use super::{BlockOutcome, PhasedLaunch};
+use super::{check_finite, BlockOutcome, PhasedLaunch};
 use crate::error::FieldError;
-use crate::executor::{gather_soa, locate_non_finite, scatter_soa};
+use crate::executor::{gather_soa, scatter_soa};
 use crate::field::BlockCtx;
 use crate::launch::{Dim3, LaunchConfig};
 use crate::real::Real;
@@ -352,15 +352,7 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
         block: usize,
         chunk: &mut [T],
     ) -> BlockOutcome<Vec<TypedLog>> {
-        let mut out = BlockOutcome {
-            steps: vec![],
-            flux: self.logs.clone(),
-            error: None,
-        };
-        if let Err(e) = self.phases(w, block, chunk, &mut out) {
-            out.error = Some(e);
-        }
-        out
+        BlockOutcome::of(self.logs.clone(), |out| self.phases(w, block, chunk, out))
     }
 
     fn phases(
@@ -412,18 +404,7 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
                 out.steps.push(steps);
                 elapsed += steps as f64 * dt64;
                 segment += 1;
-                if !T::all_finite(&w.h) {
-                    if let Some((lane, component, value)) = locate_non_finite(&w.h, lanes, dim) {
-                        return Err(FieldError::NonFinite {
-                            trajectory: ctx.first() + lane,
-                            block: ctx.block_idx(),
-                            thread: cfg.block.delinearize(lane as u64),
-                            component,
-                            t: elapsed,
-                            value,
-                        });
-                    }
-                }
+                check_finite(&w.h, dim, &ctx, elapsed)?;
             }
         }
         if dim > 0 {

@@ -134,6 +134,47 @@ pub(crate) struct BlockOutcome<L> {
     error: Option<FieldError>,
 }
 
+impl<L> BlockOutcome<L> {
+    /// Runs a block's phases into a fresh outcome (flux starting at `flux`),
+    /// keeping the error if they fail.
+    fn of(flux: L, run: impl FnOnce(&mut Self) -> Result<(), FieldError>) -> Self {
+        let mut out = BlockOutcome {
+            steps: vec![],
+            flux,
+            error: None,
+        };
+        if let Err(e) = run(&mut out) {
+            out.error = Some(e);
+        }
+        out
+    }
+}
+
+/// [`FieldError::NonFinite`] for the lowest lane of a block whose registers
+/// `h` (structure of arrays) hold a NaN or an infinity at time `t`.
+fn check_finite<T: Real, P: ?Sized>(
+    h: &[T],
+    dim: usize,
+    ctx: &crate::field::BlockCtx<'_, P>,
+    t: f64,
+) -> Result<(), FieldError> {
+    if T::all_finite(h) {
+        return Ok(());
+    }
+    let lanes = ctx.lanes();
+    match crate::executor::locate_non_finite(h, lanes, dim) {
+        Some((lane, component, value)) => Err(FieldError::NonFinite {
+            trajectory: ctx.first() + lane,
+            block: ctx.block_idx(),
+            thread: ctx.launch().block.delinearize(lane as u64),
+            component,
+            t,
+            value,
+        }),
+        None => Ok(()),
+    }
+}
+
 impl PhasedLaunch {
     /// A launch over `cfg` with the default [`Barrier`] and [`Par::Auto`].
     pub fn new(cfg: LaunchConfig) -> Self {
