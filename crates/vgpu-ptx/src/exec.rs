@@ -482,6 +482,32 @@ impl BlockRun<'_, '_> {
         }
     }
 
+    /// Lane `l`'s address; with the checker, a vector access (`vector`: its bytes
+    /// in all) must be aligned to its whole size.
+    fn lane_addr(
+        &self,
+        regs: &[u64],
+        addr: &Addr,
+        l: usize,
+        vector: Option<u64>,
+        tid: u32,
+        line: u32,
+    ) -> Result<u64, PtxError> {
+        let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
+        let Some(bytes) = vector.filter(|_| self.ctx.opts.check) else {
+            return Ok(a);
+        };
+        if a % bytes != 0 {
+            return Err(self.fault(
+                FaultClass::Misaligned,
+                tid,
+                line,
+                format!("vector access of {bytes} bytes at 0x{a:x} is not {bytes}-byte aligned"),
+            ));
+        }
+        Ok(a)
+    }
+
     /// Applies one non-control instruction to the lanes of `em`.
     fn exec(&mut self, pc: u32, inst: &Inst, w: &mut Warp, em: u32) -> Result<(), PtxError> {
         let regs = &mut w.regs;
@@ -552,6 +578,7 @@ impl BlockRun<'_, '_> {
                 addr,
             } => {
                 let n = d.len() as u64;
+                let vector = (n > 1).then_some(n * *size as u64);
                 let mut rest = em;
                 if let ([r], true) = (d.as_slice(), global_like(*space)) {
                     // Fast path: the warp's scalar accesses inside one allocation.
@@ -572,19 +599,7 @@ impl BlockRun<'_, '_> {
                 }
                 for l in lanes(rest) {
                     let tid = w.base + l as u32;
-                    let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
-                    if n > 1 && self.ctx.opts.check && a % (n * *size as u64) != 0 {
-                        return Err(self.fault(
-                            FaultClass::Misaligned,
-                            tid,
-                            inst.line,
-                            format!(
-                                "vector access of {} bytes at 0x{a:x} is not {}-byte aligned",
-                                n * *size as u64,
-                                n * *size as u64
-                            ),
-                        ));
-                    }
+                    let a = self.lane_addr(regs, addr, l, vector, tid, inst.line)?;
                     for (i, &r) in d.iter().enumerate() {
                         let v = self
                             .load(*space, a.wrapping_add(i as u64 * *size as u64), *size, tid)
@@ -606,6 +621,7 @@ impl BlockRun<'_, '_> {
                 addr,
             } => {
                 let n = src.len() as u64;
+                let vector = (n > 1).then_some(n * *size as u64);
                 let mut rest = em;
                 if let ([v], true) = (src.as_slice(), global_like(*space)) {
                     // Fast path: the warp's scalar accesses inside one allocation.
@@ -619,19 +635,7 @@ impl BlockRun<'_, '_> {
                 }
                 for l in lanes(rest) {
                     let tid = w.base + l as u32;
-                    let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
-                    if n > 1 && self.ctx.opts.check && a % (n * *size as u64) != 0 {
-                        return Err(self.fault(
-                            FaultClass::Misaligned,
-                            tid,
-                            inst.line,
-                            format!(
-                                "vector access of {} bytes at 0x{a:x} is not {}-byte aligned",
-                                n * *size as u64,
-                                n * *size as u64
-                            ),
-                        ));
-                    }
+                    let a = self.lane_addr(regs, addr, l, vector, tid, inst.line)?;
                     for (i, s) in src.iter().enumerate() {
                         let v = rd(regs, *s, l);
                         self.store(

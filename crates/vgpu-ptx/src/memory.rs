@@ -294,6 +294,20 @@ pub(crate) struct Shadow {
     pub epoch: u32,
 }
 
+impl Shadow {
+    /// An uninitialised-read fault if nothing wrote byte `b` (`what`: "read of", …).
+    #[inline]
+    fn written(&self, b: usize, what: &str) -> Result<(), MemFault> {
+        if self.writer[b] == 0 {
+            return Err(fault(
+                FaultClass::Uninitialized,
+                format!("{what} shared byte 0x{b:x} that nothing wrote"),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A block's shared memory.
 pub(crate) struct SharedMem {
     pub data: Vec<u8>,
@@ -352,12 +366,7 @@ impl SharedMem {
         let a = self.bounds(addr, size)?;
         if let Some(s) = &mut self.shadow {
             for b in a..a + size as usize {
-                if s.writer[b] == 0 {
-                    return Err(fault(
-                        FaultClass::Uninitialized,
-                        format!("read of shared byte 0x{b:x} that nothing wrote"),
-                    ));
-                }
+                s.written(b, "read of")?;
                 if s.wepoch[b] == s.epoch && s.writer[b] != tid + 1 {
                     return Err(fault(
                         FaultClass::Race,
@@ -431,12 +440,7 @@ impl SharedMem {
         let a = self.bounds(addr, size)?;
         if let Some(s) = &mut self.shadow {
             for b in a..a + size as usize {
-                if s.writer[b] == 0 {
-                    return Err(fault(
-                        FaultClass::Uninitialized,
-                        format!("atomic on shared byte 0x{b:x} that nothing wrote"),
-                    ));
-                }
+                s.written(b, "atomic on")?;
                 s.writer[b] = tid + 1;
                 s.wepoch[b] = s.epoch;
                 s.repoch[b] = 0;

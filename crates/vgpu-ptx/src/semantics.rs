@@ -103,6 +103,15 @@ pub(crate) fn fmax32(a: f32, b: f32) -> f32 {
     fminmax(a as f64, b as f64, true) as f32
 }
 
+/// `f(a, b)`, or NaN when either is NaN (`min/max.NaN`).
+fn nan_wins(a: f32, b: f32, f: fn(f32, f32) -> f32) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        f32::NAN
+    } else {
+        f(a, b)
+    }
+}
+
 fn fmin64(a: f64, b: f64) -> f64 {
     fminmax(a, b, false)
 }
@@ -224,41 +233,15 @@ pub(crate) fn alu(op: &str, m: &Mods) -> Result<(AluFn, Vec<Ty>), String> {
         }
         "abs" if fl64 => Box::new(|a, _, _| a & !(1u64 << 63)),
         "neg" if fl64 => Box::new(|a, _, _| a ^ (1u64 << 63)),
-        "min" if fl32 => {
-            if m.has("NaN") {
-                f32_op(
-                    |a, b, _, _| {
-                        if a.is_nan() || b.is_nan() {
-                            f32::NAN
-                        } else {
-                            fmin32(a, b)
-                        }
-                    },
-                    r,
-                    ftz,
-                    false,
-                )
-            } else {
-                f32_op(|a, b, _, _| fmin32(a, b), r, ftz, false)
-            }
-        }
-        "max" if fl32 => {
-            if m.has("NaN") {
-                f32_op(
-                    |a, b, _, _| {
-                        if a.is_nan() || b.is_nan() {
-                            f32::NAN
-                        } else {
-                            fmax32(a, b)
-                        }
-                    },
-                    r,
-                    ftz,
-                    false,
-                )
-            } else {
-                f32_op(|a, b, _, _| fmax32(a, b), r, ftz, false)
-            }
+        "min" | "max" if fl32 => {
+            // `.NaN`: a NaN operand gives NaN instead of losing.
+            let g: F32Op = match (op, m.has("NaN")) {
+                ("min", false) => |a, b, _, _| fmin32(a, b),
+                ("max", false) => |a, b, _, _| fmax32(a, b),
+                ("min", true) => |a, b, _, _| nan_wins(a, b, fmin32),
+                _ => |a, b, _, _| nan_wins(a, b, fmax32),
+            };
+            f32_op(g, r, ftz, false)
         }
         "min" if fl64 => Box::new(|a, b, _| bf64(fmin64(f64b(a), f64b(b)))),
         "max" if fl64 => Box::new(|a, b, _| bf64(fmax64(f64b(a), f64b(b)))),
