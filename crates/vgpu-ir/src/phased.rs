@@ -139,7 +139,7 @@ impl<'a> IrPhased<'a> {
     /// # Errors
     /// Out-of-bounds reads at uniform indices, spans that are not whole steps,
     /// unit-time phases (jumps, integer drives and emits) with `dt ≠ 1`, a
-    /// driven `bool` shared sub-field.
+    /// driven `bool` shared sub-field, a `bool` flux output.
     pub fn new(
         k: &'a Kernel,
         args: &'a Args,
@@ -179,6 +179,12 @@ impl<'a> IrPhased<'a> {
                 init: elem(uni[s.init.index()].expect("uniform")),
             })
             .collect();
+        if let Some(f) = k.fluxes.iter().find(|f| f.ty == ScalarType::Bool) {
+            return Err(launch_err(format!(
+                "flux output `{}` is bool: only numbers accumulate",
+                f.name
+            )));
+        }
         let flux_lens = k.fluxes.iter().map(|f| u32_of(f.len)).collect();
         let mut plans = Vec::new();
         let mut phases = Vec::new();
@@ -235,15 +241,13 @@ impl<'a> IrPhased<'a> {
         })
     }
 
-    /// Zeroed flux buffers, one per flux output.
+    /// Zeroed flux buffers, one per flux output (none is `bool`: refused by [`IrPhased::new`]).
     pub fn flux_buffers(&self) -> Vec<FluxBuffer> {
         self.k
             .fluxes
             .iter()
             .zip(&self.flux_lens)
-            .map(|(f, &len)| {
-                FluxBuffer::zeros(elem_type(f.ty), len).unwrap_or(FluxBuffer::U32(vec![0; len]))
-            })
+            .filter_map(|(f, &len)| FluxBuffer::zeros(elem_type(f.ty), len))
             .collect()
     }
 

@@ -192,3 +192,60 @@ fn unit_flows_are_exact_under_rk4() {
     }
     assert_eq!(f32s(&r.states)[3], want);
 }
+
+/// Runs a source with no parameters; the error.
+fn fails(src: &str, n: usize, block: u32) -> vgpu_ir::IrError {
+    let k = compile("r.field", src).unwrap();
+    run_cpu(
+        &k,
+        &Args::new(&k),
+        &Integration::new(n, 0.0, 0.0, 1.0).block(block),
+    )
+    .unwrap_err()
+}
+
+#[test]
+fn phased_faults_name_the_array_the_trajectory_and_the_place() {
+    use vgpu_ir::IrError;
+    let oob = |e: &IrError| match e {
+        IrError::OutOfBounds {
+            buffer,
+            trajectory,
+            index,
+            len,
+            ..
+        } => (buffer.clone(), *trajectory, *index, *len),
+        other => panic!("{other}"),
+    };
+    // A drive past the end (every block faults; the lowest block's first lane is named).
+    let e = fails(
+        "field r() { shared s: f32[4] = 0.0; state y = 0.0;\n phase a { d(s[tid])/dt += 1.0; } }",
+        16,
+        8,
+    );
+    assert_eq!(oob(&e), ("s".into(), 4, 4, 4));
+    assert!(e.to_string().contains("r.field:2:"), "{e}");
+    // An emission past the end, in block 1 only; under RK4 (the default).
+    let e = fails(
+        "field r() { flux f: f32[12]; state y = 0.0;\n phase a { emit f[i] += 1.0; } }",
+        16,
+        8,
+    );
+    assert_eq!(oob(&e), ("f".into(), 12, 12, 12));
+    // A read past the end once the state has grown (its index follows the state).
+    let e = fails("field r() { shared s: f32[8] = 0.0; state y = 0.0;\n phase a over 2.0 { d(y)/dt = s[min(u32(y * 10.0), 9u)]; d(s[tid])/dt += 1.0; } }", 8, 8);
+    assert_eq!(oob(&e).0, "s");
+    // Booleans have no rates and do not accumulate.
+    let e = fails(
+        "field r() { shared s: bool[4] = false; state y = 0.0; phase a { d(s[0])/dt += true; } }",
+        4,
+        4,
+    );
+    assert!(e.to_string().contains("bool shared sub-field"), "{e}");
+    let e = fails(
+        "field r() { flux f: bool[4]; state y = 0.0; phase a { emit f[0] += true; } }",
+        4,
+        4,
+    );
+    assert!(e.to_string().contains("only numbers accumulate"), "{e}");
+}

@@ -22,7 +22,7 @@
 //! Several lanes setting the same shared entry in one phase: the highest lane
 //! wins (deterministic; one of the outcomes CUDA allows).
 
-use super::{check_finite, Barrier, BlockOutcome};
+use super::{check_finite, out_of_bounds, Barrier, BlockOutcome};
 use crate::error::FieldError;
 use crate::executor::{gather_soa, scatter_soa};
 use crate::field::{BlockCtx, Ctx};
@@ -99,14 +99,8 @@ pub struct PhaseOut<'w, T, A> {
 
 impl<T: Real, A: FluxValue> PhaseOut<'_, T, A> {
     fn oob(&self, what: &'static str, index: usize, len: usize) -> FieldError {
-        FieldError::OutOfBounds {
-            what,
-            index,
-            len,
-            phase: self.phase,
-            block: self.block,
-            thread: self.cfg.block.delinearize(self.lane as u64),
-        }
+        let (p, b, l) = (self.phase, self.block, self.lane);
+        out_of_bounds(what, index, len, p, b, &self.cfg, l)
     }
 
     /// Register `k` of this trajectory is attracted to `value` (CUDA: an

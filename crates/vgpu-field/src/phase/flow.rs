@@ -34,7 +34,7 @@
 
 use super::memory::TypedLog;
 use super::memory::{Elem, ElemType, FluxBuffer, Layout, SharedDecl, SharedMem, SharedView};
-use super::{check_finite, BlockOutcome, PhasedLaunch};
+use super::{check_finite, out_of_bounds, BlockOutcome, PhasedLaunch};
 use crate::error::FieldError;
 use crate::executor::{gather_soa, scatter_soa};
 use crate::field::BlockCtx;
@@ -158,14 +158,7 @@ struct Emits {
 
 impl<T: Real> StageOut<'_, T> {
     fn fault(&self, what: &'static str, index: usize, len: usize, lane: usize) -> FieldError {
-        FieldError::OutOfBounds {
-            what,
-            index,
-            len,
-            phase: self.phase,
-            block: self.block,
-            thread: self.cfg.block.delinearize(lane as u64),
-        }
+        out_of_bounds(what, index, len, self.phase, self.block, &self.cfg, lane)
     }
     fn mismatch(&self, what: String) -> FieldError {
         FieldError::Invalid {

@@ -150,6 +150,26 @@ impl<L> BlockOutcome<L> {
     }
 }
 
+/// [`FieldError::OutOfBounds`] for lane `lane` of `block` in `phase`.
+fn out_of_bounds(
+    what: &'static str,
+    index: usize,
+    len: usize,
+    phase: usize,
+    block: crate::launch::Dim3,
+    cfg: &LaunchConfig,
+    lane: usize,
+) -> FieldError {
+    FieldError::OutOfBounds {
+        what,
+        index,
+        len,
+        phase,
+        block,
+        thread: cfg.block.delinearize(lane as u64),
+    }
+}
+
 /// [`FieldError::NonFinite`] for the lowest lane of a block whose registers
 /// `h` (structure of arrays) hold a NaN or an infinity at time `t`.
 fn check_finite<T: Real, P: ?Sized>(
