@@ -66,8 +66,8 @@ impl EnsembleJob {
     /// Runs the job (no GIL needed). `gpu` holds the GPU kernel cache, created on
     /// first use and kept, so a kernel compiles once per `VGPU` object.
     /// `"auto"` runs on the GPU when there is an adapter and the kernel can run
-    /// there (f32; phased kernels with Euler, in blocks the device's workgroups
-    /// hold), otherwise on the CPU. GPU runs return the flux outputs too (float
+    /// there (f32, phased or not; phased blocks must fit the device's
+    /// workgroups), otherwise on the CPU. GPU runs return the flux outputs too (float
     /// flux summed in the GPU's order: equal to the CPU's to rounding).
     pub fn run(&self, gpu: &Mutex<Option<KernelCache>>) -> Result<EnsembleResult, String> {
         let on_gpu = match self.backend {

@@ -215,14 +215,19 @@ def test_gpu_backend_agrees_with_cpu(require_gpu):
     assert gpu.shape == cpu.shape == (n, 3) and gpu.dtype == np.float32
     # Same arithmetic up to the GPU compiler's fma contraction: f32 rounding only.
     np.testing.assert_allclose(gpu, cpu, rtol=0, atol=1e-4)
-    # Phased kernels run on the GPU with Euler; other integrators are refused there.
+    # Phased kernels run on the GPU too, with either integrator.
     x = np.linspace(0, 1, 256, dtype=np.float32)
     tree = dict(n=256, t=(0, 0), dt=1, block=128, params={"x": x, "steps": 7})
+    for m in ("euler", "rk4"):
+        _, fl = v.ensemble(EXAMPLES / "tree_sum.field", backend="gpu", method=m,
+                           return_fluxes=True, **tree)
+        assert abs(float(fl["total"][0]) - float(x.astype(np.float64).sum())) < 1e-3
+    # What the GPU cannot run (f64) is refused there, and "auto" runs it on the CPU.
+    f64 = "field d() { state x: f64 = 1.0; phase p { d(x)/dt = -x; } }"
     with pytest.raises(vgpu.VGPUError, match="cannot run on"):
-        v.ensemble(EXAMPLES / "tree_sum.field", backend="gpu", method="rk4", **tree)
-    _, fl = v.ensemble(EXAMPLES / "tree_sum.field", backend="gpu", method="euler",
-                       return_fluxes=True, **tree)
-    assert abs(float(fl["total"][0]) - float(x.astype(np.float64).sum())) < 1e-3
+        v.ensemble(f64, n=4, t=(0, 0), dt=0.5, method="euler", block=4, backend="gpu")
+    out = v.ensemble(f64, n=4, t=(0, 0), dt=0.5, method="euler", block=4, backend="auto")
+    assert out.dtype == np.float64 and np.all(out == 0.25)  # two Euler steps of a unit span
 
 
 def _run(v, path, backend, **kw):

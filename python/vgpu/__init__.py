@@ -284,7 +284,7 @@ class VGPU:
                 for buffers (flattened in C order, converted to the declared element
                 type; integer buffers take only integer arrays).
             backend: ``"auto"`` (the GPU when wgpu finds an adapter and the kernel
-                can run there -- f32; phased kernels with Euler -- else the CPU),
+                can run there -- f32, phased or not -- else the CPU),
                 ``"cpu"``, or ``"gpu"`` (no adapter, or a kernel the GPU cannot
                 run, is a VGPUError). GPU runs return flux outputs too; float
                 flux is summed in the GPU's order there, equal to the CPU's

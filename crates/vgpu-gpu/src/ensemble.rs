@@ -100,8 +100,10 @@ pub fn phased_spec(
     Ok(
         KernelSpec::new(&format!("field {}", k.name), w.source, "main")
             .specialisation(&format!(
-                "phased ensemble {} euler block {}",
-                k.name, layout.block
+                "phased ensemble {} {} block {}",
+                k.name,
+                integ.method.name(),
+                layout.block
             ))
             .workgroup_size([layout.block, 1, 1]),
     )

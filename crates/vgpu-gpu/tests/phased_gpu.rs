@@ -376,19 +376,6 @@ fn faults_and_refusals_are_reported() {
         e.to_string().contains("not a multiple of the block size"),
         "{e}"
     );
-    // RK4 is not (yet) generated for phases: Unsupported, so `auto` falls back.
-    let e = run_ensemble_gpu(
-        &mut cache,
-        &k,
-        &args,
-        &euler(64, 64).method(Method::Rk4),
-        None,
-    )
-    .unwrap_err();
-    assert!(
-        matches!(e, EnsembleError::Ir(IrError::Unsupported { .. })),
-        "{e}"
-    );
     // A block larger than a workgroup may be.
     let limit = cache
         .context()
@@ -401,5 +388,80 @@ fn faults_and_refusals_are_reported() {
         matches!(e, EnsembleError::Ir(IrError::Unsupported { .. }))
             && e.to_string().contains("invocations per workgroup"),
         "{e}"
+    );
+}
+
+/// RK4 on phases: registers and float shared elements advance together stage by
+/// stage (a barrier at every stage), float flux is the b-weighted quadrature,
+/// jumps and integer drives are first-stage unit flows: the CPU's flow phases.
+#[test]
+fn rk4_phases_agree_with_the_cpu() {
+    let Some(mut cache) = common::kernel_cache("rk4_phases_agree_with_the_cpu") else {
+        return;
+    };
+    let k = compile(
+        "couple.field",
+        "field couple(x: f32[]) {
+            shared mean: f32[1] = 0.0;
+            shared w: f32[bdim] = 0.5;
+            shared cnt: u32[3] = 0;
+            flux out: f32[2];
+            flux hits: u32[3];
+            state y = x[i], z = 0.0;
+            phase gather over 2.0 {
+                d(mean[0])/dt += y / f32(bdim);
+                d(w[tid])/dt += -w[tid] + y * t;
+                d(cnt[tid % 3])/dt += 1;
+                d(y)/dt = mean[0] - y + w[(tid + 1) % bdim];
+                emit out[tid % 2] += y * t + mean[0];
+                emit hits[tid % 3] += cnt[tid % 3];
+            }
+            phase decay for k in 0..3 over (f32(k + 1)) {
+                d(y)/dt = -y * f32(k) + sin(t) + init(y) * 0.1;
+                z := z + w[tid];
+            }
+        }",
+    )
+    .unwrap();
+    let mut args = Args::new(&k);
+    args.buffer("x", common::random(512, 5)).unwrap();
+    let integ = Integration::new(512, 0.0, 1.0, 1.0)
+        .method(Method::Rk4)
+        .block(128);
+    // Same operations in the same order; a GPU compiler may contract a·b + c
+    // (and computes stage times in f32): a few roundings per step of values
+    // below ~10, over 8 steps.
+    let (cpu, gpu) = agree(
+        &mut cache,
+        &k,
+        &args,
+        &integ,
+        &|_, c| 1e-5 * c.abs().max(1.0),
+        &|_, c| 1e-5 * c.abs().max(1.0) * 64.0,
+    );
+    assert_eq!(cpu.steps, 8);
+    // The integer flux counts what the first stages drove: exactly.
+    assert_eq!(gpu.fluxes[1].1, cpu.fluxes[1].1);
+    // The integrator matters here: Euler lands far outside those tolerances.
+    let euler_cpu = run_cpu(&k, &args, &integ.clone().method(Method::Euler)).unwrap();
+    let worst = f32s(&euler_cpu.states)
+        .iter()
+        .zip(&gpu.states)
+        .map(|(e, g)| (e - g).abs() / e.abs().max(1.0))
+        .fold(0.0f32, f32::max);
+    assert!(worst > 1e-3, "Euler and RK4 differ by only {worst}");
+    // Every phased example under RK4 too.
+    let k = compile_file(&examples().join("tree_sum.field")).unwrap();
+    let mut args = Args::new(&k);
+    let x: Vec<f32> = (0..1024).map(|i| i as f32 / 1023.0).collect();
+    args.buffer("x", x).unwrap();
+    args.scalar("steps", Value::U32(7)).unwrap();
+    agree(
+        &mut cache,
+        &k,
+        &args,
+        &euler(1024, 128).method(Method::Rk4),
+        &exact,
+        &|_, c| 8.0 * c.abs() * 2.0f32.powi(-20),
     );
 }

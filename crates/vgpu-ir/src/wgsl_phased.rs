@@ -4,13 +4,19 @@
 //!   trajectory; its states live in each invocation's registers.
 //! * A shared sub-field (`__shared__`) is a `var<workgroup>` array, filled with
 //!   its initial value once at launch and kept across phases.
-//! * A phase integrates its span with explicit Euler from local time 0, each
-//!   repetition with the steps the host computed ([`PhasedLayout::schedule`]).
-//!   Within a step every invocation first evaluates everything at the step's
-//!   start (states, shared elements, time); a phase that drives shared memory
-//!   then collapses the basin: `workgroupBarrier()`, the shared elements take
-//!   their steps, `workgroupBarrier()`, so the next step (and the next phase)
-//!   reads exact, settled values. Phases without drives need no barrier.
+//! * A phase integrates its span from local time 0 with the launch's integrator
+//!   (any Butcher tableau), each repetition with the steps the host computed
+//!   ([`PhasedLayout::schedule`]), as the CPU's flow phases do: the block's
+//!   state is its registers and the float shared elements, advanced together
+//!   stage by stage. Within a stage every invocation evaluates everything at
+//!   the stage's input (states, shared elements, time); a phase that drives
+//!   shared memory then collapses the basin: `workgroupBarrier()`, each shared
+//!   element's rate and its next stage input (or, after the last stage, its
+//!   step), `workgroupBarrier()`, so the next stage, step and phase read
+//!   settled values. Phases without drives need no barrier. Jumps, integer
+//!   drives and integer emissions are unit flows taken from the first stage;
+//!   float emissions are the tableau's quadrature `Σ (dt·b_i)·v_i` of the
+//!   emitted rate, into the element the first stage names.
 //! * Drives are summed per element in lane order, drive by drive, exactly as the
 //!   CPU does: a drive at `s[tid]` (the only one into `s` in its phase) is applied
 //!   by its own lane; any other drive writes each lane's (index, value) into
@@ -32,7 +38,7 @@
 //! by the steps of each repetition.
 //!
 //! Refused ([`IrError::Unsupported`]): `f64` anywhere, drives into a `bool`
-//! shared sub-field, integrators other than Euler.
+//! shared sub-field.
 
 use crate::args::Args;
 use crate::error::IrError;
@@ -65,12 +71,12 @@ fn launch_err(k: &Kernel, message: String) -> IrError {
     }
 }
 
-/// Whether the phased kernel `k` can run as WGSL with `method`, and why not.
+/// Whether the phased kernel `k` can run as WGSL (with any integrator), and why not.
 ///
 /// # Errors
-/// [`IrError::Unsupported`] for an unphased kernel, `f64` anywhere, a drive
-/// into a `bool` shared sub-field, or an integrator other than Euler.
-pub fn check_phased_wgsl(k: &Kernel, method: Method) -> Result<(), IrError> {
+/// [`IrError::Unsupported`] for an unphased kernel, `f64` anywhere, or a drive
+/// into a `bool` shared sub-field.
+pub fn check_phased_wgsl(k: &Kernel) -> Result<(), IrError> {
     if !k.is_phased() {
         return Err(unsupported(
             k,
@@ -96,12 +102,6 @@ pub fn check_phased_wgsl(k: &Kernel, method: Method) -> Result<(), IrError> {
                 ));
             }
         }
-    }
-    if method != Method::Euler {
-        return Err(unsupported(
-            k,
-            format!("fields with phases integrate with euler on the GPU, not {method}"),
-        ));
     }
     Ok(())
 }
@@ -136,7 +136,7 @@ impl PhasedLayout {
     /// a bad launch ([`IrError::Launch`]), out-of-range reads in lengths, spans
     /// or repetition counts.
     pub fn new(k: &Kernel, args: &Args, integ: &Integration) -> Result<PhasedLayout, IrError> {
-        check_phased_wgsl(k, integ.method)?;
+        check_phased_wgsl(k)?;
         args.check_complete()?;
         let n = integ.n;
         let block = integ.block;
@@ -288,46 +288,62 @@ fn drive_plans(k: &Kernel, phase: usize) -> Vec<Option<DrivePlan>> {
         .collect()
 }
 
-/// Names values in the generated `main`: states `h{s}`, initial values `i{s}`,
-/// time `t`, everything else `n{node}`.
-fn name(k: &Kernel, n: NodeId) -> String {
-    match k.nodes[n.index()] {
-        Node::Const(v) => literal(v),
-        Node::State(s) => format!("h{s}"),
-        Node::Init(s) => format!("i{s}"),
-        Node::Builtin(Builtin::Time) => "t".into(),
-        _ => format!("n{}", n.index()),
-    }
+/// How a stage names what it reads: states `y{s}` (its input), initial values
+/// `i{s}`, time `ts`, everything else `n{node}`; shared sub-fields marked in
+/// `staged` read their stage input (`sldx`) instead of the step's start.
+struct Stage<'a> {
+    k: &'a Kernel,
+    staged: &'a [bool],
 }
 
-/// Emits `let n{i} = …;` for each of `nodes` not named otherwise, marking them done.
-fn emit_lets(
-    s: &mut String,
-    indent: &str,
-    k: &Kernel,
-    nodes: &[NodeId],
-    done: &mut [bool],
-    ms: &dyn Fn(u32) -> usize,
-) {
-    let r = |n: NodeId| name(k, n);
-    for &n in nodes {
-        if done[n.index()] {
-            continue;
+impl Stage<'_> {
+    fn name(&self, n: NodeId) -> String {
+        match self.k.nodes[n.index()] {
+            Node::Const(v) => literal(v),
+            Node::State(s) => format!("y{s}"),
+            Node::Init(s) => format!("i{s}"),
+            Node::Builtin(Builtin::Time) => "ts".into(),
+            _ => format!("n{}", n.index()),
         }
-        done[n.index()] = true;
-        let e = match k.nodes[n.index()] {
-            Node::Const(_) | Node::State(_) | Node::Init(_) | Node::Builtin(Builtin::Time) => {
-                continue
+    }
+
+    /// Emits `let n{i} = …;` for each of `nodes` not done yet, marking them done.
+    fn lets(
+        &self,
+        s: &mut String,
+        indent: &str,
+        nodes: &[NodeId],
+        done: &mut [bool],
+        ms: &dyn Fn(u32) -> usize,
+    ) {
+        let k = self.k;
+        let r = |n: NodeId| self.name(n);
+        for &n in nodes {
+            if done[n.index()] {
+                continue;
             }
-            Node::Builtin(Builtin::Repetition) => "rep".to_string(),
-            Node::SharedLoad {
-                shared,
-                index,
-                site,
-            } => format!("sld{shared}(u32({}), {site}u, gid)", r(index)),
-            _ => expr_with(k, n, &r, ms),
-        };
-        let _ = writeln!(s, "{indent}let n{} = {e};", n.index());
+            done[n.index()] = true;
+            let e = match k.nodes[n.index()] {
+                Node::Const(_) | Node::State(_) | Node::Init(_) | Node::Builtin(Builtin::Time) => {
+                    continue
+                }
+                Node::Builtin(Builtin::Repetition) => "rep".to_string(),
+                Node::SharedLoad {
+                    shared,
+                    index,
+                    site,
+                } => {
+                    let x = if self.staged[shared as usize] {
+                        "x"
+                    } else {
+                        ""
+                    };
+                    format!("sld{x}{shared}(u32({}), {site}u, gid)", r(index))
+                }
+                _ => expr_with(k, n, &r, ms),
+            };
+            let _ = writeln!(s, "{indent}let n{} = {e};", n.index());
+        }
     }
 }
 
@@ -335,9 +351,38 @@ fn zero(ty: ScalarType) -> String {
     literal(Value::U32(0).cast(ty))
 }
 
-/// Emits the compute shader integrating the phased kernel `k` over `layout`
-/// (only its block size and shared lengths shape the source; the rest travels
-/// in the launch words).
+/// The nonzero entries of a tableau row, as `(stage, coefficient)`.
+fn terms(row: &[f64]) -> Vec<(usize, f64)> {
+    row.iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, v)| *v != 0.0)
+        .collect()
+}
+
+/// `base + (cX_0 * v(j_0) + cX_1 * v(j_1) + …)` over `terms` (the stepper's
+/// combination, its `dt·coefficient` products named `coef(j)`); `base` alone
+/// when there are none.
+fn combine(
+    base: &str,
+    terms: &[(usize, f64)],
+    coef: &dyn Fn(usize) -> String,
+    v: &dyn Fn(usize) -> String,
+) -> String {
+    if terms.is_empty() {
+        return base.to_string();
+    }
+    let sum = terms
+        .iter()
+        .map(|(j, _)| format!("{} * {}", coef(*j), v(*j)))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    format!("{base} + ({sum})")
+}
+
+/// Emits the compute shader integrating the phased kernel `k` with `method`
+/// over `layout` (only its block size and shared lengths shape the source;
+/// the rest travels in the launch words).
 ///
 /// # Errors
 /// [`IrError::Unsupported`] (see [`check_phased_wgsl`]).
@@ -346,10 +391,12 @@ pub fn emit_wgsl_phased(
     method: Method,
     layout: &PhasedLayout,
 ) -> Result<PhasedWgsl, IrError> {
-    check_phased_wgsl(k, method)?;
+    check_phased_wgsl(k)?;
     if layout.shared_lens.len() != k.shared.len() {
         return Err(unsupported(k, "the layout was resolved for another kernel"));
     }
+    let tableau = method.tableau();
+    let stages = tableau.stages();
     let wg = layout.block;
     let dim = k.states.len();
     let slots = ParamSlots::of(k);
@@ -373,14 +420,20 @@ pub fn emit_wgsl_phased(
                 .unwrap_or(0)
         })
         .collect();
+    // Float sub-fields some phase drives: with several stages they carry a stage
+    // input (`sx`) and each stage's rates (`rk`).
+    let staged_any: Vec<bool> = (0..k.shared.len())
+        .map(|j| stages > 1 && k.shared[j].ty.is_float() && plans.iter().any(|pp| pp[j].is_some()))
+        .collect();
 
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "// Generated by vgpu-ir from field `{}` ({}): {} phases, integrator euler, block {wg}.",
+        "// Generated by vgpu-ir from field `{}` ({}): {} phases, integrator {}, block {wg}.",
         k.name,
         k.source,
-        k.phases.len()
+        k.phases.len(),
+        tableau.name()
     );
     let _ = writeln!(s, "const WG: u32 = {wg}u;");
     emit_prelude(&mut s, k, &slots);
@@ -388,6 +441,7 @@ pub fn emit_wgsl_phased(
     for (j, sh) in k.shared.iter().enumerate() {
         let len = layout.shared_lens[j];
         let t = wty(sh.ty);
+        let z = zero(sh.ty);
         let _ = writeln!(s, "var<workgroup> sh{j}: array<{t}, {}>;", len.max(1));
         workgroup_bytes += 4 * len.max(1) as u64;
         for q in 0..gathered_slots[j] {
@@ -397,9 +451,19 @@ pub fn emit_wgsl_phased(
         }
         let _ = writeln!(
             s,
-            "fn sld{j}(i: u32, site: u32, gid: u32) -> {t} {{\n    if (i >= {len}u) {{ report(site, i, gid); return {}; }}\n    return sh{j}[i];\n}}",
-            zero(sh.ty)
+            "fn sld{j}(i: u32, site: u32, gid: u32) -> {t} {{\n    if (i >= {len}u) {{ report(site, i, gid); return {z}; }}\n    return sh{j}[i];\n}}"
         );
+        if staged_any[j] {
+            let _ = writeln!(s, "var<workgroup> sx{j}: array<{t}, {}>;", len.max(1));
+            for i in 0..stages {
+                let _ = writeln!(s, "var<workgroup> rk{j}_{i}: array<{t}, {}>;", len.max(1));
+            }
+            workgroup_bytes += 4 * (stages as u64 + 1) * len.max(1) as u64;
+            let _ = writeln!(
+                s,
+                "fn sldx{j}(i: u32, site: u32, gid: u32) -> {t} {{\n    if (i >= {len}u) {{ report(site, i, gid); return {z}; }}\n    return sx{j}[i];\n}}"
+            );
+        }
     }
     for (f, fx) in k.fluxes.iter().enumerate() {
         let binding = PhasedLayout::flux_binding(k, f);
@@ -424,19 +488,29 @@ pub fn emit_wgsl_phased(
         );
     }
 
-    // The entry point: geometry, initial states, shared sub-fields.
+    // The entry point: geometry, the tableau's dt-products, initial states, shared sub-fields.
     s.push_str("@compute @workgroup_size(WG)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) grid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {\n");
     s.push_str("    let wg = wid.y * grid.x + wid.x;\n    let nwg = vec3<u32>(launch[0] / WG, 1u, 1u);\n    if (wg >= nwg.x) { return; }\n");
     s.push_str("    let gid = wg * WG + lid;\n    let dt = bitcast<f32>(launch[3]);\n");
+    let lit = |v: f64| literal(Value::F32(v as f32));
+    for i in 0..stages {
+        let _ = writeln!(s, "    let cc{i} = {} * dt;", lit(tableau.c()[i]));
+        let _ = writeln!(s, "    let cb{i} = dt * {};", lit(tableau.b()[i]));
+        for (j, a) in terms(tableau.a(i)) {
+            let _ = writeln!(s, "    let ca{i}_{j} = dt * {};", lit(a));
+        }
+    }
+    let none = vec![false; k.shared.len()];
+    let top = Stage { k, staged: &none };
     let mut done = vec![false; k.nodes.len()];
     let mut top_roots: Vec<NodeId> = k.states.iter().map(|st| st.init).collect();
     top_roots.extend(k.shared.iter().map(|sh| sh.init));
-    emit_lets(&mut s, "    ", k, &k.reachable(&top_roots), &mut done, &ms);
+    top.lets(&mut s, "    ", &k.reachable(&top_roots), &mut done, &ms);
     for (j, st) in k.states.iter().enumerate() {
         let _ = writeln!(
             s,
             "    let i{j} = {};\n    var h{j}: f32 = i{j};",
-            name(k, st.init)
+            top.name(st.init)
         );
     }
     for (j, sh) in k.shared.iter().enumerate() {
@@ -444,7 +518,7 @@ pub fn emit_wgsl_phased(
             s,
             "    for (var e = lid; e < {}u; e = e + WG) {{ sh{j}[e] = {}; }}",
             layout.shared_lens[j],
-            name(k, sh.init)
+            top.name(sh.init)
         );
     }
     if !k.shared.is_empty() {
@@ -465,11 +539,19 @@ pub fn emit_wgsl_phased(
             .copied()
             .filter(|n| var[n.index()] != Variance::Varying)
             .collect();
-        emit_lets(&mut s, "            ", k, &per_rep, &mut pdone, &ms);
+        top.lets(&mut s, "            ", &per_rep, &mut pdone, &ms);
         s.push_str("            for (var step = 0u; step < steps; step = step + 1u) {\n                let t = f32(step) * dt;\n");
-        let ind = "                ";
-        emit_lets(&mut s, ind, k, &reach, &mut pdone, &ms);
-        emit_step(&mut s, k, pi, &plans[pi], layout);
+        let ctx = StepCtx {
+            k,
+            pi,
+            plans: &plans[pi],
+            layout,
+            tableau: &tableau,
+            staged: (0..k.shared.len())
+                .map(|j| staged_any[j] && plans[pi][j].is_some())
+                .collect(),
+        };
+        ctx.emit(&mut s, &reach, &pdone, &ms);
         s.push_str("            }\n        }\n    }\n");
     }
     for j in 0..dim {
@@ -482,128 +564,269 @@ pub fn emit_wgsl_phased(
     })
 }
 
-/// One step of phase `pi` after its values are computed: drives, emits, state
-/// updates, and the basin collapse of its shared sub-fields.
-fn emit_step(
-    s: &mut String,
-    k: &Kernel,
+/// One step of one phase: its stages (each evaluating the field at its input,
+/// then, where the phase drives shared memory, a basin collapse), then the
+/// step's end (registers, jumps, flux).
+struct StepCtx<'a> {
+    k: &'a Kernel,
     pi: usize,
-    plans: &[Option<DrivePlan>],
-    layout: &PhasedLayout,
-) {
-    let p = &k.phases[pi];
-    let ind = "                ";
-    let r = |n: NodeId| name(k, n);
-    let guard = |g: Option<NodeId>| g.map(|g| r(g)).unwrap_or_else(|| "true".into());
-    // Drives: each lane's contribution, before anyone writes shared memory.
-    for (j, plan) in plans.iter().enumerate() {
-        let len = layout.shared_lens[j];
-        match plan {
-            None => {}
-            Some(DrivePlan::Own(d)) => {
-                let d = &p.drives[*d];
-                let t = wty(k.shared[j].ty);
-                let _ = writeln!(
-                    s,
-                    "{ind}var own{j}: {t} = {};\n{ind}var has{j} = false;\n{ind}if ({}) {{\n{ind}    if (lid >= {len}u) {{ report({}u, lid, gid); }} else {{ own{j} = {}; has{j} = true; }}\n{ind}}}",
-                    zero(k.shared[j].ty),
-                    guard(d.guard),
-                    d.site,
-                    r(d.value)
-                );
+    plans: &'a [Option<DrivePlan>],
+    layout: &'a PhasedLayout,
+    tableau: &'a vgpu_field::Tableau,
+    /// Shared sub-fields this phase advances through stage inputs (`sx`, `rk`).
+    staged: Vec<bool>,
+}
+
+const IND: &str = "                ";
+
+impl StepCtx<'_> {
+    fn emit(&self, s: &mut String, reach: &[NodeId], done: &[bool], ms: &dyn Fn(u32) -> usize) {
+        let (k, p) = (self.k, &self.k.phases[self.pi]);
+        let stages = self.tableau.stages();
+        // What the stages hand to the step's end.
+        for (j, u) in p.updates.iter().enumerate() {
+            match u {
+                Update::Hold => {}
+                Update::Rate(_) => {
+                    for i in 0..stages {
+                        let _ = writeln!(s, "{IND}var k{i}_{j}: f32;");
+                    }
+                }
+                Update::Jump(_) => {
+                    let _ = writeln!(s, "{IND}var jv{j}: f32;");
+                }
             }
-            Some(DrivePlan::Gathered(ds)) => {
-                for (q, &d) in ds.iter().enumerate() {
-                    let d = &p.drives[d];
+        }
+        for (ei, e) in p.emits.iter().enumerate() {
+            let t = wty(k.fluxes[e.flux as usize].ty);
+            let _ = writeln!(s, "{IND}var eon{ei} = false;\n{IND}var eix{ei}: u32;");
+            let kept = if k.fluxes[e.flux as usize].ty.is_float() {
+                stages
+            } else {
+                1
+            };
+            for i in 0..kept {
+                let _ = writeln!(s, "{IND}var ev{ei}_{i}: {t};");
+            }
+        }
+        for (j, plan) in self.plans.iter().enumerate() {
+            if let Some(DrivePlan::Own(_)) = plan {
+                let t = wty(k.shared[j].ty);
+                let _ = writeln!(s, "{IND}var own{j}: {t};\n{IND}var has{j} = false;");
+            }
+        }
+        let float_drives = self
+            .plans
+            .iter()
+            .enumerate()
+            .any(|(j, pl)| pl.is_some() && k.shared[j].ty.is_float());
+        let int_drives = self
+            .plans
+            .iter()
+            .enumerate()
+            .any(|(j, pl)| pl.is_some() && !k.shared[j].ty.is_float());
+        for i in 0..stages {
+            self.stage(s, i, reach, done, ms);
+            let last = i + 1 == stages;
+            if float_drives || (int_drives && last) {
+                let _ = writeln!(s, "{IND}workgroupBarrier();");
+                self.collapse(s, i);
+                let _ = writeln!(s, "{IND}workgroupBarrier();");
+            }
+        }
+        // The step's end: registers by the tableau's weights, jumps, flux.
+        let b = terms(self.tableau.b());
+        let cb = |i: usize| format!("cb{i}");
+        let mut assigned = vec![];
+        for (j, u) in p.updates.iter().enumerate() {
+            let v = match u {
+                Update::Hold => continue,
+                Update::Rate(_) => combine(&format!("h{j}"), &b, &cb, &|i| format!("k{i}_{j}")),
+                Update::Jump(_) => format!("jv{j}"),
+            };
+            let _ = writeln!(s, "{IND}let u{j} = {v};");
+            assigned.push(j);
+        }
+        for j in assigned {
+            let _ = writeln!(s, "{IND}h{j} = u{j};");
+        }
+        for (ei, e) in p.emits.iter().enumerate() {
+            let amount = if k.fluxes[e.flux as usize].ty.is_float() {
+                let sum = b
+                    .iter()
+                    .map(|(i, _)| format!("cb{i} * ev{ei}_{i}"))
+                    .collect::<Vec<_>>()
+                    .join(" + ");
+                format!("({sum})")
+            } else {
+                format!("ev{ei}_0")
+            };
+            let _ = writeln!(
+                s,
+                "{IND}if (eon{ei}) {{ emit{}(eix{ei}, {amount}, {}u, gid); }}",
+                e.flux, e.site
+            );
+        }
+    }
+
+    /// Stage `i`: its input, the field there, its drives and emissions.
+    fn stage(
+        &self,
+        s: &mut String,
+        i: usize,
+        reach: &[NodeId],
+        done: &[bool],
+        ms: &dyn Fn(u32) -> usize,
+    ) {
+        let (k, p) = (self.k, &self.k.phases[self.pi]);
+        let no = vec![false; k.shared.len()];
+        let st = Stage {
+            k,
+            staged: if i == 0 { &no } else { &self.staged },
+        };
+        let r = |n: NodeId| st.name(n);
+        let _ = writeln!(s, "{IND}{{ // stage {i}");
+        let ind = format!("{IND}    ");
+        let _ = writeln!(s, "{ind}let ts = t + cc{i};");
+        let a = terms(self.tableau.a(i));
+        for (j, u) in p.updates.iter().enumerate() {
+            let y = match u {
+                Update::Rate(_) => combine(&format!("h{j}"), &a, &|q| format!("ca{i}_{q}"), &|q| {
+                    format!("k{q}_{j}")
+                }),
+                _ => format!("h{j}"),
+            };
+            let _ = writeln!(s, "{ind}let y{j} = {y};");
+        }
+        let mut sdone = done.to_vec();
+        st.lets(s, &ind, reach, &mut sdone, ms);
+        for (j, u) in p.updates.iter().enumerate() {
+            match u {
+                Update::Rate(n) => {
+                    let _ = writeln!(s, "{ind}k{i}_{j} = {};", r(*n));
+                }
+                Update::Jump(n) if i == 0 => {
+                    let _ = writeln!(s, "{ind}jv{j} = {};", r(*n));
+                }
+                _ => {}
+            }
+        }
+        let guard = |g: Option<NodeId>| g.map(|g| r(g)).unwrap_or_else(|| "true".into());
+        // Drives: float ones at every stage, integer ones (unit flows) at the first.
+        for (j, plan) in self.plans.iter().enumerate() {
+            if !k.shared[j].ty.is_float() && i > 0 {
+                continue;
+            }
+            let len = self.layout.shared_lens[j];
+            match plan {
+                None => {}
+                Some(DrivePlan::Own(d)) => {
+                    let d = &p.drives[*d];
                     let _ = writeln!(
                         s,
-                        "{ind}{{\n{ind}    var e = {NO_ELEMENT};\n{ind}    if ({}) {{\n{ind}        let x = u32({});\n{ind}        if (x >= {len}u) {{ report({}u, x, gid); }} else {{ e = x; }}\n{ind}    }}\n{ind}    di{j}_{q}[lid] = e;\n{ind}    dv{j}_{q}[lid] = {};\n{ind}}}",
+                        "{ind}has{j} = false;\n{ind}if ({}) {{\n{ind}    if (lid >= {len}u) {{ report({}u, lid, gid); }} else {{ own{j} = {}; has{j} = true; }}\n{ind}}}",
                         guard(d.guard),
-                        r(d.index),
                         d.site,
                         r(d.value)
                     );
                 }
+                Some(DrivePlan::Gathered(ds)) => {
+                    for (q, &d) in ds.iter().enumerate() {
+                        let d = &p.drives[d];
+                        let _ = writeln!(
+                            s,
+                            "{ind}{{\n{ind}    var e = {NO_ELEMENT};\n{ind}    if ({}) {{\n{ind}        let x = u32({});\n{ind}        if (x >= {len}u) {{ report({}u, x, gid); }} else {{ e = x; }}\n{ind}    }}\n{ind}    di{j}_{q}[lid] = e;\n{ind}    dv{j}_{q}[lid] = {};\n{ind}}}",
+                            guard(d.guard),
+                            r(d.index),
+                            d.site,
+                            r(d.value)
+                        );
+                    }
+                }
             }
         }
-    }
-    // Emits: dt·value (float) or value (integer) into the flux output.
-    for e in &p.emits {
-        let fty = k.fluxes[e.flux as usize].ty;
-        let amount = if fty.is_float() {
-            format!("dt * {}", r(e.value))
-        } else {
-            r(e.value)
-        };
-        let _ = writeln!(
-            s,
-            "{ind}if ({}) {{ emit{}(u32({}), {amount}, {}u, gid); }}",
-            guard(e.guard),
-            e.flux,
-            r(e.index),
-            e.site
-        );
-    }
-    // States: every new value from the step's start, then assigned.
-    let mut assigned = vec![];
-    for (j, u) in p.updates.iter().enumerate() {
-        let v = match u {
-            Update::Hold => continue,
-            Update::Rate(n) => format!("h{j} + dt * {}", r(*n)),
-            Update::Jump(n) => r(*n),
-        };
-        let _ = writeln!(s, "{ind}let u{j} = {v};");
-        assigned.push(j);
-    }
-    for j in assigned {
-        let _ = writeln!(s, "{ind}h{j} = u{j};");
-    }
-    if plans.iter().all(Option::is_none) {
-        return;
-    }
-    // The basin collapse: all have read; the shared elements step; all see them.
-    let _ = writeln!(s, "{ind}workgroupBarrier();");
-    for (j, plan) in plans.iter().enumerate() {
-        let ty = k.shared[j].ty;
-        let step = |acc: &str| {
-            if ty.is_float() {
-                format!("sh{j}[e] + dt * {acc}")
-            } else {
-                format!("sh{j}[e] + {acc}")
-            }
-        };
-        match plan {
-            None => {}
-            Some(DrivePlan::Own(_)) => {
+        // Emissions: target from the first stage, values at every stage (float).
+        for (ei, e) in p.emits.iter().enumerate() {
+            if i == 0 {
                 let _ = writeln!(
                     s,
-                    "{ind}if (has{j}) {{ let e = lid; sh{j}[e] = {}; }}",
-                    step(&format!("own{j}"))
+                    "{ind}eon{ei} = {};\n{ind}eix{ei} = u32({});\n{ind}ev{ei}_0 = {};",
+                    guard(e.guard),
+                    r(e.index),
+                    r(e.value)
                 );
+            } else if k.fluxes[e.flux as usize].ty.is_float() {
+                let _ = writeln!(s, "{ind}ev{ei}_{i} = {};", r(e.value));
             }
-            Some(DrivePlan::Gathered(ds)) => {
-                let _ = writeln!(
-                    s,
-                    "{ind}for (var e = lid; e < {}u; e = e + WG) {{\n{ind}    var acc: {} = {};\n{ind}    var seen = false;",
-                    layout.shared_lens[j],
-                    wty(ty),
-                    zero(ty)
-                );
-                for q in 0..ds.len() {
+        }
+        let _ = writeln!(s, "{IND}}}");
+    }
+
+    /// After stage `i`'s barrier: each shared element's rate (its drives summed
+    /// in lane order), then the next stage's input or the step's end.
+    fn collapse(&self, s: &mut String, i: usize) {
+        let k = self.k;
+        let stages = self.tableau.stages();
+        let last = i + 1 == stages;
+        for (j, plan) in self.plans.iter().enumerate() {
+            let Some(plan) = plan else { continue };
+            let ty = k.shared[j].ty;
+            if !ty.is_float() && !last {
+                continue;
+            }
+            let t = wty(ty);
+            let len = self.layout.shared_lens[j];
+            let _ = writeln!(
+                s,
+                "{IND}for (var e = lid; e < {len}u; e = e + WG) {{\n{IND}    var acc: {t} = {};\n{IND}    var seen = false;",
+                zero(ty)
+            );
+            match plan {
+                DrivePlan::Own(_) => {
                     let _ = writeln!(
                         s,
-                        "{ind}    for (var l = 0u; l < WG; l = l + 1u) {{\n{ind}        if (di{j}_{q}[l] == e) {{\n{ind}            if (seen) {{ acc = acc + dv{j}_{q}[l]; }} else {{ acc = dv{j}_{q}[l]; seen = true; }}\n{ind}        }}\n{ind}    }}"
+                        "{IND}    if (has{j} && e == lid) {{ acc = own{j}; seen = true; }}"
                     );
                 }
+                DrivePlan::Gathered(ds) => {
+                    for q in 0..ds.len() {
+                        let _ = writeln!(
+                            s,
+                            "{IND}    for (var l = 0u; l < WG; l = l + 1u) {{\n{IND}        if (di{j}_{q}[l] == e) {{\n{IND}            if (seen) {{ acc = acc + dv{j}_{q}[l]; }} else {{ acc = dv{j}_{q}[l]; seen = true; }}\n{IND}        }}\n{IND}    }}"
+                        );
+                    }
+                }
+            }
+            if !ty.is_float() {
+                // A unit flow: the first stage's contributions, wrapping.
+                let _ = writeln!(s, "{IND}    if (seen) {{ sh{j}[e] = sh{j}[e] + acc; }}");
+            } else if !self.staged[j] {
+                // One stage: the Euler step of the element.
                 let _ = writeln!(
                     s,
-                    "{ind}    if (seen) {{ sh{j}[e] = {}; }}\n{ind}}}",
-                    step("acc")
+                    "{IND}    if (seen) {{ sh{j}[e] = sh{j}[e] + cb0 * acc; }}"
                 );
+            } else {
+                let _ = writeln!(s, "{IND}    rk{j}_{i}[e] = acc;");
+                let rk = |q: usize| format!("rk{j}_{q}[e]");
+                if last {
+                    let b = terms(self.tableau.b());
+                    let v = combine(&format!("sh{j}[e]"), &b, &|q| format!("cb{q}"), &rk);
+                    let _ = writeln!(s, "{IND}    sh{j}[e] = {v};");
+                } else {
+                    let a = terms(self.tableau.a(i + 1));
+                    let v = combine(
+                        &format!("sh{j}[e]"),
+                        &a,
+                        &|q| format!("ca{}_{q}", i + 1),
+                        &rk,
+                    );
+                    let _ = writeln!(s, "{IND}    sx{j}[e] = {v};");
+                }
             }
+            let _ = writeln!(s, "{IND}}}");
         }
     }
-    let _ = writeln!(s, "{ind}workgroupBarrier();");
 }
 
 /// The error a GPU fault record (`[trajectory, site, index, _]`, trajectory
@@ -712,9 +935,13 @@ mod tests {
         PhasedLayout::new(k, args, &integ).unwrap()
     }
 
+    /// Emits with Euler and RK4, validates both; returns the Euler shader.
     fn emit_and_validate(k: &Kernel, layout: &PhasedLayout) -> PhasedWgsl {
+        let rk4 = emit_wgsl_phased(k, Method::Rk4, layout).unwrap();
+        validate_wgsl(&k.name, &rk4.source).unwrap_or_else(|e| panic!("{e}\n{}", rk4.source));
         let w = emit_wgsl_phased(k, Method::Euler, layout).unwrap();
         validate_wgsl(&k.name, &w.source).unwrap_or_else(|e| panic!("{e}\n{}", w.source));
+        assert!(rk4.workgroup_bytes >= w.workgroup_bytes);
         w
     }
 
@@ -819,27 +1046,21 @@ mod tests {
 
     #[test]
     fn refusals_name_what_is_unsupported() {
-        let k = example("tree_sum.field");
-        let e = check_phased_wgsl(&k, Method::Rk4).unwrap_err();
-        assert!(
-            matches!(e, IrError::Unsupported { .. }) && e.to_string().contains("euler"),
-            "{e}"
-        );
         let k = example("lorenz.field");
-        let e = check_phased_wgsl(&k, Method::Euler).unwrap_err();
+        let e = check_phased_wgsl(&k).unwrap_err();
         assert!(e.to_string().contains("no phases"), "{e}");
         let k = compile(
             "d.field",
             "field d() { state x: f64 = 1.0; phase p { d(x)/dt = -x; } }",
         )
         .unwrap();
-        let e = check_phased_wgsl(&k, Method::Euler).unwrap_err();
+        let e = check_phased_wgsl(&k).unwrap_err();
         assert!(e.to_string().contains("f64"), "{e}");
         let k = compile(
             "b.field",
             "field b() { shared s: bool[4] = false; state x = 0.0; phase p { d(s[tid])/dt += true; d(x)/dt = 1.0; } }",
         );
-        let e = check_phased_wgsl(&k.unwrap(), Method::Euler).unwrap_err();
+        let e = check_phased_wgsl(&k.unwrap()).unwrap_err();
         assert!(e.to_string().contains("bool shared"), "{e}");
     }
 

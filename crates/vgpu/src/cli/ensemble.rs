@@ -247,7 +247,7 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
     let mut cache = None;
     if choice != "cpu" {
         let on_gpu = if k.is_phased() {
-            vgpu_ir::wgsl_phased::check_phased_wgsl(&k, method)
+            vgpu_ir::wgsl_phased::check_phased_wgsl(&k)
         } else {
             vgpu_ir::wgsl::check_wgsl(&k)
         };
