@@ -13,6 +13,10 @@ use crate::kernel::{BinOp, Builtin, Kernel, Node, NodeId, UnOp, Variance};
 use crate::ops;
 use crate::types::{ScalarType, Value};
 
+mod fused;
+mod simd;
+pub(crate) use fused::{run as fused_run, Io, Plan, Resolved, CHUNK};
+
 /// The launch values uniform nodes may read.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Dims {
@@ -568,33 +572,7 @@ fn exec(ins: &Instr, pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault
         return;
     }
     // The general path: one value at a time through the scalar semantics.
-    let read = |s: Src, ty: ScalarType, l: usize| -> Value {
-        match s {
-            Src::Imm(v) => v,
-            Src::Time => fr.t,
-            Src::State(k) | Src::Init(k) => {
-                let cols = if matches!(s, Src::State(_)) {
-                    fr.h
-                } else {
-                    fr.h0
-                };
-                match cols {
-                    StateCols::F32(h) => Value::F32(h[k as usize * n + l]),
-                    StateCols::F64(h) => Value::F64(h[k as usize * n + l]),
-                }
-            }
-            Src::Col(c) => {
-                let at = c as usize * w + l;
-                match ty {
-                    ScalarType::F32 => Value::F32(pools.f32s[at]),
-                    ScalarType::F64 => Value::F64(pools.f64s[at]),
-                    ScalarType::I32 => Value::I32(pools.ints[at] as i32),
-                    ScalarType::U32 => Value::U32(pools.ints[at]),
-                    ScalarType::Bool => Value::Bool(pools.bools[at]),
-                }
-            }
-        }
-    };
+    let read = |s: Src, ty: ScalarType, l: usize| read_src(s, ty, pools, fr, l);
     let mut out: Vec<Value> = Vec::with_capacity(n);
     match ins.op {
         Op::Lane(b) => {
@@ -612,47 +590,45 @@ fn exec(ins: &Instr, pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault
                 .args
                 .buffer_at(buf as usize)
                 .expect("args checked complete");
-            let len = b.len();
-            for l in 0..n {
-                let i = index_of(read(ins.a, ins.ty, l));
-                if i < 0 || i as usize >= len {
-                    if fault.is_none_or(|f| l < f.lane) {
-                        *fault = Some(Fault {
-                            lane: l,
-                            index: i,
-                            len,
-                            site,
-                            shared: false,
-                            which: buf,
-                        });
-                    }
-                    out.push(Value::F64(0.0).cast(ins.rty));
-                } else {
-                    out.push(b.get(i as usize));
-                }
-            }
+            let at = |l| index_of(read(ins.a, ins.ty, l));
+            gather(
+                n,
+                b.len(),
+                at,
+                |i| b.get(i),
+                ins.rty,
+                &mut out,
+                |lane, index, len| Fault {
+                    lane,
+                    index,
+                    len,
+                    site,
+                    shared: false,
+                    which: buf,
+                },
+                fault,
+            );
         }
         Op::SharedLoad { shared, site } => {
             let s = &fr.shared[shared as usize];
-            let len = s.len();
-            for l in 0..n {
-                let i = index_of(read(ins.a, ins.ty, l));
-                if i < 0 || i as usize >= len {
-                    if fault.is_none_or(|f| l < f.lane) {
-                        *fault = Some(Fault {
-                            lane: l,
-                            index: i,
-                            len,
-                            site,
-                            shared: true,
-                            which: shared,
-                        });
-                    }
-                    out.push(Value::F64(0.0).cast(ins.rty));
-                } else {
-                    out.push(s.get(i as usize, ins.rty));
-                }
-            }
+            let at = |l| index_of(read(ins.a, ins.ty, l));
+            gather(
+                n,
+                s.len(),
+                at,
+                |i| s.get(i, ins.rty),
+                ins.rty,
+                &mut out,
+                |lane, index, len| Fault {
+                    lane,
+                    index,
+                    len,
+                    site,
+                    shared: true,
+                    which: shared,
+                },
+                fault,
+            );
         }
         Op::Un(op) => {
             for l in 0..n {
@@ -705,6 +681,32 @@ fn exec(ins: &Instr, pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault
             Value::I32(x) => pools.ints[base + l] = x as u32,
             Value::U32(x) => pools.ints[base + l] = x,
             Value::Bool(x) => pools.bools[base + l] = x,
+        }
+    }
+}
+
+/// `out[l] = get(at(l))` for `n` lanes of a gather from `len` values; an index
+/// out of range reads zero and records the lowest such lane as a [`Fault`].
+#[allow(clippy::too_many_arguments)]
+fn gather(
+    n: usize,
+    len: usize,
+    at: impl Fn(usize) -> i64,
+    get: impl Fn(usize) -> Value,
+    rty: ScalarType,
+    out: &mut Vec<Value>,
+    fault_at: impl Fn(usize, i64, usize) -> Fault,
+    fault: &mut Option<Fault>,
+) {
+    for l in 0..n {
+        let i = at(l);
+        if i < 0 || i as usize >= len {
+            if fault.is_none_or(|f| l < f.lane) {
+                *fault = Some(fault_at(l, i, len));
+            }
+            out.push(Value::F64(0.0).cast(rty));
+        } else {
+            out.push(get(i as usize));
         }
     }
 }

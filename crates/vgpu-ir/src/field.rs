@@ -4,8 +4,10 @@
 
 use crate::args::Args;
 use crate::error::IrError;
-use crate::eval::{self, Dims, Fault, Frame, Pools, Program, Src, StateCols};
-use crate::kernel::{Kernel, Update, Variance};
+use crate::eval::{
+    self, Dims, Fault, Frame, Io, Plan, Pools, Program, Resolved, Src, StateCols, CHUNK,
+};
+use crate::kernel::{BinOp, Kernel, UnOp, Update, Variance};
 use crate::types::{ScalarType, Value};
 use std::sync::Mutex;
 use vgpu_field::{BlockCtx, BlockField, Real};
@@ -20,6 +22,43 @@ pub trait IrFloat: Real {
     fn from_value(v: Value) -> Self;
     #[doc(hidden)]
     fn pool(p: &Pools) -> &[Self];
+    #[doc(hidden)]
+    fn pool_mut(p: &mut Pools) -> &mut [Self];
+    /// A float unary operation (as [`crate::ops::unary`] computes it).
+    #[doc(hidden)]
+    fn un(op: UnOp, x: Self) -> Self;
+    /// A float binary arithmetic operation (as [`crate::ops::binary`] computes it).
+    #[doc(hidden)]
+    fn bin(op: BinOp, a: Self, b: Self) -> Self;
+}
+
+macro_rules! float_ops {
+    ($t:ty, $pool:ident, $unary:path) => {
+        fn pool(p: &Pools) -> &[$t] {
+            &p.$pool
+        }
+        fn pool_mut(p: &mut Pools) -> &mut [$t] {
+            &mut p.$pool
+        }
+        #[inline(always)]
+        fn un(op: UnOp, x: $t) -> $t {
+            $unary(op, x)
+        }
+        #[inline(always)]
+        fn bin(op: BinOp, a: $t, b: $t) -> $t {
+            match op {
+                BinOp::Add => a + b,
+                BinOp::Sub => a - b,
+                BinOp::Mul => a * b,
+                BinOp::Div => a / b,
+                BinOp::Rem => a % b,
+                BinOp::Min => a.min(b),
+                BinOp::Max => a.max(b),
+                BinOp::Pow => a.powf(b),
+                _ => <$t>::NAN,
+            }
+        }
+    };
 }
 
 impl IrFloat for f32 {
@@ -33,9 +72,7 @@ impl IrFloat for f32 {
             other => other.as_f64() as f32,
         }
     }
-    fn pool(p: &Pools) -> &[f32] {
-        &p.f32s
-    }
+    float_ops!(f32, f32s, crate::ops::unary_f32);
 }
 
 impl IrFloat for f64 {
@@ -46,18 +83,21 @@ impl IrFloat for f64 {
     fn from_value(v: Value) -> f64 {
         v.as_f64()
     }
-    fn pool(p: &Pools) -> &[f64] {
-        &p.f64s
-    }
+    float_ops!(f64, f64s, crate::ops::unary_f64);
 }
 
 /// An unphased kernel bound to its arguments and launch size, ready for
 /// [`vgpu_field::Launch::run`]. Trajectories past `n` (padding of the last
 /// block) repeat trajectory `n − 1`, so they never fault.
+///
+/// Its varying float arithmetic runs as fused chains (one pass over the lanes
+/// per chain, values in registers, rates written in place); see
+/// [`IrField::chains`].
 pub struct IrField<'a> {
     k: &'a Kernel,
     args: &'a Args,
     prog: Program,
+    plan: Plan,
     rates: Vec<Src>,
     n: usize,
     bdim: u32,
@@ -65,10 +105,13 @@ pub struct IrField<'a> {
     fault_traj: Mutex<usize>,
 }
 
-/// Per-worker memory of an [`IrField`]: the columns of one block.
-pub struct IrScratch {
+/// Per-worker memory of an [`IrField`]: the columns of one block, the fused
+/// chains resolved for its size, their constants.
+pub struct IrScratch<T> {
     pools: Pools,
     block: Option<usize>,
+    chains: Resolved,
+    consts: Vec<T>,
 }
 
 impl<'a> IrField<'a> {
@@ -104,7 +147,7 @@ impl<'a> IrField<'a> {
         let uni = eval::uniform_values(k, &reach, &var, args, dims)?;
         let prog = Program::build(k, &roots, &var, &uni);
         let zero = Src::Imm(Value::F64(0.0).cast(k.float_type()));
-        let rates = phase
+        let rates: Vec<Src> = phase
             .updates
             .iter()
             .map(|u| match u {
@@ -118,10 +161,12 @@ impl<'a> IrField<'a> {
                 message: "`x := …` jumps need a phase (they are unit-time segments)".into(),
             });
         }
+        let plan = Plan::build(&prog, &rates, k.float_type());
         Ok(IrField {
             k,
             args,
             prog,
+            plan,
             rates,
             n,
             bdim,
@@ -152,20 +197,28 @@ impl<'a> IrField<'a> {
     pub fn hoisted(&self) -> usize {
         self.prog.lane.len()
     }
+
+    /// The fused float arithmetic: `(chains, nodes)`, each chain one pass over
+    /// the lanes computing its nodes with the values in registers.
+    pub fn chains(&self) -> (usize, usize) {
+        self.plan.chains()
+    }
 }
 
 impl<T: IrFloat> BlockField<T> for IrField<'_> {
     type Params = ();
-    type Scratch = IrScratch;
+    type Scratch = IrScratch<T>;
 
     fn dim(&self) -> usize {
         self.k.states.len()
     }
 
-    fn scratch(&self, lanes: usize) -> IrScratch {
+    fn scratch(&self, lanes: usize) -> IrScratch<T> {
         IrScratch {
             pools: Pools::new(self.prog.slots, lanes),
             block: None,
+            chains: Resolved::new(&self.plan, lanes),
+            consts: self.plan.const_columns(),
         }
     }
 
@@ -175,8 +228,27 @@ impl<T: IrFloat> BlockField<T> for IrField<'_> {
         h: &[T],
         h0: &[T],
         ctx: &BlockCtx<'_, ()>,
-        sc: &mut IrScratch,
+        sc: &mut IrScratch<T>,
         dh: &mut [T],
+    ) {
+        let fused = self.plan.ty() == T::TYPE;
+        self.eval(t, h, h0, ctx, sc, dh, fused);
+    }
+}
+
+impl IrField<'_> {
+    /// The field at `(t, h)`: through the fused chains, or (`fused = false`,
+    /// the reference the chains must equal) node by node.
+    #[allow(clippy::too_many_arguments)]
+    fn eval<T: IrFloat>(
+        &self,
+        t: T,
+        h: &[T],
+        h0: &[T],
+        ctx: &BlockCtx<'_, ()>,
+        sc: &mut IrScratch<T>,
+        dh: &mut [T],
+        fused: bool,
     ) {
         let lanes = ctx.lanes();
         let first = ctx.first();
@@ -200,11 +272,34 @@ impl<T: IrFloat> BlockField<T> for IrField<'_> {
             eval::run(&self.prog.lane, &mut sc.pools, &fr, &mut fault);
             sc.block = Some(ctx.block_linear());
         }
-        eval::run(&self.prog.vary, &mut sc.pools, &fr, &mut fault);
+        if fused {
+            if self.plan.reads_time() {
+                sc.consts[..CHUNK].fill(t);
+            }
+            let mut io = Io {
+                h,
+                h0,
+                consts: &sc.consts,
+                dh,
+                lanes,
+            };
+            eval::fused_run(
+                &self.plan,
+                &sc.chains,
+                &mut sc.pools,
+                &mut io,
+                |ins, pools| eval::run(ins, pools, &fr, &mut fault),
+            );
+        } else {
+            eval::run(&self.prog.vary, &mut sc.pools, &fr, &mut fault);
+        }
         if let Some(f) = fault {
             self.record(f, first);
         }
         for (k, src) in self.rates.iter().enumerate() {
+            if fused && self.plan.is_direct(k) {
+                continue;
+            }
             let out = &mut dh[k * lanes..(k + 1) * lanes];
             match *src {
                 Src::Col(c) => out.copy_from_slice(
@@ -229,4 +324,121 @@ pub fn lane_nodes(k: &Kernel) -> usize {
         .iter()
         .filter(|v| **v == Variance::Lane)
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::Buffer;
+    use crate::check::compile;
+    use vgpu_field::LaunchConfig;
+
+    /// Every float operation, on both sides of the accumulator, beside integer,
+    /// select and cast nodes the chains leave to the column evaluator.
+    const OPS_F32: &str = "field ops(a: f32[], b: i32[], c: u32[], s: f32, m: u32, q: i32, flag: bool) {
+        state x = a[i], y = f32(b[i % 3u]), z = 0.5;
+        let j = i32(i) - 3;
+        let u = c[(i * m) % 4u] >> 2u;
+        let w = select(flag && x > 0.0, exp(-x * x), tanh(y) + pow(abs(x), 1.5));
+        let e = x * y - s;
+        d(x)/dt = sin(x) * cos(y) + log(1.0 + abs(w)) - sqrt(abs(s)) + floor(t) + min(x, y) - max(x, 0.5)
+                  + f32(j / q) + f32(u % 7u) + fma(x, y, 1.0) + fma(e, 2.0, x) + fma(3.0, x, e)
+                  + x % 2.0 + init(x) - f32(tid + bid + bdim) + 2.0 / (x + 3.0) - (y - x) / 4.0;
+        d(y)/dt = -y + select(!(i == 2u) || y <= x, 1.0, -2.5e-3) / 7.0 + e * e + pow(2.0, x - y);
+        d(z)/dt = x;
+    }";
+
+    const OPS_F64: &str = "field ops64(a: f64[]) {
+        state x: f64 = a[i], y: f64 = 1.25;
+        let e = x * y - t;
+        d(x)/dt = fma(e, y, x) + fma(y, e, 1.0) + fma(x, y, e) - min(y, e) / max(x, 0.5) + e % 0.75;
+        d(y)/dt = 3.0 - (x - y) * (2.0 / (e + 9.0)) + exp(-abs(e));
+    }";
+
+    fn same_bits<T: IrFloat>(a: &[T], b: &[T]) -> bool {
+        a.iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits_u64() == y.to_bits_u64() || (!x.is_finite() && !y.is_finite()))
+    }
+
+    /// Fused and node-by-node evaluation of every block of a launch of `n`
+    /// trajectories in blocks of `lanes` (a size that leaves short passes).
+    fn fused_equals_nodes<T: IrFloat>(k: &Kernel, args: &Args, n: usize, lanes: u32) {
+        let cfg = LaunchConfig::linear(n, lanes).unwrap();
+        let f = IrField::new(k, args, n, lanes, cfg.num_blocks() as u32).unwrap();
+        let (chains, nodes) = f.chains();
+        assert!(
+            chains >= 3 && nodes > chains,
+            "{chains} chains, {nodes} nodes"
+        );
+        let lanes = lanes as usize;
+        let dim = BlockField::<T>::dim(&f);
+        for b in 0..cfg.num_blocks() {
+            let ctx = BlockCtx::new(&cfg, b, &()).unwrap();
+            let h: Vec<T> = (0..dim * lanes)
+                .map(|v| T::from_f64(((v * 37 % 101) as f64 - 50.0) * 0.173))
+                .collect();
+            let h0: Vec<T> = h.iter().map(|&v| v * T::from_f64(0.5)).collect();
+            let mut s1 = BlockField::<T>::scratch(&f, lanes);
+            let mut s2 = BlockField::<T>::scratch(&f, lanes);
+            let (mut d1, mut d2) = (vec![T::ZERO; dim * lanes], vec![T::ZERO; dim * lanes]);
+            for t in [0.0, 1.625] {
+                let t = T::from_f64(t);
+                f.eval(t, &h, &h0, &ctx, &mut s1, &mut d1, true);
+                f.eval(t, &h, &h0, &ctx, &mut s2, &mut d2, false);
+                assert!(same_bits(&d1, &d2), "block {b}, t = {t}:\n{d1:?}\n{d2:?}");
+            }
+        }
+        assert!(f.take_fault().is_none());
+    }
+
+    #[test]
+    fn chains_compute_the_bits_of_node_by_node_evaluation() {
+        let k = compile("ops.field", OPS_F32).unwrap();
+        let mut args = Args::new(&k);
+        args.buffer(
+            "a",
+            (0..200).map(|i| i as f32 * 0.31 - 9.0).collect::<Vec<_>>(),
+        )
+        .unwrap()
+        .buffer("b", vec![3i32, -4, 5])
+        .unwrap()
+        .buffer("c", vec![7u32, 900, 12, 5])
+        .unwrap()
+        .scalar("s", Value::F32(-2.5))
+        .unwrap()
+        .scalar("m", Value::U32(3))
+        .unwrap()
+        .scalar("q", Value::I32(-2))
+        .unwrap()
+        .scalar("flag", Value::Bool(true))
+        .unwrap();
+        // 77 lanes: whole chunks, a two- and a one-register pass, single lanes.
+        fused_equals_nodes::<f32>(&k, &args, 200, 77);
+        fused_equals_nodes::<f32>(&k, &args, 200, 128);
+        let k = compile("ops64.field", OPS_F64).unwrap();
+        let mut args = Args::new(&k);
+        args.buffer(
+            "a",
+            Buffer::F64((0..90).map(|i| i as f64 * 0.7 - 20.0).collect()),
+        )
+        .unwrap();
+        fused_equals_nodes::<f64>(&k, &args, 90, 45);
+    }
+
+    #[test]
+    fn lorenz_is_four_chains_writing_its_rates() {
+        let k = compile(
+            "lorenz.field",
+            include_str!("../../../examples/lorenz.field"),
+        )
+        .unwrap();
+        let mut args = Args::new(&k);
+        args.buffer("rho", vec![1.0f32; 64]).unwrap();
+        let f = IrField::new(&k, &args, 64, 64, 1).unwrap();
+        // dx: (y − x)·10; dy: (ρ − z)·x − y; x·y; dz: x·y − (8/3)·z.
+        assert_eq!(f.chains(), (4, 8));
+        assert!((0..3).all(|r| f.plan.is_direct(r)));
+        assert_eq!(f.hoisted(), 2, "rho[i] and i, once per block");
+    }
 }
