@@ -44,6 +44,7 @@ use crate::args::Args;
 use crate::error::IrError;
 use crate::eval::{self, Dims};
 use crate::kernel::{Builtin, Kernel, Node, NodeId, Update, Variance};
+use crate::phased::{check_unit_time, steps_of};
 use crate::run::Integration;
 use crate::types::{ScalarType, Value};
 use crate::wgsl::{
@@ -171,33 +172,15 @@ impl PhasedLayout {
         let mut steps = 0usize;
         for p in &k.phases {
             let span = p.span.expect("a phased field's phases have spans");
-            let needs_unit = p.updates.iter().any(|u| matches!(u, Update::Jump(_)))
-                || p.drives
-                    .iter()
-                    .any(|d| !k.shared[d.shared as usize].ty.is_float())
-                || p.emits
-                    .iter()
-                    .any(|e| !k.fluxes[e.flux as usize].ty.is_float());
-            if needs_unit && dt != 1.0 {
-                return Err(launch_err(k, format!(
-                    "phase `{}` has jumps or integer drives/emits: they are unit-time segments and need dt = 1 (got {dt})",
-                    p.name
-                )));
-            }
+            check_unit_time(k, p, dt)?;
             let reach = k.reachable(&[span]);
             let reps = p.repeat.map(|r| u32_of(&uni, r)).unwrap_or(1);
             let mut rep_steps = Vec::with_capacity(reps as usize);
             for rep in 0..reps {
                 let uni = eval::uniform_values(k, &reach, &var, args, Dims { rep, ..base })?;
                 let span_v = uni[span.index()].map(|v| v.as_f64()).unwrap_or(f64::NAN);
-                let s = Integration::new(n, 0.0, span_v, dt)
-                    .steps(&k.name)
-                    .map_err(|_| {
-                        launch_err(k, format!(
-                            "the span of phase `{}` = {span_v} (repetition {rep}) is not a whole, non-negative number of steps dt = {dt}",
-                            p.name
-                        ))
-                    })?;
+                let what = format!("the span of phase `{}`", p.name);
+                let s = steps_of(&k.name, span_v, dt, &what)?;
                 let s32 = u32::try_from(s).map_err(|_| {
                     launch_err(
                         k,
@@ -711,7 +694,7 @@ impl StepCtx<'_> {
                 _ => {}
             }
         }
-        let guard = |g: Option<NodeId>| g.map(|g| r(g)).unwrap_or_else(|| "true".into());
+        let guard = |g: Option<NodeId>| g.map(&r).unwrap_or_else(|| "true".into());
         // Drives: float ones at every stage, integer ones (unit flows) at the first.
         for (j, plan) in self.plans.iter().enumerate() {
             if !k.shared[j].ty.is_float() && i > 0 {
