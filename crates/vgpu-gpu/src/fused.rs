@@ -198,15 +198,7 @@ pub fn bias_add(
     b: &[f32],
     cache: Option<&mut KernelCache>,
 ) -> Result<Vec<f32>, GpuError> {
-    let shape = rows_of("bias_add", x, b)?;
-    run(
-        Op::BiasAdd,
-        &[("x", x), ("b", b)],
-        Some(shape.1),
-        x.len(),
-        1,
-        cache,
-    )
+    with_bias(Op::BiasAdd, x, b, cache)
 }
 
 /// `max(x[r, c] + b[c], 0)` for a row-major `x` of `b.len()` columns: the
@@ -219,15 +211,18 @@ pub fn bias_relu(
     b: &[f32],
     cache: Option<&mut KernelCache>,
 ) -> Result<Vec<f32>, GpuError> {
-    let shape = rows_of("bias_relu", x, b)?;
-    run(
-        Op::BiasRelu,
-        &[("x", x), ("b", b)],
-        Some(shape.1),
-        x.len(),
-        1,
-        cache,
-    )
+    with_bias(Op::BiasRelu, x, b, cache)
+}
+
+/// Runs a one-step kernel of `x` and a bias `b` (one per column).
+fn with_bias(
+    op: Op,
+    x: &[f32],
+    b: &[f32],
+    cache: Option<&mut KernelCache>,
+) -> Result<Vec<f32>, GpuError> {
+    let (_, cols) = rows_of(op.name(), x, b)?;
+    run(op, &[("x", x), ("b", b)], Some(cols), x.len(), 1, cache)
 }
 
 fn rows_of(op: &'static str, x: &[f32], b: &[f32]) -> Result<(usize, usize), GpuError> {
