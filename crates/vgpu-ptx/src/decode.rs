@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::ast::{self, FloatLit, Init, Instruction, Operand, Space, Stmt};
 use crate::error::PtxError;
+use crate::half_ops;
 use crate::memory::{generic_window, GLOBAL_VAR_BASE, LOCAL_WINDOW, SHARED_WINDOW};
 use crate::program::*;
 use crate::semantics::{self, Mods};
@@ -265,7 +266,7 @@ fn float_bits(f: FloatLit, t: Ty) -> u64 {
     };
     match t {
         Ty::F32 => (v as f32).to_bits() as u64,
-        Ty::F16 => half::f16::from_f64(v).to_bits() as u64,
+        Ty::F16 => half_ops::f16_rn(v) as u64,
         Ty::Bf16 => half::bf16::from_f64(v).to_bits() as u64,
         Ty::F64 => v.to_bits(),
         // A float literal for an integer type: its bits as f64 (PTX: 0d…) or f32.
@@ -870,7 +871,16 @@ impl<'a> Lower<'a> {
                 );
             }
             _ => {
-                let (f, tys) = semantics::alu(op, &mods).map_err(|e| self.unsupported(ins, e))?;
+                let x2 = mods.has("f16x2");
+                let half = x2
+                    || (mods.ty() == Some(Ty::F16)
+                        && !matches!(op, "mov" | "selp" | "slct" | "and" | "or" | "xor" | "not"));
+                let (f, tys) = if half {
+                    half_ops::alu(op, &mods, x2)
+                } else {
+                    semantics::alu(op, &mods)
+                }
+                .map_err(|e| self.unsupported(ins, e))?;
                 need(1 + tys.len())?;
                 let d = self.dst(ins, &ops[0])?;
                 let mut s = [Src::Imm(0); 3];

@@ -25,6 +25,7 @@ mod decode;
 pub mod error;
 mod exec;
 mod float;
+mod half_ops;
 mod launch;
 mod lexer;
 mod memory;

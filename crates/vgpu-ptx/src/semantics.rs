@@ -4,6 +4,7 @@
 //! so the executor only calls it per lane.
 
 use crate::float::*;
+use crate::half_ops::f16_rn;
 use crate::program::{AluFn, AtomFn};
 use crate::types::*;
 
@@ -796,7 +797,8 @@ pub(crate) fn cvt(m: &Mods) -> Result<(AluFn, Ty), String> {
                 bf64(v)
             }),
             Ty::F16 => {
-                Box::new(move |a, _, _| half::f16::from_f64(ival(a, src_t) as f64).to_bits() as u64)
+                // Integers beyond 2^53 overflow f16 however they round to f64.
+                Box::new(move |a, _, _| f16_rn(ival(a, src_t) as f64) as u64)
             }
             Ty::Bf16 => Box::new(move |a, _, _| {
                 half::bf16::from_f64(ival(a, src_t) as f64).to_bits() as u64
@@ -854,7 +856,7 @@ pub(crate) fn cvt(m: &Mods) -> Result<(AluFn, Ty), String> {
                 if r != Rnd::N {
                     return Err("cvt to .f16 with a directed rounding".into());
                 }
-                Box::new(move |a, _, _| half::f16::from_f64(src_f(a)).to_bits() as u64)
+                Box::new(move |a, _, _| f16_rn(src_f(a)) as u64)
             }
             Ty::Bf16 => {
                 if r != Rnd::N {

@@ -468,3 +468,30 @@ fn unsupported_instruction_names_itself_and_its_line() {
     let e = m.kernel("u").err().expect("unsupported").to_string();
     assert!(e.contains("u.ptx:8") && e.contains("wmma.load"), "{e}");
 }
+
+#[test]
+fn half_precision_arithmetic_runs_as_nvcc_writes_it() {
+    // cvt f32 -> f16 (exact round to nearest even), add/fma on .f16 (.b16
+    // registers), f16x2 halves packed with mov, and back to f32.
+    let body = "cvt.rn.f16.f32 %h, %fa;\n.reg .b16 %h2, %h3, %h4;\ncvt.rn.f16.f32 %h2, %fb;\n\
+                add.f16 %h3, %h, %h2;\nfma.rn.f16 %h4, %h3, %h2, %h;\n\
+                mov.b32 %o, {%h3, %h4};\nadd.f16x2 %o2, %o, %o;\n\
+                mov.b32 {%h3, %h4}, %o2;\ncvt.f32.f16 %fo, %h4;\nmov.b32 %o, %fo;\ncvt.u64.u32 %O, %o;";
+    let (a, b) = (1.5f32, 2049.0f32); // 2049 is a tie in f16: to even, 2048
+    let got = f32::from_bits(run1(body, a.to_bits() as u64, b.to_bits() as u64, 0) as u32);
+    // h3 = 1.5 + 2048 = 2049.5 -> 2050; h4 = 2050 * 2048 + 1.5 -> inf (over 65504);
+    // doubled: inf.
+    assert_eq!(got, f32::INFINITY);
+    let (a, b) = (0.75f32, 0.5f32);
+    let got = f32::from_bits(run1(body, a.to_bits() as u64, b.to_bits() as u64, 0) as u32);
+    // h3 = 1.25; h4 = 1.25 * 0.5 + 0.75 = 1.375; doubled: 2.75.
+    assert_eq!(got, 2.75);
+    let src = format!("{HEAD}.visible .entry u()\n{{\n.reg .b16 %h<3>;\nmov.b16 %h1, 0;\ndiv.rn.f16 %h2, %h1, %h1;\nret;\n}}\n");
+    let e = Module::parse(&src, "u.ptx")
+        .unwrap()
+        .kernel("u")
+        .err()
+        .expect("unsupported");
+    let e = e.to_string();
+    assert!(e.contains("u.ptx:8") && e.contains("div.rn.f16"), "{e}");
+}
