@@ -1,4 +1,5 @@
-//! `vgpu bench lorenz`: the Lorenz ensemble through the field API, beside the
+//! `vgpu bench lorenz`: the Lorenz ensemble through the field API and as
+//! `examples/lorenz.field` through the kernel-IR evaluator, beside the
 //! hand-written Rust + rayon loops, in one run.
 
 use clap::Args;
@@ -28,6 +29,32 @@ pub struct LorenzArgs {
     /// Skip the hand-written reference loops (field version only).
     #[arg(long)]
     pub no_reference: bool,
+    /// Skip the `.field` variant (examples/lorenz.field through the IR evaluator).
+    #[arg(long)]
+    pub no_ir: bool,
+}
+
+/// `examples/lorenz.field`, the same problem in the field language.
+const LORENZ_FIELD: &str = include_str!("../../../../examples/lorenz.field");
+
+/// The problem as `examples/lorenz.field` run by the kernel-IR evaluator
+/// (`vgpu ensemble`'s CPU path), endpoints trajectory-major.
+fn lorenz_ir(p: &LorenzProblem, block: u32, par: Par) -> Result<Vec<f32>, vgpu::Error> {
+    let k = vgpu::compile("examples/lorenz.field", LORENZ_FIELD)?;
+    let mut args = vgpu::Args::new(&k);
+    args.buffer("rho", p.rho())?;
+    let dt = p.dt as f64;
+    let integ = vgpu::Integration::new(p.n, 0.0, p.steps as f64 * dt, dt)
+        .method(vgpu::field::Method::Rk4)
+        .block(block)
+        .par(par);
+    match vgpu::run_cpu(&k, &args, &integ)?.states {
+        vgpu::ir::Buffer::F32(v) => Ok(v.to_vec()),
+        other => Err(vgpu::Error::Usage(format!(
+            "bench lorenz: lorenz.field gave {:?} states, expected f32",
+            other.ty()
+        ))),
+    }
 }
 
 struct Timed {
@@ -67,6 +94,11 @@ pub fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
     let field = best_of(args.repeats, || {
         Ok(lorenz::lorenz_field(&p, args.block, par)?)
     })?;
+    let ir = if args.no_ir {
+        None
+    } else {
+        Some(best_of(args.repeats, || lorenz_ir(&p, args.block, par))?)
+    };
     let refs = if args.no_reference {
         None
     } else {
@@ -99,6 +131,18 @@ pub fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
             obj["reference_scalar"] = r(scalar);
             obj["reference_lanes"] = r(lanes);
         }
+        if let Some(ir) = &ir {
+            obj["ir_field"] = serde_json::json!({
+                "seconds": ir.seconds,
+                "traj_steps_per_s": rate(ir),
+                "checksum": ir.checksum,
+                "field_ratio": ir.seconds / field.seconds,
+            });
+            if let Some((scalar, lanes)) = &refs {
+                obj["ir_field"]["vs_reference_lanes"] = (lanes.seconds / ir.seconds).into();
+                obj["ir_field"]["vs_reference_scalar"] = (scalar.seconds / ir.seconds).into();
+            }
+        }
         println!("{obj}");
     } else {
         println!(
@@ -122,14 +166,41 @@ pub fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
             )
         };
         line("field API (vgpu)", &field);
+        if let Some(ir) = &ir {
+            line(".field through the IR evaluator", ir);
+        }
         if let Some((scalar, lanes)) = &refs {
             line("hand-written, scalar per trajectory", scalar);
             line("hand-written, 16-lane chunks", lanes);
             println!(
                 "ratio = reference seconds / field seconds (> 1: the field version is faster); checksums equal: {}",
-                scalar.checksum == field.checksum && lanes.checksum == field.checksum
+                scalar.checksum == field.checksum
+                    && lanes.checksum == field.checksum
+                    && ir.as_ref().is_none_or(|t| t.checksum == field.checksum)
             );
+            if let Some(ir) = &ir {
+                println!(
+                    ".field throughput ÷ hand-written: {:.2} (16-lane chunks), {:.2} (scalar)",
+                    lanes.seconds / ir.seconds,
+                    scalar.seconds / ir.seconds
+                );
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_field_file_computes_the_hand_written_bits() {
+        let mut p = LorenzProblem::new(300);
+        p.steps = 50;
+        let ir = lorenz_ir(&p, 64, Par::Rayon(2)).unwrap();
+        let hand = lorenz::lorenz_reference_lanes(&p, Par::Seq).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&ir), bits(&hand));
+    }
 }
