@@ -191,31 +191,20 @@ pub(crate) fn expr_with(
         Node::Binary(op, a, b) => {
             let (x, y) = (r(a), r(b));
             let int = k.ty(a).is_int();
-            let sym = match op {
-                BinOp::Add => "+",
-                BinOp::Sub => "-",
-                BinOp::Mul => "*",
-                BinOp::Div if int => return format!("idiv_{}({x}, {y})", wty(k.ty(a))),
-                BinOp::Rem if int => return format!("irem_{}({x}, {y})", wty(k.ty(a))),
-                BinOp::Div => "/",
-                BinOp::Rem => "%",
-                BinOp::Min => return format!("min({x}, {y})"),
-                BinOp::Max => return format!("max({x}, {y})"),
-                BinOp::Pow => return format!("pow({x}, {y})"),
-                BinOp::Eq => "==",
-                BinOp::Ne => "!=",
-                BinOp::Lt => "<",
-                BinOp::Le => "<=",
-                BinOp::Gt => ">",
-                BinOp::Ge => ">=",
-                BinOp::And => "&&",
-                BinOp::Or => "||",
-                BinOp::BitAnd => "&",
-                BinOp::BitOr => "|",
-                BinOp::BitXor => "^",
-                BinOp::Shl => return format!("({x} << ({y} & 31u))"),
-                BinOp::Shr => return format!("({x} >> ({y} & 31u))"),
-            };
+            // WGSL spells every operator as the `.field` language does, except
+            // integer division (total in the IR), the calls and masked shifts.
+            match op {
+                BinOp::Div | BinOp::Rem if int => {
+                    let f = if op == BinOp::Div { "idiv" } else { "irem" };
+                    return format!("{f}_{}({x}, {y})", wty(k.ty(a)));
+                }
+                BinOp::Min | BinOp::Max | BinOp::Pow => {
+                    return format!("{}({x}, {y})", op.symbol())
+                }
+                BinOp::Shl | BinOp::Shr => return format!("({x} {} ({y} & 31u))", op.symbol()),
+                _ => {}
+            }
+            let sym = op.symbol();
             format!("({x} {sym} {y})")
         }
         Node::Select(c, a, b) => format!("select({}, {}, {})", r(b), r(a), r(c)),
