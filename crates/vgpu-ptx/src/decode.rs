@@ -834,6 +834,23 @@ impl<'a> Lower<'a> {
                 };
                 self.emit(Op::Vote { mode, d, a, neg }, g, line);
             }
+            "match" => {
+                need(3)?;
+                let all = mods.has("all");
+                if !all && !mods.has("any") {
+                    return Err(self.unsupported(ins, "match.sync without .any or .all"));
+                }
+                let ty = mods
+                    .ty()
+                    .filter(|t| t.bits() == 32 || t.bits() == 64)
+                    .ok_or_else(|| self.unsupported(ins, "match.sync needs .b32 or .b64"))?;
+                let (d, p) = match &ops[0] {
+                    Operand::Pair(a, b) if all => (self.dst(ins, a)?, Some(self.dst(ins, b)?)),
+                    o => (self.dst(ins, o)?, None),
+                };
+                let a = self.src(ins, &ops[1], ty)?;
+                self.emit(Op::Match { all, d, p, a }, g, line);
+            }
             "activemask" => {
                 need(1)?;
                 let d = self.dst(ins, &ops[0])?;

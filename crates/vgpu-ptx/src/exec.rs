@@ -772,6 +772,25 @@ impl BlockRun<'_, '_> {
                     regs[*d as usize * 32 + l] = v;
                 }
             }
+            Op::Match { all, d, p, a } => {
+                let vals = row(regs, *a);
+                let mut out = [0u64; 32];
+                let mut same = true;
+                for l in lanes(em) {
+                    let m = lanes(em)
+                        .filter(|&j| vals[j] == vals[l])
+                        .fold(0u32, |m, j| m | (1 << j));
+                    out[l] = m as u64;
+                    same &= m == em;
+                }
+                if *all {
+                    out = [if same { em as u64 } else { 0 }; 32];
+                }
+                put(regs, *d, &out, em);
+                if let Some(p) = p {
+                    put(regs, *p, &[same as u64; 32], em);
+                }
+            }
             Op::ActiveMask { d } => {
                 for l in lanes(em) {
                     regs[*d as usize * 32 + l] = em as u64;

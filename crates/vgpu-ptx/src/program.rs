@@ -171,6 +171,15 @@ pub(crate) enum Op {
     },
     /// `activemask.b32`.
     ActiveMask { d: u32 },
+    /// `match.any.sync` (`all: false`): `d` is the mask of the active lanes whose
+    /// `a` equals this lane's; `match.all.sync`: `d` is the active mask when every
+    /// active lane's `a` is equal, else 0, and `p` says which.
+    Match {
+        all: bool,
+        d: u32,
+        p: Option<u32>,
+        a: Src,
+    },
     /// No effect on the state (`membar`, `fence`, `bar.warp.sync`, `prefetch`).
     Nop,
 }
@@ -199,7 +208,9 @@ impl Op {
             Op::Alu2 { d, d2, .. } => [*d, *d2].into_iter().filter(|&r| r != u32::MAX).collect(),
             Op::Ld { d, .. } => d.iter().copied().filter(|&r| r != u32::MAX).collect(),
             Op::Atom { d, .. } => d.iter().copied().collect(),
-            Op::Shfl { d, p, .. } => std::iter::once(*d).chain(p.iter().copied()).collect(),
+            Op::Shfl { d, p, .. } | Op::Match { d, p, .. } => {
+                std::iter::once(*d).chain(p.iter().copied()).collect()
+            }
             _ => Vec::new(),
         }
     }
@@ -231,7 +242,7 @@ impl Op {
                 s(b);
                 s(c)
             }
-            Op::Vote { a, .. } | Op::Redux { a, .. } => s(a),
+            Op::Vote { a, .. } | Op::Redux { a, .. } | Op::Match { a, .. } => s(a),
             _ => {}
         }
         v

@@ -495,3 +495,40 @@ fn half_precision_arithmetic_runs_as_nvcc_writes_it() {
     let e = e.to_string();
     assert!(e.contains("u.ptx:8") && e.contains("div.rn.f16"), "{e}");
 }
+
+#[test]
+fn match_sync_any_and_all() {
+    // match.any: the lanes holding the same value as this one.
+    let v = warp("rem.u32 %r3, %r1, 3;\nmatch.any.sync.b32 %r2, %r3, -1;");
+    for (l, &m) in v.iter().enumerate() {
+        let want = (0..32u32)
+            .filter(|j| j % 3 == l as u32 % 3)
+            .fold(0, |m, j| m | (1 << j));
+        assert_eq!(m, want, "lane {l}");
+    }
+    // Only the active lanes take part: lanes 0..10 run it, the rest skip it.
+    let v = warp(
+        "mov.u32 %r2, 0;\nsetp.ge.u32 %p1, %r1, 10;\n@%p1 bra $S;\nand.b32 %r3, %r1, 1;\n\
+         match.any.sync.b32 %r2, %r3, 1023;\n$S:",
+    );
+    for (l, &m) in v.iter().enumerate() {
+        let want = if l < 10 {
+            (0..10u32)
+                .filter(|j| j % 2 == l as u32 % 2)
+                .fold(0, |m, j| m | (1 << j))
+        } else {
+            0
+        };
+        assert_eq!(m, want, "lane {l}");
+    }
+    // match.all: the mask when every lane agrees, else 0; the predicate says which.
+    let v = warp("mov.u32 %r3, 7;\nmatch.all.sync.b32 %r2|%p1, %r3, -1;\nselp.u32 %r4, 5, 9, %p1;\nadd.u32 %r2, %r2, %r4;");
+    assert!(
+        v.iter().all(|&x| x == 0xffff_ffffu32.wrapping_add(5)),
+        "{v:?}"
+    );
+    let v = warp(
+        "match.all.sync.b32 %r2|%p1, %r1, -1;\nselp.u32 %r4, 5, 9, %p1;\nadd.u32 %r2, %r2, %r4;",
+    );
+    assert!(v.iter().all(|&x| x == 9), "{v:?}");
+}
