@@ -19,6 +19,56 @@ use crate::real::Real;
 use crate::stepper::Stepper;
 use crate::tableau::{Method, Tableau};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A shared count of the work launches have done, in trajectory-steps, for
+/// progress bars: give a clone to [`Launch::progress`], read it from any thread
+/// while the launch runs. A launch adds its work (`trajectories · steps`) to
+/// [`Progress::total`] when it starts and advances [`Progress::done`] as its
+/// blocks step (every 32 steps of a block and at its end), so on success
+/// `done == total`. Without one, a launch pays one untaken branch per step.
+#[derive(Clone, Debug, Default)]
+pub struct Progress(Arc<Counts>);
+
+#[derive(Debug, Default)]
+struct Counts {
+    done: AtomicU64,
+    total: AtomicU64,
+}
+
+impl Progress {
+    /// A counter at zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Work done so far.
+    pub fn done(&self) -> u64 {
+        self.0.done.load(Ordering::Relaxed)
+    }
+    /// Work announced so far (by every launch that started).
+    pub fn total(&self) -> u64 {
+        self.0.total.load(Ordering::Relaxed)
+    }
+    /// Announces `n` more units of work (for executors other than [`Launch`]).
+    pub fn add_total(&self, n: u64) {
+        self.0.total.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Records `n` more units of work done.
+    pub fn advance(&self, n: u64) {
+        self.0.done.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Two handles are equal when they count into the same counter.
+impl PartialEq for Progress {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Steps of a block between two reports to a [`Progress`].
+const PROGRESS_STRIDE: usize = 32;
 
 /// What a launch did.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +106,7 @@ pub struct Launch {
     dt: f64,
     steps: usize,
     par: Par,
+    progress: Option<Progress>,
 }
 
 impl Launch {
@@ -68,6 +119,7 @@ impl Launch {
             dt: 1.0,
             steps: 1,
             par: Par::Auto,
+            progress: None,
         }
     }
     /// Integrate with a named method.
@@ -98,6 +150,11 @@ impl Launch {
     /// Parallelism.
     pub fn par(mut self, par: Par) -> Self {
         self.par = par;
+        self
+    }
+    /// Report the work done to `p` as the launch runs (see [`Progress`]).
+    pub fn progress(mut self, p: Progress) -> Self {
+        self.progress = Some(p);
         self
     }
     /// The launch geometry.
@@ -157,7 +214,14 @@ impl Launch {
             evaluations: self.steps * self.tableau.stages(),
             t_end: self.t0 + self.steps as f64 * self.dt,
         };
+        let work = (n * self.steps) as u64;
+        if let Some(p) = &self.progress {
+            p.add_total(work);
+        }
         if dim == 0 {
+            if let Some(p) = &self.progress {
+                p.advance(work);
+            }
             return Ok(report);
         }
         let lanes = cfg.threads_per_block();
@@ -170,6 +234,7 @@ impl Launch {
             t0,
             dt,
             steps: self.steps,
+            progress: self.progress.as_ref(),
         };
         let first_bad = self.par.run(|parallel| {
             let found = if parallel {
@@ -281,6 +346,7 @@ where
     t0: T,
     dt: T,
     steps: usize,
+    progress: Option<&'a Progress>,
 }
 
 /// One worker's memory: a block's states, initial states, stage buffers and
@@ -326,6 +392,7 @@ impl<T: Real, F: BlockField<T> + ?Sized> BlockJob<'_, T, F> {
         let (t0, dt) = (self.t0, self.dt);
         let factored = F::FACTORED && stepper.is_euler();
         let mut bad = None;
+        let mut unreported = 0;
         for n in 0..self.steps {
             let t = T::from_usize(n) * dt + t0;
             if factored {
@@ -348,8 +415,56 @@ impl<T: Real, F: BlockField<T> + ?Sized> BlockJob<'_, T, F> {
                 }
                 break;
             }
+            if let Some(p) = self.progress {
+                unreported += lanes;
+                if n % PROGRESS_STRIDE == PROGRESS_STRIDE - 1 {
+                    p.advance(unreported as u64);
+                    unreported = 0;
+                }
+            }
+        }
+        if let Some(p) = self.progress {
+            p.advance(unreported as u64);
         }
         scatter_soa(h, chunk, lanes, dim);
         bad
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::{field_fn, Ctx};
+
+    #[test]
+    fn progress_counts_every_trajectory_step() {
+        let f = field_fn(
+            |_t: f32, h: &[f32; 1], _h0: &[f32; 1], _c: &Ctx<()>, dh: &mut [f32; 1]| dh[0] = -h[0],
+        );
+        let cfg = LaunchConfig::linear(1000, 64).unwrap();
+        let p = Progress::new();
+        let mut x = vec![1.0f32; cfg.total_threads()];
+        for par in [Par::Seq, Par::Rayon(3)] {
+            Launch::new(cfg)
+                .dt(0.01)
+                .steps(70)
+                .par(par)
+                .progress(p.clone())
+                .run(&f, &(), &mut x)
+                .unwrap();
+        }
+        // 1024 trajectories (16 blocks of 64) × 70 steps, twice.
+        assert_eq!(p.total(), 2 * 1024 * 70);
+        assert_eq!(p.done(), p.total());
+        // Without a counter nothing changes in the result.
+        let mut y = vec![1.0f32; cfg.total_threads()];
+        let mut z = y.clone();
+        let launch = Launch::new(cfg).dt(0.01).steps(70);
+        launch.clone().run(&f, &(), &mut y).unwrap();
+        launch
+            .progress(Progress::new())
+            .run(&f, &(), &mut z)
+            .unwrap();
+        assert_eq!(y, z);
     }
 }
