@@ -19,8 +19,10 @@
 //!   emitted rate, into the element the first stage names.
 //! * Drives are summed per element in lane order, drive by drive, exactly as the
 //!   CPU does: a drive at `s[tid]` (the only one into `s` in its phase) is applied
-//!   by its own lane; any other drive writes each lane's (index, value) into
-//!   workgroup arrays, and the owner of each element sums them in order.
+//!   by its own lane; any other float drive writes each lane's (index, value)
+//!   into workgroup arrays, and the owner of each element sums them in order;
+//!   integer drives go through workgroup atomics (integer addition commutes:
+//!   any order gives the same bits).
 //!   Shared results are therefore the CPU's bits wherever WGSL's arithmetic is.
 //! * A flux output (`atomicAdd`) is a storage buffer of atomics, zero at launch:
 //!   native `atomicAdd` for `i32`/`u32` (exact: integer addition commutes), and
@@ -390,7 +392,17 @@ pub fn emit_wgsl_phased(
     let sched_word = flux_word + k.fluxes.len();
     let plans: Vec<Vec<Option<DrivePlan>>> =
         (0..k.phases.len()).map(|p| drive_plans(k, p)).collect();
-    // Contribution slots per shared sub-field: the most gathered drives of any phase.
+    // Contribution slots per float shared sub-field: the most gathered drives
+    // of any phase. Integer ones gather through workgroup atomics instead
+    // (`ia`): integer addition commutes, so any order gives the same bits.
+    let atomic_int: Vec<bool> = (0..k.shared.len())
+        .map(|j| {
+            !k.shared[j].ty.is_float()
+                && plans
+                    .iter()
+                    .any(|pp| matches!(pp[j], Some(DrivePlan::Gathered(_))))
+        })
+        .collect();
     let gathered_slots: Vec<usize> = (0..k.shared.len())
         .map(|j| {
             plans
@@ -427,7 +439,15 @@ pub fn emit_wgsl_phased(
         let z = zero(sh.ty);
         let _ = writeln!(s, "var<workgroup> sh{j}: array<{t}, {}>;", len.max(1));
         workgroup_bytes += 4 * len.max(1) as u64;
-        for q in 0..gathered_slots[j] {
+        if atomic_int[j] {
+            let _ = writeln!(
+                s,
+                "var<workgroup> ia{j}: array<atomic<{t}>, {}>;",
+                len.max(1)
+            );
+            workgroup_bytes += 4 * len.max(1) as u64;
+        }
+        for q in 0..if atomic_int[j] { 0 } else { gathered_slots[j] } {
             let _ = writeln!(s, "var<workgroup> di{j}_{q}: array<u32, WG>;");
             let _ = writeln!(s, "var<workgroup> dv{j}_{q}: array<{t}, WG>;");
             workgroup_bytes += 8 * wg as u64;
@@ -497,9 +517,14 @@ pub fn emit_wgsl_phased(
         );
     }
     for (j, sh) in k.shared.iter().enumerate() {
+        let clear = if atomic_int[j] {
+            format!(" atomicStore(&ia{j}[e], {});", zero(sh.ty))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "    for (var e = lid; e < {}u; e = e + WG) {{ sh{j}[e] = {}; }}",
+            "    for (var e = lid; e < {}u; e = e + WG) {{ sh{j}[e] = {};{clear} }}",
             layout.shared_lens[j],
             top.name(sh.init)
         );
@@ -713,6 +738,19 @@ impl StepCtx<'_> {
                         r(d.value)
                     );
                 }
+                Some(DrivePlan::Gathered(ds)) if !k.shared[j].ty.is_float() => {
+                    for &d in ds {
+                        let d = &p.drives[d];
+                        let _ = writeln!(
+                            s,
+                            "{ind}if ({}) {{\n{ind}    let x = u32({});\n{ind}    if (x >= {len}u) {{ report({}u, x, gid); }} else {{ atomicAdd(&ia{j}[x], {}); }}\n{ind}}}",
+                            guard(d.guard),
+                            r(d.index),
+                            d.site,
+                            r(d.value)
+                        );
+                    }
+                }
                 Some(DrivePlan::Gathered(ds)) => {
                     for (q, &d) in ds.iter().enumerate() {
                         let d = &p.drives[d];
@@ -759,6 +797,15 @@ impl StepCtx<'_> {
             }
             let t = wty(ty);
             let len = self.layout.shared_lens[j];
+            if !ty.is_float() && matches!(plan, DrivePlan::Gathered(_)) {
+                // Integer drives gathered by workgroup atomics: exact in any order.
+                let _ = writeln!(
+                    s,
+                    "{IND}for (var e = lid; e < {len}u; e = e + WG) {{ sh{j}[e] = sh{j}[e] + atomicExchange(&ia{j}[e], {}); }}",
+                    zero(ty)
+                );
+                continue;
+            }
             let _ = writeln!(
                 s,
                 "{IND}for (var e = lid; e < {len}u; e = e + WG) {{\n{IND}    var acc: {t} = {};\n{IND}    var seen = false;",
@@ -959,7 +1006,9 @@ mod tests {
             let l = layout_for(&k, &a, 1024, block);
             assert_eq!(l.shared_lens, vec![16]);
             let w = emit_and_validate(&k, &l);
-            assert_eq!(w.workgroup_bytes, 64 + 8 * block as u64);
+            // The histogram's integer drives gather through 16 workgroup atomics.
+            assert_eq!(w.workgroup_bytes, 64 + 64);
+            assert!(w.source.contains("atomicAdd(&ia0[x], 1u)"));
             assert!(w.source.contains("atomicAdd(&fx0[i], v)"));
 
             for name in ["matmul.field", "matmul_fma.field"] {
@@ -1018,9 +1067,15 @@ mod tests {
         let w = emit_and_validate(&k, &l);
         assert!(w.source.contains("atomicCompareExchangeWeak(&fx0[i]"));
         assert!(w.source.contains("atomic<i32>"));
-        // c has two gathered drives, u one; a is driven by its own lanes.
-        assert!(w.source.contains("di1_1") && w.source.contains("di2_0"));
-        assert!(!w.source.contains("di0_0"));
+        // c and u (integers) gather through workgroup atomics; a is driven by
+        // its own lanes; no contribution arrays are needed.
+        assert!(w
+            .source
+            .contains("var<workgroup> ia1: array<atomic<i32>, 4>"));
+        assert!(w
+            .source
+            .contains("var<workgroup> ia2: array<atomic<u32>, 5>"));
+        assert!(!w.source.contains("var<workgroup> di"));
         let words = l.launch_words(&k, &a).unwrap();
         // header, 1 buffer length, 1 scalar, 2 flux lengths, schedule [3, 1, 1, 1, 1, 2].
         assert_eq!(words.len(), META_HEADER + 1 + 1 + 2 + 6);
