@@ -673,7 +673,9 @@ impl<'a> Lower<'a> {
                     if ops.len() > 1 {
                         return Err(self.unsupported(ins, "a barrier with a thread count"));
                     }
-                    self.emit(Op::Bar, g, line);
+                    self.emit(Op::Bar { red: None }, g, line);
+                } else if mods.has("red") {
+                    self.bar_red(ins, g)?;
                 } else {
                     return Err(self.unsupported(ins, "only bar.sync / barrier.sync are supported"));
                 }
@@ -941,6 +943,34 @@ impl<'a> Lower<'a> {
             [x, y, other],
         );
         self.emit(op, g, ins.line);
+        Ok(())
+    }
+
+    /// `bar.red.popc.u32 d, a, {!}c` and `bar.red.and|or.pred p, a, {!}c`.
+    fn bar_red(&mut self, ins: &Instruction, g: Option<(u32, bool)>) -> Result<(), PtxError> {
+        let mods = Mods(&ins.opcode[1..]);
+        let op = if mods.has("popc") {
+            BarRedOp::Popc
+        } else if mods.has("and") {
+            BarRedOp::And
+        } else if mods.has("or") {
+            BarRedOp::Or
+        } else {
+            return Err(self.unsupported(ins, "bar.red needs .popc, .and or .or"));
+        };
+        let ops = &ins.operands;
+        match ops.len() {
+            3 => {}
+            4 => return Err(self.unsupported(ins, "a barrier with a thread count")),
+            n => return Err(self.err_sem(ins.line, format!("bar.red needs 3 operands, has {n}"))),
+        }
+        let d = self.dst(ins, &ops[0])?;
+        let (c, neg) = match &ops[2] {
+            Operand::Not(x) => (self.src(ins, x, Ty::Pred)?, true),
+            o => (self.src(ins, o, Ty::Pred)?, false),
+        };
+        let red = Some(BarRed { op, d, c, neg });
+        self.emit(Op::Bar { red }, g, ins.line);
         Ok(())
     }
 

@@ -205,6 +205,9 @@ pub(crate) fn run_block(
                 ),
             ));
         }
+        if let Op::Bar { red: Some(r) } = &ctx.k.code[bpc as usize].op {
+            bar_reduce(r, &mut sc.warps);
+        }
         for w in sc.warps.iter_mut() {
             for l in 0..32 {
                 if w.state[l] == BAR {
@@ -222,6 +225,30 @@ pub(crate) fn run_block(
         flux: run.flux,
         trace: run.trace,
     })
+}
+
+/// `bar.red`: the reduction over the threads parked at the barrier, written to
+/// each of them.
+fn bar_reduce(r: &BarRed, warps: &mut [Warp]) {
+    let (mut count, mut all, mut any) = (0u64, true, false);
+    for w in warps.iter() {
+        for l in (0..32).filter(|&l| w.state[l] == BAR) {
+            let v = (rd(&w.regs, r.c, l) & 1 == 1) != r.neg;
+            count += v as u64;
+            all &= v;
+            any |= v;
+        }
+    }
+    let res = match r.op {
+        BarRedOp::Popc => count,
+        BarRedOp::And => all as u64,
+        BarRedOp::Or => any as u64,
+    };
+    for w in warps.iter_mut() {
+        for l in (0..32).filter(|&l| w.state[l] == BAR) {
+            w.regs[r.d as usize * 32 + l] = res;
+        }
+    }
 }
 
 fn fmt3(t: [u32; 3]) -> String {
@@ -332,7 +359,7 @@ impl BlockRun<'_, '_> {
                         }
                         continue;
                     }
-                    Op::Exit | Op::Bar | Op::Trap if emask != 0 => {
+                    Op::Exit | Op::Bar { .. } | Op::Trap if emask != 0 => {
                         if let Op::Trap = inst.op {
                             let l = emask.trailing_zeros();
                             return Err(self.fault(
@@ -796,7 +823,7 @@ impl BlockRun<'_, '_> {
                     regs[*d as usize * 32 + l] = em as u64;
                 }
             }
-            Op::Nop | Op::Bra { .. } | Op::Bar | Op::Exit | Op::Trap => {}
+            Op::Nop | Op::Bra { .. } | Op::Bar { .. } | Op::Exit | Op::Trap => {}
         }
         let _ = self.nthreads;
         Ok(())

@@ -86,6 +86,27 @@ pub(crate) enum ReduxOp {
     Xor,
 }
 
+/// What `bar.red` reduces over the threads of the block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BarRedOp {
+    /// `.popc.u32`: how many threads' predicate is true.
+    Popc,
+    /// `.and.pred`: whether every thread's is.
+    And,
+    /// `.or.pred`: whether any thread's is.
+    Or,
+}
+
+/// `bar.red`: at the barrier, `d` of every thread receives `op` over the
+/// predicate `c` (negated when `neg`) of every thread of the block.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BarRed {
+    pub op: BarRedOp,
+    pub d: u32,
+    pub c: Src,
+    pub neg: bool,
+}
+
 /// A decoded operation.
 pub(crate) enum Op {
     /// `d = f(a, b, c)`.
@@ -140,8 +161,9 @@ pub(crate) enum Op {
     },
     /// Branch.
     Bra { target: u32 },
-    /// `bar.sync` / `barrier.sync`: the whole block.
-    Bar,
+    /// `bar.sync` / `barrier.sync`: the whole block; `bar.red` also reduces a
+    /// predicate over it.
+    Bar { red: Option<BarRed> },
     /// `ret` from the entry, `exit`.
     Exit,
     /// `trap`.
@@ -208,6 +230,7 @@ impl Op {
             Op::Alu2 { d, d2, .. } => [*d, *d2].into_iter().filter(|&r| r != u32::MAX).collect(),
             Op::Ld { d, .. } => d.iter().copied().filter(|&r| r != u32::MAX).collect(),
             Op::Atom { d, .. } => d.iter().copied().collect(),
+            Op::Bar { red: Some(r) } => vec![r.d],
             Op::Shfl { d, p, .. } | Op::Match { d, p, .. } => {
                 std::iter::once(*d).chain(p.iter().copied()).collect()
             }
@@ -243,6 +266,7 @@ impl Op {
                 s(c)
             }
             Op::Vote { a, .. } | Op::Redux { a, .. } | Op::Match { a, .. } => s(a),
+            Op::Bar { red: Some(r) } => s(&r.c),
             _ => {}
         }
         v

@@ -532,3 +532,39 @@ fn match_sync_any_and_all() {
     );
     assert!(v.iter().all(|&x| x == 9), "{v:?}");
 }
+
+#[test]
+fn bar_red_reduces_a_predicate_over_the_block() {
+    let block = |body: &str| run_block(&WARP_KERNEL.replace("BODY", body), "w", 96, 2, 96);
+    // __syncthreads_count: how many of the 96 threads have tid < 50.
+    let v = block("setp.lt.u32 %p1, %r1, 50;\nbar.red.popc.u32 %r2, 0, %p1;");
+    assert!(v.iter().all(|&x| x == 50), "{v:?}");
+    let v = block("setp.lt.u32 %p1, %r1, 50;\nbar.red.popc.u32 %r2, 0, !%p1;");
+    assert!(v.iter().all(|&x| x == 46), "{v:?}");
+    // __syncthreads_and / __syncthreads_or.
+    let pred = |setp: &str, red: &str| {
+        block(&format!(
+            "{setp};\nbar.red.{red}.pred %p2, 0, %p1;\nselp.u32 %r2, 1, 0, %p2;"
+        ))
+    };
+    assert!(pred("setp.lt.u32 %p1, %r1, 96", "and")
+        .iter()
+        .all(|&x| x == 1));
+    assert!(pred("setp.lt.u32 %p1, %r1, 95", "and")
+        .iter()
+        .all(|&x| x == 0));
+    assert!(pred("setp.eq.u32 %p1, %r1, 95", "or")
+        .iter()
+        .all(|&x| x == 1));
+    assert!(pred("setp.gt.u32 %p1, %r1, 95", "or")
+        .iter()
+        .all(|&x| x == 0));
+    // A thread count is refused, naming the instruction.
+    let src = format!("{HEAD}.visible .entry u()\n{{\n.reg .b32 %r<3>;\n.reg .pred %p;\nbar.red.popc.u32 %r1, 0, 64, %p;\nret;\n}}\n");
+    let e = Module::parse(&src, "u.ptx")
+        .unwrap()
+        .kernel("u")
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("bar.red.popc.u32"), "{e}");
+}
