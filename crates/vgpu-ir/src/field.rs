@@ -441,4 +441,23 @@ mod tests {
         assert!((0..3).all(|r| f.plan.is_direct(r)));
         assert_eq!(f.hoisted(), 2, "rho[i] and i, once per block");
     }
+
+    #[test]
+    fn a_cpu_run_reports_its_trajectory_steps() {
+        let k = compile(
+            "lorenz.field",
+            include_str!("../../../examples/lorenz.field"),
+        )
+        .unwrap();
+        let mut args = Args::new(&k);
+        args.buffer("rho", vec![2.0f32; 300]).unwrap();
+        let p = vgpu_field::executor::Progress::new();
+        let integ = crate::Integration::new(300, 0.0, 0.05, 0.001)
+            .block(128)
+            .progress(p.clone());
+        crate::run_cpu(&k, &args, &integ).unwrap();
+        // 3 blocks of 128 (the launch pads 300 to 384) × 50 steps.
+        assert_eq!(p.total(), 384 * 50);
+        assert_eq!(p.done(), p.total());
+    }
 }

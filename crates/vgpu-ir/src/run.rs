@@ -11,6 +11,7 @@ use crate::kernel::{Kernel, NodeId};
 use crate::phased::{steps_of, IrPhased};
 use crate::types::{ScalarType, Value};
 use rayon::prelude::*;
+use vgpu_field::executor::Progress;
 use vgpu_field::{Barrier, FieldError, Launch, LaunchConfig, Method, Par};
 
 /// How to integrate a launch.
@@ -30,6 +31,9 @@ pub struct Integration {
     pub method: Method,
     /// CPU parallelism (results are the same bits for any value).
     pub par: Par,
+    /// Where to report the trajectory-steps done while the CPU run advances
+    /// (for progress bars); `None` costs nothing.
+    pub progress: Option<Progress>,
 }
 
 impl Integration {
@@ -44,6 +48,7 @@ impl Integration {
             dt,
             method: Method::Rk4,
             par: Par::Auto,
+            progress: None,
         }
     }
     /// Sets the integrator.
@@ -59,6 +64,11 @@ impl Integration {
     /// Sets the parallelism.
     pub fn par(mut self, p: Par) -> Self {
         self.par = p;
+        self
+    }
+    /// Reports the work done to `p` as the CPU run advances.
+    pub fn progress(mut self, p: Progress) -> Self {
+        self.progress = Some(p);
         self
     }
 
@@ -251,12 +261,15 @@ fn run_typed<T: IrFloat>(k: &Kernel, args: &Args, integ: &Integration) -> Result
             cfg.threads_per_block() as u32,
             cfg.num_blocks() as u32,
         )?;
-        let launch = Launch::new(cfg)
+        let mut launch = Launch::new(cfg)
             .method(integ.method)
             .t0(integ.t0)
             .dt(integ.dt)
             .steps(steps)
             .par(integ.par);
+        if let Some(p) = &integ.progress {
+            launch = launch.progress(p.clone());
+        }
         let r = launch.run(&field, &(), &mut states);
         if let Some(e) = field.take_fault() {
             return Err(e);
