@@ -257,3 +257,35 @@ fn bad_input_is_reported_not_panicked() {
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("expected euler or rk4"));
 }
+
+#[test]
+fn no_progress_bar_is_drawn_when_stderr_is_not_a_terminal() {
+    // `--progress always` asks for the bar; captured stderr is not a terminal.
+    let o = vgpu()
+        .args([
+            "ensemble",
+            &example("lorenz.field"),
+            "--n",
+            "64",
+            "--t",
+            "0:0.05",
+        ])
+        .args(["--param", "rho=linspace:0:21", "--backend", "cpu"])
+        .args(["--progress", "always"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        !err.contains("trajectory-steps") && !err.contains('\r') && !err.contains('\u{1b}'),
+        "{err:?}"
+    );
+    let o = vgpu()
+        .args(["ensemble", &example("lorenz.field"), "--n", "64"])
+        .args(["--param", "rho=linspace:0:21", "--backend", "cpu"])
+        .args(["--progress", "sometimes"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expected auto, always or never"));
+}

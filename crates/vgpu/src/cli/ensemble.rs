@@ -2,12 +2,15 @@
 //! on the CPU or a GPU and write the endpoint states as an (N, state) `.npy`.
 
 use clap::Args as ClapArgs;
+use indicatif::ProgressDrawTarget;
 use ndarray::{Array1, Array2};
 use ndarray_npy::{read_npy, write_npy};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use vgpu_field::executor::Progress;
 use vgpu_field::{Method, Par};
 use vgpu_gpu::{run_ensemble_gpu, EnsembleError, KernelCache};
 use vgpu_ir::{compile_file, run_cpu, Arg, Args, Buffer, Integration, Kernel, ScalarType, Value};
@@ -52,6 +55,10 @@ pub struct EnsembleArgs {
     /// Print one JSON object (backend, adapter, seconds, kernel seconds, …).
     #[arg(long)]
     pub json: bool,
+    /// CPU progress bar of the trajectory-steps done, drawn on stderr only when
+    /// it is a terminal: auto (long runs), always or never.
+    #[arg(long, default_value = "auto")]
+    pub progress: String,
 }
 
 fn usage(m: impl Into<String>) -> vgpu::Error {
@@ -209,6 +216,41 @@ fn gpu_err(e: EnsembleError) -> vgpu::Error {
     }
 }
 
+/// Runs `f`, handing it a [`Progress`] counter when `draw`, and meanwhile draws
+/// the counter as a bar on stderr (trajectory-steps done of the total), redrawn
+/// ten times a second and cleared at the end.
+fn with_progress<R>(draw: bool, f: impl FnOnce(Option<Progress>) -> R) -> R {
+    if !draw {
+        return f(None);
+    }
+    let p = Progress::new();
+    // Hidden until the run has announced its work.
+    let bar = indicatif::ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{bar:40} {human_pos}/{human_len} trajectory-steps ({percent}%, {elapsed} elapsed, eta {eta})",
+    ) {
+        bar.set_style(style);
+    }
+    let stop = AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                if p.total() > 0 && bar.is_hidden() {
+                    bar.set_draw_target(ProgressDrawTarget::stderr());
+                }
+                bar.set_length(p.total());
+                bar.set_position(p.done());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let r = f(Some(p.clone()));
+        stop.store(true, Ordering::Relaxed);
+        r
+    });
+    bar.finish_and_clear();
+    r
+}
+
 /// Runs `vgpu ensemble`.
 pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
     let k = compile_file(&a.file)?;
@@ -230,6 +272,7 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         dt: a.dt,
         method,
         par,
+        progress: None,
     };
     let args = build_args(&k, &a.params, a.n)?;
     let choice = match &a.backend {
@@ -279,18 +322,23 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         None => {
             let steps_guess = integ.steps(&k.name).unwrap_or(0).max(1);
             let long = (a.n as f64) * (steps_guess as f64) * (dim.max(1) as f64) > 2e8;
-            let bar = if long && std::io::stderr().is_terminal() {
-                let pb = indicatif::ProgressBar::new_spinner();
-                pb.set_message(format!("integrating {} trajectories on the CPU", a.n));
-                pb.enable_steady_tick(Duration::from_millis(120));
-                Some(pb)
-            } else {
-                None
-            };
-            let r = run_cpu(&k, &args, &integ);
-            if let Some(pb) = bar {
-                pb.finish_and_clear();
-            }
+            let draw = match a.progress.as_str() {
+                "auto" => long,
+                "always" => true,
+                "never" => false,
+                other => {
+                    return Err(usage(format!(
+                        "--progress {other:?}: expected auto, always or never"
+                    )))
+                }
+            } && std::io::stderr().is_terminal();
+            let r = with_progress(draw, |p| {
+                let integ = match p {
+                    Some(p) => integ.clone().progress(p),
+                    None => integ.clone(),
+                };
+                run_cpu(&k, &args, &integ)
+            });
             let r = r?;
             (
                 "cpu",
