@@ -11,7 +11,8 @@
 //!
 //! Restrictions: WGSL has no portable `f64`, so a kernel using `f64` anywhere
 //! is refused ([`IrError::Unsupported`]) and runs on the CPU; fields with
-//! phases (shared sub-fields, barriers, flux) run on the CPU.
+//! phases (shared sub-fields, barriers, flux) are emitted by
+//! [`crate::wgsl_phased::emit_wgsl_phased`] instead.
 
 use crate::args::Args;
 use crate::error::IrError;
@@ -41,7 +42,7 @@ pub fn check_wgsl(k: &Kernel) -> Result<(), IrError> {
     if k.is_phased() {
         return Err(unsupported(
             k,
-            "fields with phases (shared sub-fields, barriers, flux) run on the CPU",
+            "a field with phases (shared sub-fields, barriers, flux) is emitted by wgsl_phased::emit_wgsl_phased, not emit_wgsl",
         ));
     }
     if k.types.contains(&ScalarType::F64) || k.params.iter().any(|p| p.ty == ScalarType::F64) {
