@@ -4,14 +4,16 @@
 //!
 //! `cargo bench -p vgpu-ptx --bench ptx_throughput`. Criterion's "thrpt" for the
 //! PTX rows is thread-instructions/s; for the field rows it is trajectory-steps/s
-//! (matmul: one fma per step; Lorenz: one RK4 step per step).
+//! (matmul: one fma per step; Lorenz: one RK4 step per step). `vgpu bench ptx`
+//! prints the same comparison as a table.
 
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use vgpu_field::lorenz::{lorenz_field, LorenzProblem};
 use vgpu_field::Par;
-use vgpu_ptx::{ExecOptions, KernelArg, LaunchConfig, Module};
+use vgpu_ptx::workload::{self, f32_bytes, inputs, Workload};
+use vgpu_ptx::{ExecOptions, Kernel, Module};
 
 fn module() -> Module {
     let dir = match std::env::var_os("VGPU_PTX_CASES") {
@@ -24,58 +26,26 @@ fn module() -> Module {
     Module::from_file(&dir.join("kernels.ptx")).expect("kernels.ptx")
 }
 
-fn inputs(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-        })
-        .collect()
-}
-
-fn bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+/// One launch on fresh buffers: the buffers after it and the thread-instructions.
+fn run(k: &Kernel, w: &Workload) -> (Vec<Vec<u8>>, u64) {
+    let mut bufs = w.buffers.clone();
+    let s = vgpu_ptx::launch(k, &w.cfg, &w.args, &mut bufs, &ExecOptions::default()).unwrap();
+    (bufs, s.thread_instructions)
 }
 
 fn matmul(c: &mut Criterion) {
-    let m = module();
-    let k = m.kernel("matmul_naive").unwrap();
+    let k = module().kernel("matmul_naive").unwrap();
     let n = 256usize;
-    let a = inputs(n * n, 1);
-    let b = inputs(n * n, 2);
-    let cfg = LaunchConfig {
-        grid: [16, 16, 1],
-        block: [16, 16, 1],
-        shared_bytes: 0,
-    };
-    let args = [
-        KernelArg::Buffer(0),
-        KernelArg::Buffer(1),
-        KernelArg::Buffer(2),
-        KernelArg::S32(256),
-        KernelArg::S32(256),
-        KernelArg::S32(256),
-    ];
-    let opts = ExecOptions::default();
-    let mut bufs = vec![bytes(&a), bytes(&b), vec![0u8; n * n * 4]];
-    let instr = vgpu_ptx::launch(&k, &cfg, &args, &mut bufs, &opts)
-        .unwrap()
-        .thread_instructions;
+    let (a, b) = (inputs(n * n, 1), inputs(n * n, 2));
+    let w = workload::matmul_naive(n, &a, &b);
+    let (out, instr) = run(&k, &w);
     // Same result as the field (bit for bit) — checked here, once.
     let (cf, _) = vgpu_field::demos::matmul_field(&a, &b, (n, n, n), Par::Auto).unwrap();
-    assert_eq!(bytes(&cf), bufs[2], "PTX and field matmul differ");
+    assert_eq!(f32_bytes(&cf), out[2], "PTX and field matmul differ");
     let mut g = c.benchmark_group("matmul_256");
     g.sample_size(10);
     g.throughput(Throughput::Elements(instr));
-    g.bench_function("ptx_thread_instructions", |bch| {
-        bch.iter(|| {
-            let mut bufs = vec![bytes(&a), bytes(&b), vec![0u8; n * n * 4]];
-            vgpu_ptx::launch(&k, &cfg, &args, &mut bufs, &opts).unwrap()
-        })
-    });
+    g.bench_function("ptx_thread_instructions", |bch| bch.iter(|| run(&k, &w)));
     g.throughput(Throughput::Elements((n * n * n) as u64));
     g.bench_function("field_trajectory_steps", |bch| {
         bch.iter(|| vgpu_field::demos::matmul_field(&a, &b, (n, n, n), Par::Auto).unwrap())
@@ -84,38 +54,16 @@ fn matmul(c: &mut Criterion) {
 }
 
 fn lorenz(c: &mut Criterion) {
-    let m = module();
-    let k = m.kernel("lorenz_rk4").unwrap();
+    let k = module().kernel("lorenz_rk4").unwrap();
     let mut p = LorenzProblem::new(65536);
     p.steps = 20;
-    let rho = p.rho();
     let state: Vec<f32> = (0..p.n).flat_map(|_| p.u0).collect();
-    let cfg = LaunchConfig {
-        grid: [256, 1, 1],
-        block: [256, 1, 1],
-        shared_bytes: 0,
-    };
-    let args = [
-        KernelArg::Buffer(0),
-        KernelArg::Buffer(1),
-        KernelArg::F32(p.dt),
-        KernelArg::S32(p.steps as i32),
-        KernelArg::S32(p.n as i32),
-    ];
-    let opts = ExecOptions::default();
-    let mut bufs = vec![bytes(&state), bytes(&rho)];
-    let instr = vgpu_ptx::launch(&k, &cfg, &args, &mut bufs, &opts)
-        .unwrap()
-        .thread_instructions;
+    let w = workload::lorenz_rk4(&state, &p.rho(), p.dt, p.steps);
+    let (_, instr) = run(&k, &w);
     let mut g = c.benchmark_group("lorenz_65536x20");
     g.sample_size(10);
     g.throughput(Throughput::Elements(instr));
-    g.bench_function("ptx_thread_instructions", |bch| {
-        bch.iter(|| {
-            let mut bufs = vec![bytes(&state), bytes(&rho)];
-            vgpu_ptx::launch(&k, &cfg, &args, &mut bufs, &opts).unwrap()
-        })
-    });
+    g.bench_function("ptx_thread_instructions", |bch| bch.iter(|| run(&k, &w)));
     g.throughput(Throughput::Elements((p.n * p.steps) as u64));
     g.bench_function("field_trajectory_steps", |bch| {
         bch.iter(|| lorenz_field(&p, 256, Par::Auto).unwrap())

@@ -35,6 +35,7 @@ mod semantics;
 pub mod trace;
 mod types;
 mod warp_ops;
+pub mod workload;
 
 pub use case::{run_case, BufferReport, Case, CaseReport};
 pub use error::{Fault, FaultClass, PtxError};

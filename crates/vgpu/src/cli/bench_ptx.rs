@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 use vgpu::field::lorenz::{lorenz_field, LorenzProblem};
 use vgpu::field::Par;
-use vgpu::ptx::{ExecOptions, Kernel, KernelArg, LaunchConfig, Module};
+use vgpu::ptx::workload::{self, inputs, Workload};
+use vgpu::ptx::{ExecOptions, Kernel, Module};
 
 /// Options of `vgpu bench ptx`.
 #[derive(Debug, Args)]
@@ -89,23 +90,6 @@ fn best_of<T>(
     Ok((best, last.expect("at least one run")))
 }
 
-/// Deterministic inputs in [-0.5, 0.5).
-fn inputs(n: usize, seed: u32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 17;
-            s ^= s << 5;
-            (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-        })
-        .collect()
-}
-
-fn bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
 /// See [`Row::max_rel_diff`]; a length mismatch or a NaN is infinite.
 fn max_rel_diff(field: &[f32], ptx: &[u8]) -> f64 {
     if field.len() * 4 != ptx.len() {
@@ -130,19 +114,17 @@ fn max_rel_diff(field: &[f32], ptx: &[u8]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Runs `k` `repeats` times on fresh copies of `init`; the best time, the
-/// thread-instructions of one launch, and the buffers after it.
+/// Runs `k` on fresh copies of the workload's buffers `repeats` times: the best
+/// time, the thread-instructions of one launch, and the buffers after it.
 fn time_ptx(
     k: &Kernel,
-    cfg: &LaunchConfig,
-    args: &[KernelArg],
-    init: &[Vec<u8>],
+    w: &Workload,
     opts: &ExecOptions,
     repeats: usize,
 ) -> Result<(f64, u64, Vec<Vec<u8>>), vgpu::Error> {
     let (secs, (instr, bufs)) = best_of(repeats, || {
-        let mut bufs = init.to_vec();
-        let stats = vgpu::ptx::launch(k, cfg, args, &mut bufs, opts)?;
+        let mut bufs = w.buffers.clone();
+        let stats = vgpu::ptx::launch(k, &w.cfg, &w.args, &mut bufs, opts)?;
         Ok((stats.thread_instructions, bufs))
     })?;
     Ok((secs, instr, bufs))
@@ -152,23 +134,8 @@ fn matmul(m: &Module, a: &PtxBenchArgs, opts: &ExecOptions) -> Result<Row, vgpu:
     let n = a.matmul_n;
     let k = m.kernel("matmul_naive")?;
     let (x, y) = (inputs(n * n, 1), inputs(n * n, 2));
-    let blocks = n.div_ceil(16) as u32;
-    let cfg = LaunchConfig {
-        grid: [blocks, blocks, 1],
-        block: [16, 16, 1],
-        shared_bytes: 0,
-    };
-    let nn = KernelArg::S32(n as i32);
-    let args = [
-        KernelArg::Buffer(0),
-        KernelArg::Buffer(1),
-        KernelArg::Buffer(2),
-        nn,
-        nn,
-        nn,
-    ];
-    let init = vec![bytes(&x), bytes(&y), vec![0u8; n * n * 4]];
-    let (ptx_seconds, instr, out) = time_ptx(&k, &cfg, &args, &init, opts, a.repeats)?;
+    let w = workload::matmul_naive(n, &x, &y);
+    let (ptx_seconds, instr, out) = time_ptx(&k, &w, opts, a.repeats)?;
     let (field_seconds, (c, _)) = best_of(a.repeats, || {
         Ok(vgpu::field::demos::matmul_field(
             &x,
@@ -193,20 +160,8 @@ fn lorenz(m: &Module, a: &PtxBenchArgs, opts: &ExecOptions) -> Result<Row, vgpu:
     let mut p = LorenzProblem::new(a.lorenz_n);
     p.steps = a.steps;
     let state: Vec<f32> = (0..p.n).flat_map(|_| p.u0).collect();
-    let cfg = LaunchConfig {
-        grid: [p.n.div_ceil(256) as u32, 1, 1],
-        block: [256, 1, 1],
-        shared_bytes: 0,
-    };
-    let args = [
-        KernelArg::Buffer(0),
-        KernelArg::Buffer(1),
-        KernelArg::F32(p.dt),
-        KernelArg::S32(p.steps as i32),
-        KernelArg::S32(p.n as i32),
-    ];
-    let init = vec![bytes(&state), bytes(&p.rho())];
-    let (ptx_seconds, instr, out) = time_ptx(&k, &cfg, &args, &init, opts, a.repeats)?;
+    let w = workload::lorenz_rk4(&state, &p.rho(), p.dt, p.steps);
+    let (ptx_seconds, instr, out) = time_ptx(&k, &w, opts, a.repeats)?;
     let (field_seconds, u) = best_of(a.repeats, || Ok(lorenz_field(&p, 256, Par::Auto)?))?;
     Ok(Row {
         name: "lorenz_rk4",
