@@ -1,6 +1,7 @@
 //! Lowering ("decode"): the syntax tree of one entry, with every function it
 //! calls inlined, becomes a flat [`Kernel`]: registers as indices, symbols as
-//! addresses, opcodes as typed closures, labels as instruction indices.
+//! addresses, opcodes as typed warp operations (warp_ops.rs) or, for the rest,
+//! closures, labels as instruction indices.
 
 use std::collections::{HashMap, HashSet};
 

@@ -1,6 +1,7 @@
 //! The decoded ("lowered") form of a kernel: registers as indices, opcodes typed
-//! and resolved to closures over bits, symbols resolved to addresses, calls
-//! inlined. Execution does no string work.
+//! (the common ALU/FMA/setp/cvt/mov forms as [`WarpOp`]s that run a whole warp
+//! in one loop, the rest as closures over bits), symbols resolved to addresses,
+//! calls inlined. Execution does no string work.
 //!
 //! Field view: every [`Inst`] is a unit-time segment of a piecewise-constant
 //! field on the register file; its exact flow over that unit of time is the
