@@ -9,6 +9,7 @@
 
 use crate::args::{Args, Buffer};
 use crate::error::{IrError, Pos};
+use crate::field::IrFloat;
 use crate::kernel::{BinOp, Builtin, Kernel, Node, NodeId, UnOp, Variance};
 use crate::ops;
 use crate::types::{ScalarType, Value};
@@ -496,76 +497,9 @@ unsafe fn run_avx2(instrs: &[Instr], pools: &mut Pools, fr: &Frame<'_>, fault: &
 fn exec(ins: &Instr, pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault>) {
     let w = pools.width;
     let n = fr.lanes;
-    let f32s: *mut f32 = pools.f32s.as_mut_ptr();
-    let f64s: *mut f64 = pools.f64s.as_mut_ptr();
-    macro_rules! col {
-        ($pool:ident, $slot:expr) => {{
-            let p = $pool.cast_const();
-            // SAFETY: see the function's doc; slot < slots, lanes <= width.
-            unsafe { std::slice::from_raw_parts(p.add($slot as usize * w), n) }
-        }};
-    }
-    macro_rules! dst {
-        ($pool:ident) => {{
-            let p = $pool;
-            // SAFETY: as above; the destination is this instruction's own slot.
-            unsafe { std::slice::from_raw_parts_mut(p.add(ins.dst as usize * w), n) }
-        }};
-    }
     let fast = match ins.ty {
-        ScalarType::F32
-            if ins.rty == ScalarType::F32
-                && !matches!(
-                    ins.op,
-                    Op::Select | Op::Cast | Op::Load { .. } | Op::SharedLoad { .. } | Op::Lane(_)
-                ) =>
-        {
-            let opnd = |s: Src| -> Opnd<f32> {
-                match s {
-                    Src::Col(c) => Opnd::Col(col!(f32s, c)),
-                    Src::Imm(Value::F32(x)) => Opnd::Imm(x),
-                    Src::Time => match fr.t {
-                        Value::F32(x) => Opnd::Imm(x),
-                        v => Opnd::Imm(v.as_f64() as f32),
-                    },
-                    Src::State(k) => match fr.h {
-                        StateCols::F32(h) => Opnd::Col(&h[k as usize * n..(k as usize + 1) * n]),
-                        StateCols::F64(_) => unreachable!("state type"),
-                    },
-                    Src::Init(k) => match fr.h0 {
-                        StateCols::F32(h) => Opnd::Col(&h[k as usize * n..(k as usize + 1) * n]),
-                        StateCols::F64(_) => unreachable!("state type"),
-                    },
-                    Src::Imm(_) => Opnd::Imm(0.0),
-                }
-            };
-            f32_ops(ins.op, dst!(f32s), opnd(ins.a), opnd(ins.b), opnd(ins.c))
-        }
-        ScalarType::F64
-            if ins.rty == ScalarType::F64
-                && !matches!(
-                    ins.op,
-                    Op::Select | Op::Cast | Op::Load { .. } | Op::SharedLoad { .. } | Op::Lane(_)
-                ) =>
-        {
-            let opnd = |s: Src| -> Opnd<f64> {
-                match s {
-                    Src::Col(c) => Opnd::Col(col!(f64s, c)),
-                    Src::Imm(Value::F64(x)) => Opnd::Imm(x),
-                    Src::Time => Opnd::Imm(fr.t.as_f64()),
-                    Src::State(k) => match fr.h {
-                        StateCols::F64(h) => Opnd::Col(&h[k as usize * n..(k as usize + 1) * n]),
-                        StateCols::F32(_) => unreachable!("state type"),
-                    },
-                    Src::Init(k) => match fr.h0 {
-                        StateCols::F64(h) => Opnd::Col(&h[k as usize * n..(k as usize + 1) * n]),
-                        StateCols::F32(_) => unreachable!("state type"),
-                    },
-                    Src::Imm(_) => Opnd::Imm(0.0),
-                }
-            };
-            f64_ops(ins.op, dst!(f64s), opnd(ins.a), opnd(ins.b), opnd(ins.c))
-        }
+        ScalarType::F32 => float_fast(ins, pools.f32s.as_mut_ptr(), w, fr, f32_ops),
+        ScalarType::F64 => float_fast(ins, pools.f64s.as_mut_ptr(), w, fr, f64_ops),
         _ => false,
     };
     if fast {
@@ -591,42 +525,30 @@ fn exec(ins: &Instr, pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault
                 .buffer_at(buf as usize)
                 .expect("args checked complete");
             let at = |l| index_of(read(ins.a, ins.ty, l));
+            let place = (site, false, buf);
             gather(
                 n,
                 b.len(),
                 at,
                 |i| b.get(i),
                 ins.rty,
+                place,
                 &mut out,
-                |lane, index, len| Fault {
-                    lane,
-                    index,
-                    len,
-                    site,
-                    shared: false,
-                    which: buf,
-                },
                 fault,
             );
         }
         Op::SharedLoad { shared, site } => {
             let s = &fr.shared[shared as usize];
             let at = |l| index_of(read(ins.a, ins.ty, l));
+            let place = (site, true, shared);
             gather(
                 n,
                 s.len(),
                 at,
                 |i| s.get(i, ins.rty),
                 ins.rty,
+                place,
                 &mut out,
-                |lane, index, len| Fault {
-                    lane,
-                    index,
-                    len,
-                    site,
-                    shared: true,
-                    which: shared,
-                },
                 fault,
             );
         }
@@ -686,7 +608,8 @@ fn exec(ins: &Instr, pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault
 }
 
 /// `out[l] = get(at(l))` for `n` lanes of a gather from `len` values; an index
-/// out of range reads zero and records the lowest such lane as a [`Fault`].
+/// out of range reads zero and records the lowest such lane as a [`Fault`] at
+/// `(site, shared, which)`.
 #[allow(clippy::too_many_arguments)]
 fn gather(
     n: usize,
@@ -694,21 +617,73 @@ fn gather(
     at: impl Fn(usize) -> i64,
     get: impl Fn(usize) -> Value,
     rty: ScalarType,
+    (site, shared, which): (u32, bool, u32),
     out: &mut Vec<Value>,
-    fault_at: impl Fn(usize, i64, usize) -> Fault,
     fault: &mut Option<Fault>,
 ) {
     for l in 0..n {
-        let i = at(l);
-        if i < 0 || i as usize >= len {
+        let index = at(l);
+        if index < 0 || index as usize >= len {
             if fault.is_none_or(|f| l < f.lane) {
-                *fault = Some(fault_at(l, i, len));
+                *fault = Some(Fault {
+                    lane: l,
+                    index,
+                    len,
+                    site,
+                    shared,
+                    which,
+                });
             }
             out.push(Value::F64(0.0).cast(rty));
         } else {
-            out.push(get(i as usize));
+            out.push(get(index as usize));
         }
     }
+}
+
+/// A column operation on floats of one type (`f32_ops`, `f64_ops`).
+type FloatOps<T> = fn(Op, &mut [T], Opnd<'_, T>, Opnd<'_, T>, Opnd<'_, T>) -> bool;
+
+/// The column path of float arithmetic of type `T` (its operands and result of
+/// that type); `false` when `ins` is something else.
+///
+/// # Safety of the raw slices
+/// As in [`exec`]: the destination column is not an operand column.
+#[inline(always)]
+fn float_fast<'a, T: IrFloat>(
+    ins: &Instr,
+    pool: *mut T,
+    w: usize,
+    fr: &Frame<'a>,
+    ops: FloatOps<T>,
+) -> bool {
+    if ins.ty != T::TYPE
+        || ins.rty != T::TYPE
+        || matches!(
+            ins.op,
+            Op::Select | Op::Cast | Op::Load { .. } | Op::SharedLoad { .. } | Op::Lane(_)
+        )
+    {
+        return false;
+    }
+    let n = fr.lanes;
+    let state = |c: StateCols<'a>, k: u32| -> Opnd<'a, T> {
+        let h = T::of_cols(c).expect("state type");
+        Opnd::Col(&h[k as usize * n..(k as usize + 1) * n])
+    };
+    let opnd = |s: Src| match s {
+        // SAFETY: see the function's doc; slot < slots, lanes <= width.
+        Src::Col(c) => Opnd::Col(unsafe {
+            std::slice::from_raw_parts(pool.cast_const().add(c as usize * w), n)
+        }),
+        Src::Imm(v) => Opnd::Imm(T::from_value(v)),
+        Src::Time => Opnd::Imm(T::from_value(fr.t)),
+        Src::State(k) => state(fr.h, k),
+        Src::Init(k) => state(fr.h0, k),
+    };
+    // SAFETY: as above; the destination is this instruction's own slot.
+    let d = unsafe { std::slice::from_raw_parts_mut(pool.add(ins.dst as usize * w), n) };
+    ops(ins.op, d, opnd(ins.a), opnd(ins.b), opnd(ins.c))
 }
 
 /// Reads the value of `src` at lane `l` (for roots: rates, drives, emits).

@@ -19,6 +19,8 @@ pub trait IrFloat: Real {
     #[doc(hidden)]
     fn cols(s: &[Self]) -> StateCols<'_>;
     #[doc(hidden)]
+    fn of_cols(c: StateCols<'_>) -> Option<&[Self]>;
+    #[doc(hidden)]
     fn from_value(v: Value) -> Self;
     #[doc(hidden)]
     fn pool(p: &Pools) -> &[Self];
@@ -33,7 +35,16 @@ pub trait IrFloat: Real {
 }
 
 macro_rules! float_ops {
-    ($t:ty, $pool:ident, $unary:path) => {
+    ($t:ty, $var:ident, $pool:ident, $unary:path) => {
+        fn cols(s: &[$t]) -> StateCols<'_> {
+            StateCols::$var(s)
+        }
+        fn of_cols(c: StateCols<'_>) -> Option<&[$t]> {
+            match c {
+                StateCols::$var(s) => Some(s),
+                _ => None,
+            }
+        }
         fn pool(p: &Pools) -> &[$t] {
             &p.$pool
         }
@@ -63,27 +74,21 @@ macro_rules! float_ops {
 
 impl IrFloat for f32 {
     const TYPE: ScalarType = ScalarType::F32;
-    fn cols(s: &[f32]) -> StateCols<'_> {
-        StateCols::F32(s)
-    }
     fn from_value(v: Value) -> f32 {
         match v {
             Value::F32(x) => x,
             other => other.as_f64() as f32,
         }
     }
-    float_ops!(f32, f32s, crate::ops::unary_f32);
+    float_ops!(f32, F32, f32s, crate::ops::unary_f32);
 }
 
 impl IrFloat for f64 {
     const TYPE: ScalarType = ScalarType::F64;
-    fn cols(s: &[f64]) -> StateCols<'_> {
-        StateCols::F64(s)
-    }
     fn from_value(v: Value) -> f64 {
         v.as_f64()
     }
-    float_ops!(f64, f64s, crate::ops::unary_f64);
+    float_ops!(f64, F64, f64s, crate::ops::unary_f64);
 }
 
 /// An unphased kernel bound to its arguments and launch size, ready for
