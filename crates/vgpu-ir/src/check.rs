@@ -243,6 +243,13 @@ fn lower_field(file: &str, f: &FieldDecl) -> Result<Kernel, IrError> {
                         "this field has phases: put rates, jumps, drives and emits inside a `phase`",
                     ));
                 }
+                if let Stmt::Drive { .. } | Stmt::Emit { .. } = s {
+                    return Err(IrError::ty(
+                        file,
+                        stmt_pos(s),
+                        "drives and emits need a phase (the basin collapse that publishes them): write `phase main { … }` around the statements",
+                    ));
+                }
                 l.ctx = Ctx::Dynamic;
                 l.stmt(s, &mut main)?;
             }

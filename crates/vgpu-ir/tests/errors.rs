@@ -62,6 +62,11 @@ fn type_errors_name_the_variable() {
     assert!(e.contains("needs operands of one type"), "{e}");
     let e = err("field f() { state k: i32 = 1; d(k)/dt = k; }");
     assert!(e.contains("state `k` is i32"), "{e}");
+    // An unphased field integrates rates only: its flux or drives would be lost.
+    let e = err("field f() { state x = 0.0; flux tot: f32[1]; d(x)/dt = 1.0; emit tot[0] += x; }");
+    assert!(e.contains("1:61: drives and emits need a phase"), "{e}");
+    let e = err("field f() { shared s: f32[4] = 0.0; state x = 0.0; d(s[0])/dt += 1.0; }");
+    assert!(e.contains("drives and emits need a phase"), "{e}");
     let e = err("field f() { state x = 1.0; let q: u32 = 4294967296; d(x)/dt = x; }");
     assert!(
         e.contains("1:41: integer `4294967296` does not fit in u32"),
