@@ -431,15 +431,21 @@ mod tests {
         fused_equals_nodes::<f64>(&k, &args, 90, 45);
     }
 
-    #[test]
-    fn lorenz_is_four_chains_writing_its_rates() {
+    /// `examples/lorenz.field` with `n` values of ρ.
+    fn lorenz(n: usize) -> (Kernel, Args) {
         let k = compile(
             "lorenz.field",
             include_str!("../../../examples/lorenz.field"),
         )
         .unwrap();
         let mut args = Args::new(&k);
-        args.buffer("rho", vec![1.0f32; 64]).unwrap();
+        args.buffer("rho", vec![2.0f32; n]).unwrap();
+        (k, args)
+    }
+
+    #[test]
+    fn lorenz_is_four_chains_writing_its_rates() {
+        let (k, args) = lorenz(64);
         let f = IrField::new(&k, &args, 64, 64, 1).unwrap();
         // dx: (y − x)·10; dy: (ρ − z)·x − y; x·y; dz: x·y − (8/3)·z.
         assert_eq!(f.chains(), (4, 8));
@@ -449,13 +455,7 @@ mod tests {
 
     #[test]
     fn a_cpu_run_reports_its_trajectory_steps() {
-        let k = compile(
-            "lorenz.field",
-            include_str!("../../../examples/lorenz.field"),
-        )
-        .unwrap();
-        let mut args = Args::new(&k);
-        args.buffer("rho", vec![2.0f32; 300]).unwrap();
+        let (k, args) = lorenz(300);
         let p = vgpu_field::executor::Progress::new();
         let integ = crate::Integration::new(300, 0.0, 0.05, 0.001)
             .block(128)
