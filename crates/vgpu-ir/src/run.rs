@@ -313,10 +313,13 @@ fn run_phased<T: IrFloat>(
         method: integ.method,
         ..Barrier::default()
     };
-    let r = vgpu_field::PhasedLaunch::new(*cfg)
+    let mut launch = vgpu_field::PhasedLaunch::new(*cfg)
         .barrier(barrier)
-        .par(integ.par)
-        .run_flow(&kernel, &(), states, &mut flux);
+        .par(integ.par);
+    if let Some(p) = &integ.progress {
+        launch = launch.progress(p.clone());
+    }
+    let r = launch.run_flow(&kernel, &(), states, &mut flux);
     if let Err(e) = r {
         return Err(match kernel.take_fault(&e) {
             Some(fault) => fault,

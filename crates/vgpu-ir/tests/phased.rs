@@ -249,3 +249,25 @@ fn phased_faults_name_the_array_the_trajectory_and_the_place() {
     );
     assert!(e.to_string().contains("only numbers accumulate"), "{e}");
 }
+
+#[test]
+fn phased_runs_report_progress_to_the_last_trajectory_step() {
+    // Two phases: 3 steps of 0.5 over 1.5, then 2 repetitions of 1 unit step:
+    // 3 + 2·2 steps per trajectory (phase b's unit span takes 2 steps of 0.5);
+    // 384 trajectories in 3 blocks of 128.
+    let k = compile(
+        "p.field",
+        "field p() { state x = 1.0; shared s: f32[1] = 0.0;
+         phase a over 1.5 { d(x)/dt = -x; }
+         phase b for k in 0..2 { d(s[0])/dt += x; } }",
+    )
+    .unwrap();
+    let p = vgpu_field::executor::Progress::new();
+    let integ = Integration::new(384, 0.0, 0.0, 0.5)
+        .block(128)
+        .method(Method::Euler)
+        .progress(p.clone());
+    run_cpu(&k, &Args::new(&k), &integ).unwrap();
+    assert_eq!(p.total(), 384 * (3 + 2 * 2));
+    assert_eq!(p.done(), p.total());
+}

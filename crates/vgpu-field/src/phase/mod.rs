@@ -125,6 +125,7 @@ pub struct PhasedLaunch {
     cfg: LaunchConfig,
     barrier: Barrier,
     par: Par,
+    progress: Option<crate::executor::Progress>,
 }
 
 /// What one block did: the steps of each phase, its flux log, its error.
@@ -202,6 +203,7 @@ impl PhasedLaunch {
             cfg,
             barrier: Barrier::default(),
             par: Par::Auto,
+            progress: None,
         }
     }
     /// Barrier settings. A [`FlowKernel`]'s phases are integrated with the
@@ -213,6 +215,13 @@ impl PhasedLaunch {
     /// Parallelism.
     pub fn par(mut self, par: Par) -> Self {
         self.par = par;
+        self
+    }
+    /// Report the work done to `p` as [`PhasedLaunch::run_flow`] runs, in
+    /// trajectory-steps (all repetitions of all phases), block by block: on
+    /// success `done` grows by exactly what `total` announced.
+    pub fn progress(mut self, p: crate::executor::Progress) -> Self {
+        self.progress = Some(p);
         self
     }
 
@@ -279,7 +288,23 @@ impl PhasedLaunch {
             logs,
             _t: std::marker::PhantomData,
         };
-        let results = self.blocks(dim, states, || job.work(), |w, b, c| job.run_block(w, b, c))?;
+        let steps: usize = kernel.phases().iter().flat_map(|p| &p.steps).sum();
+        let per_block = (self.cfg.threads_per_block() * steps) as u64;
+        if let Some(p) = &self.progress {
+            p.add_total(per_block * self.cfg.num_blocks() as u64);
+        }
+        let results = self.blocks(
+            dim,
+            states,
+            || job.work(),
+            |w, b, c| {
+                let outcome = job.run_block(w, b, c);
+                if let Some(p) = &self.progress {
+                    p.advance(per_block);
+                }
+                outcome
+            },
+        )?;
         let segments = kernel.phases().iter().map(|p| p.steps.len()).sum();
         let report = self.report(&results, segments, |logs| {
             logs.iter().map(|l| l.len()).sum()
