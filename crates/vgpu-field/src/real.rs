@@ -124,12 +124,32 @@ macro_rules! impl_real {
             #[inline]
             fn all_finite(xs: &[Self]) -> bool {
                 // A value is non-finite exactly when all its exponent bits are set:
-                // one and, one compare, one or per value (SSE2 has all three).
-                let mut bad: $bits = 0;
-                for &x in xs {
-                    bad |= <$bits>::from(x.to_bits() & $expmask == $expmask);
+                // one and, one compare, one or per value (SSE2 has all three;
+                // AVX2 does them on twice the lanes, chosen at run time).
+                #[inline(always)]
+                fn body(xs: &[$t]) -> bool {
+                    let mut bad: $bits = 0;
+                    for &x in xs {
+                        bad |= <$bits>::from(x.to_bits() & $expmask == $expmask);
+                    }
+                    bad == 0
                 }
-                bad == 0
+                #[cfg(target_arch = "x86_64")]
+                {
+                    /// [`body`] compiled for AVX2.
+                    ///
+                    /// # Safety
+                    /// The CPU must have AVX2.
+                    #[target_feature(enable = "avx2")]
+                    unsafe fn body_avx2(xs: &[$t]) -> bool {
+                        body(xs)
+                    }
+                    if std::is_x86_feature_detected!("avx2") {
+                        // SAFETY: the CPU has AVX2 (checked just above).
+                        return unsafe { body_avx2(xs) };
+                    }
+                }
+                body(xs)
             }
         }
     };
@@ -154,6 +174,25 @@ mod tests {
         assert!(f64::all_finite(&w));
         w[8] = f64::INFINITY;
         assert!(!f64::all_finite(&w));
+    }
+
+    #[test]
+    fn all_finite_sees_every_position_of_every_length() {
+        // Vector bodies and scalar tails (AVX2 where the CPU has it) alike.
+        for n in 0..70usize {
+            assert!(f32::all_finite(&vec![f32::MAX; n]));
+            assert!(f64::all_finite(&vec![-f64::MAX; n]));
+            for at in 0..n {
+                for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                    let mut v = vec![1.0f32; n];
+                    v[at] = bad;
+                    assert!(!f32::all_finite(&v), "f32 n={n} at={at}");
+                }
+                let mut w = vec![1.0f64; n];
+                w[at] = f64::NAN;
+                assert!(!f64::all_finite(&w), "f64 n={n} at={at}");
+            }
+        }
     }
 
     #[test]
