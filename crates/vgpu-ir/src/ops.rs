@@ -24,39 +24,28 @@ pub fn unary(op: UnOp, a: Value) -> Option<Value> {
     })
 }
 
-/// A float unary operation on `f32`.
-#[inline]
-pub fn unary_f32(op: UnOp, x: f32) -> f32 {
-    match op {
-        UnOp::Neg => -x,
-        UnOp::Sin => x.sin(),
-        UnOp::Cos => x.cos(),
-        UnOp::Exp => x.exp(),
-        UnOp::Log => x.ln(),
-        UnOp::Sqrt => x.sqrt(),
-        UnOp::Tanh => x.tanh(),
-        UnOp::Abs => x.abs(),
-        UnOp::Floor => x.floor(),
-        UnOp::Not => f32::NAN,
-    }
+/// `unary_f32` and `unary_f64`: one body for both float types.
+macro_rules! float_unary {
+    ($($name:ident: $t:ident),*) => {$(
+        #[doc = concat!("A float unary operation on `", stringify!($t), "`.")]
+        #[inline]
+        pub fn $name(op: UnOp, x: $t) -> $t {
+            match op {
+                UnOp::Neg => -x,
+                UnOp::Sin => x.sin(),
+                UnOp::Cos => x.cos(),
+                UnOp::Exp => x.exp(),
+                UnOp::Log => x.ln(),
+                UnOp::Sqrt => x.sqrt(),
+                UnOp::Tanh => x.tanh(),
+                UnOp::Abs => x.abs(),
+                UnOp::Floor => x.floor(),
+                UnOp::Not => $t::NAN,
+            }
+        }
+    )*};
 }
-
-/// A float unary operation on `f64`.
-#[inline]
-pub fn unary_f64(op: UnOp, x: f64) -> f64 {
-    match op {
-        UnOp::Neg => -x,
-        UnOp::Sin => x.sin(),
-        UnOp::Cos => x.cos(),
-        UnOp::Exp => x.exp(),
-        UnOp::Log => x.ln(),
-        UnOp::Sqrt => x.sqrt(),
-        UnOp::Tanh => x.tanh(),
-        UnOp::Abs => x.abs(),
-        UnOp::Floor => x.floor(),
-        UnOp::Not => f64::NAN,
-    }
-}
+float_unary!(unary_f32: f32, unary_f64: f64);
 
 macro_rules! float_bin {
     ($op:expr, $a:expr, $b:expr) => {
