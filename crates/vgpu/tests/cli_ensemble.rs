@@ -18,6 +18,15 @@ fn example(name: &str) -> String {
         .to_string()
 }
 
+/// `vgpu ensemble examples/lorenz.field --n N --t SPAN --param rho=linspace:0:21`,
+/// to which each test adds its own options.
+fn lorenz(n: &str, span: &str) -> Command {
+    let mut c = vgpu();
+    c.args(["ensemble", &example("lorenz.field"), "--n", n, "--t", span])
+        .args(["--param", "rho=linspace:0:21"]);
+    c
+}
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("vgpu-cli-ensemble-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -27,20 +36,16 @@ fn tmp(name: &str) -> PathBuf {
 #[test]
 fn lorenz_cpu_writes_the_library_result() {
     let out = tmp("lorenz.npy");
-    let o = vgpu()
+    let o = lorenz("100", "0:0.1")
         .args([
-            "ensemble",
-            &example("lorenz.field"),
-            "--n",
-            "100",
-            "--t",
-            "0:0.1",
             "--dt",
             "0.001",
             "--method",
             "rk4",
+            "--backend",
+            "cpu",
+            "--out",
         ])
-        .args(["--param", "rho=linspace:0:21", "--backend", "cpu", "--out"])
         .arg(&out)
         .output()
         .unwrap();
@@ -135,20 +140,10 @@ fn tree_sum_writes_its_flux_output() {
 #[test]
 fn gpu_backend_agrees_with_cpu() {
     let out = tmp("lorenz_gpu.npy");
-    let o = vgpu()
+    let o = lorenz("256", "0:0.2")
         .args([
-            "ensemble",
-            &example("lorenz.field"),
-            "--n",
-            "256",
-            "--t",
-            "0:0.2",
             "--dt",
             "0.001",
-        ])
-        .args([
-            "--param",
-            "rho=linspace:0:21",
             "--backend",
             "gpu",
             "--kernel-time",
@@ -173,18 +168,8 @@ fn gpu_backend_agrees_with_cpu() {
     );
     let gpu: Array2<f32> = read_npy(&out).unwrap();
     let cpu_out = tmp("lorenz_cpu.npy");
-    let o = vgpu()
-        .args([
-            "ensemble",
-            &example("lorenz.field"),
-            "--n",
-            "256",
-            "--t",
-            "0:0.2",
-            "--dt",
-            "0.001",
-        ])
-        .args(["--param", "rho=linspace:0:21", "--backend", "cpu", "--out"])
+    let o = lorenz("256", "0:0.2")
+        .args(["--dt", "0.001", "--backend", "cpu", "--out"])
         .arg(&cpu_out)
         .output()
         .unwrap();
@@ -261,17 +246,8 @@ fn bad_input_is_reported_not_panicked() {
 #[test]
 fn no_progress_bar_is_drawn_when_stderr_is_not_a_terminal() {
     // `--progress always` asks for the bar; captured stderr is not a terminal.
-    let o = vgpu()
-        .args([
-            "ensemble",
-            &example("lorenz.field"),
-            "--n",
-            "64",
-            "--t",
-            "0:0.05",
-        ])
-        .args(["--param", "rho=linspace:0:21", "--backend", "cpu"])
-        .args(["--progress", "always"])
+    let o = lorenz("64", "0:0.05")
+        .args(["--backend", "cpu", "--progress", "always"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
