@@ -133,8 +133,8 @@ pub fn run(args: MatmulArgs) -> Result<ExitCode, vgpu::Error> {
     let calls = times.len();
     let per_call_s = median(times);
     let gflops = 2.0 * (n as f64).powi(3) / per_call_s / 1e9;
-    // Check the last result against the CPU GEMM (a different library path when
-    // benchmarking the CPU with --cpu-lib matrixmultiply).
+    // Check the last result against the CPU fallback (`faer`; a different library
+    // when benchmarking --cpu-lib gemm or matrixmultiply).
     let want = matmul_cpu(&a, (n, n), &b, (n, n))?;
     let num: f64 = c
         .iter()
