@@ -680,13 +680,18 @@ impl KernelCache {
             return Err(self.fail(spec, workgroups, msg));
         }
         if let Some(staging) = staging {
-            if mapped.load(Ordering::SeqCst) != 1 {
+            let state = mapped.load(Ordering::SeqCst);
+            if state != 1 {
                 staging.unmap();
-                return Err(self.fail(
-                    spec,
-                    workgroups,
-                    "mapping the readback buffer failed".into(),
-                ));
+                let msg = if state == 0 {
+                    format!(
+                        "the readback buffer was not mapped within {:?}",
+                        self.timeout
+                    )
+                } else {
+                    "mapping the readback buffer failed".to_string()
+                };
+                return Err(self.fail(spec, workgroups, msg));
             }
             {
                 let view = match staging.slice(..staging_len).get_mapped_range() {
@@ -722,7 +727,8 @@ impl KernelCache {
 /// `spin` (a blocking fence wait can cost tens of microseconds of wake-up latency,
 /// more than a small kernel takes), then by a blocking wait of at most `timeout`.
 /// Done when the staging buffer is mapped (with `readback`), else when the queue
-/// reports the submission done.
+/// reports the submission done; a callback that another thread's poll is about to
+/// run is waited for too.
 fn wait(
     device: &wgpu::Device,
     index: wgpu::SubmissionIndex,
@@ -751,9 +757,17 @@ fn wait(
         submission_index: Some(index),
         timeout: Some(timeout),
     })?;
-    if !finished() {
-        // Callbacks of the finished submission run in the next poll.
+    // The submission is done, but its callbacks may not have run yet: they run
+    // at the end of whichever poll collected them, and with several threads
+    // sharing the device (the process-wide context), that can be another
+    // thread's poll, still between collecting and firing them. Keep polling
+    // until ours has run.
+    while !finished() {
+        if start.elapsed() >= spin + timeout {
+            break;
+        }
         device.poll(wgpu::PollType::Poll)?;
+        std::thread::yield_now();
     }
     Ok(())
 }
