@@ -8,6 +8,11 @@
 //! its last value is stored: into its node's column when something else reads
 //! it, straight into `dh/dt` when it is a rate and nothing else reads it.
 //!
+//! A pass dispatches once per node: the chain's first load and last store
+//! ride on its first and last node's step, and nodes that call library
+//! functions (`sin`, `pow`, …) run lane by lane out of line, so the arithmetic
+//! steps keep the accumulators in registers without spills.
+//!
 //! Every node still rounds exactly once, its operands in their order (`a − b`
 //! stays `a − b`, whichever side the accumulator is on), so the results are
 //! the bits of the node-at-a-time evaluation.
@@ -45,10 +50,6 @@ enum Loc {
 /// forms have the accumulator on the right: `RSub` is `p − acc`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
-    /// A chain begins: `acc = p`.
-    Start,
-    /// A chain ends: `p = acc` (its node's column, or a rate).
-    Store,
     Add,
     RAdd,
     Sub,
@@ -68,11 +69,18 @@ enum Kind {
     FmaAdd,
 }
 
+/// One node of a chain: the accumulator is first loaded from `first` when the
+/// chain begins here, then `kind` applied, then the accumulator stored at
+/// `store` when the chain ends here (its node's column, or a rate). A chain of
+/// one node is one step; loads and stores ride on the steps that need them, so
+/// a pass dispatches once per node.
 #[derive(Clone, Copy, Debug)]
 struct Step {
     kind: Kind,
     p: Loc,
     q: Loc,
+    first: Option<Loc>,
+    store: Option<Loc>,
 }
 
 #[derive(Clone, Debug)]
@@ -185,12 +193,12 @@ impl Builder<'_> {
                 let from = self.producer[c as usize].expect("a producer");
                 self.chain(from)
             }
-            None => {
-                let first = if ins.op == Op::Fma { ins.c } else { ins.a };
-                let p = self.loc(first);
-                self.push(Kind::Start, p, p);
-            }
+            None => {}
         }
+        let first = match self.acc[i] {
+            Some(_) => None,
+            None => Some(self.loc(if ins.op == Op::Fma { ins.c } else { ins.a })),
+        };
         let none = Loc::Const(0);
         let (kind, p, q) = match (ins.op, self.acc[i]) {
             (Op::Un(u), _) => (Kind::Un(u), none, none),
@@ -219,11 +227,13 @@ impl Builder<'_> {
             (Op::Fma, _) => (Kind::FmaAdd, self.loc(ins.a), self.loc(ins.b)),
             _ => unreachable!("only fusable instructions chain"),
         };
-        self.push(kind, p, q);
-    }
-
-    fn push(&mut self, kind: Kind, p: Loc, q: Loc) {
-        self.steps.push(Step { kind, p, q });
+        self.steps.push(Step {
+            kind,
+            p,
+            q,
+            first,
+            store: None,
+        });
     }
 }
 
@@ -313,7 +323,7 @@ impl Plan {
                 Some(k) => Loc::Rate(k),
                 None => Loc::Pool(ins.dst),
             };
-            b.push(Kind::Store, dst, dst);
+            b.steps.last_mut().expect("a chain has a node").store = Some(dst);
             chains += 1;
             match items.last_mut() {
                 Some(Item::Chains(r)) => r.end = b.steps.len(),
@@ -322,12 +332,12 @@ impl Plan {
         }
         let time = b.steps.iter().any(|s| {
             let reads = |l: Loc| l == Loc::Const(0);
-            match s.kind {
-                Kind::Start => reads(s.p),
-                Kind::Store | Kind::Un(_) => false,
-                Kind::Fma | Kind::RFma | Kind::FmaAdd => reads(s.p) || reads(s.q),
-                _ => reads(s.p),
-            }
+            s.first.is_some_and(reads)
+                || match s.kind {
+                    Kind::Un(_) => false,
+                    Kind::Fma | Kind::RFma | Kind::FmaAdd => reads(s.p) || reads(s.q),
+                    _ => reads(s.p),
+                }
         });
         Plan {
             ty,
@@ -353,7 +363,7 @@ impl Plan {
 
     /// Chains and the nodes they compute.
     pub fn chains(&self) -> (usize, usize) {
-        (self.chains, self.steps.len() - 2 * self.chains)
+        (self.chains, self.steps.len())
     }
 
     /// Whether a chain reads the stage time (constant 0 of [`Plan::const_columns`]).
@@ -386,6 +396,8 @@ struct RStep {
     kind: Kind,
     p: Opnd,
     q: Opnd,
+    first: Option<Opnd>,
+    store: Option<Opnd>,
 }
 
 const POOL: usize = 0;
@@ -423,10 +435,17 @@ impl Resolved {
                 kind: s.kind,
                 p: op(s.p),
                 q: op(s.q),
+                first: s.first.map(op),
+                store: s.store.map(op),
             })
             .collect();
         let mut need = [0; 5];
-        for o in steps.iter().flat_map(|s| [s.p, s.q]) {
+        let used = |s: &RStep| {
+            [Some(s.p), Some(s.q), s.first, s.store]
+                .into_iter()
+                .flatten()
+        };
+        for o in steps.iter().flat_map(used) {
             let end = o.off + if o.mask == 0 { CHUNK } else { lanes };
             need[o.base] = need[o.base].max(end);
         }
@@ -573,12 +592,40 @@ unsafe fn passes_of<V: Vector, const K: usize>(
     }
 }
 
+/// The accumulators after `kind` (`Bin`, `RBin` or `Un`), lane by lane;
+/// `p` holds the operand pointers (`N` lanes each).
+///
+/// # Safety
+/// Every `p[k] .. p[k] + N` must be readable.
+#[cold]
+#[inline(never)]
+unsafe fn call_lanes<V: Vector, const K: usize>(
+    mut acc: [V; K],
+    p: &[*const V::E; K],
+    kind: Kind,
+) -> [V; K] {
+    for (a, &p) in acc.iter_mut().zip(p) {
+        *a = match kind {
+            Kind::Bin(op) => a.zip(V::load(p), |x, y| V::E::bin(op, x, y)),
+            Kind::RBin(op) => V::load(p).zip(*a, |x, y| V::E::bin(op, x, y)),
+            Kind::Un(op) => a.map(|x| V::E::un(op, x)),
+            _ => unreachable!("only calls go out of line"),
+        }
+    }
+    acc
+}
+
 /// The chains over lanes `l .. l + K·N`, each accumulator in `K` registers.
 #[inline(always)]
 unsafe fn pass<V: Vector, const K: usize>(bases: &[*const V::E; 5], steps: &[RStep], l: usize) {
     let at = |o: Opnd, k: usize| bases[o.base].add(o.off + (l & o.mask) + k * V::N);
     let mut acc: [V; K] = [V::zero(); K];
     for s in steps {
+        if let Some(f) = s.first {
+            for (k, a) in acc.iter_mut().enumerate() {
+                *a = V::load(at(f, k));
+            }
+        }
         macro_rules! each {
             (|$a:ident, $p:ident, $k:ident| $e:expr) => {
                 for $k in 0..K {
@@ -588,12 +635,6 @@ unsafe fn pass<V: Vector, const K: usize>(bases: &[*const V::E; 5], steps: &[RSt
             };
         }
         match s.kind {
-            Kind::Start => each!(|_a, p, k| p),
-            Kind::Store => {
-                for (k, v) in acc.iter().enumerate() {
-                    v.store(at(s.p, k).cast_mut());
-                }
-            }
             Kind::Add => each!(|a, p, k| a.add(p)),
             Kind::RAdd => each!(|a, p, k| p.add(a)),
             Kind::Sub => each!(|a, p, k| a.sub(p)),
@@ -605,9 +646,18 @@ unsafe fn pass<V: Vector, const K: usize>(bases: &[*const V::E; 5], steps: &[RSt
             Kind::Fma => each!(|a, p, k| a.fma(p, V::load(at(s.q, k)))),
             Kind::RFma => each!(|a, p, k| p.fma(a, V::load(at(s.q, k)))),
             Kind::FmaAdd => each!(|a, p, k| p.fma(V::load(at(s.q, k)), a)),
-            Kind::Bin(op) => each!(|a, p, k| a.zip(p, |x, y| V::E::bin(op, x, y))),
-            Kind::RBin(op) => each!(|a, p, k| p.zip(a, |x, y| V::E::bin(op, x, y))),
-            Kind::Un(op) => each!(|a, p, k| a.zip(p, |x, _| V::E::un(op, x))),
+            // Lane by lane through library functions: out of line, so that
+            // their calls (which clobber every vector register) don't shape the
+            // register allocation of the arms above.
+            Kind::Bin(_) | Kind::RBin(_) | Kind::Un(_) => {
+                let p: [*const V::E; K] = std::array::from_fn(|k| at(s.p, k));
+                acc = call_lanes(acc, &p, s.kind)
+            }
+        }
+        if let Some(d) = s.store {
+            for (k, v) in acc.iter().enumerate() {
+                v.store(at(d, k).cast_mut());
+            }
         }
     }
 }

@@ -39,6 +39,8 @@ pub(crate) trait Vector: Copy {
     fn fma(self, b: Self, c: Self) -> Self;
     /// Lane-wise `f(self, o)`.
     fn zip(self, o: Self, f: impl Fn(Self::E, Self::E) -> Self::E) -> Self;
+    /// Lane-wise `f(self)`.
+    fn map(self, f: impl Fn(Self::E) -> Self::E) -> Self;
 }
 
 macro_rules! scalar {
@@ -81,6 +83,10 @@ macro_rules! scalar {
             #[inline(always)]
             fn zip(self, o: $t, f: impl Fn($t, $t) -> $t) -> $t {
                 f(self, o)
+            }
+            #[inline(always)]
+            fn map(self, f: impl Fn($t) -> $t) -> $t {
+                f(self)
             }
         }
     };
@@ -154,6 +160,13 @@ mod avx {
                         )
                     };
                     let r: [$t; $n] = std::array::from_fn(|j| f(a[j], b[j]));
+                    $v(unsafe { std::mem::transmute::<[$t; $n], $r>(r) })
+                }
+                #[inline(always)]
+                fn map(self, f: impl Fn($t) -> $t) -> $v {
+                    // SAFETY: as in `zip`.
+                    let a = unsafe { std::mem::transmute::<$r, [$t; $n]>(self.0) };
+                    let r: [$t; $n] = std::array::from_fn(|j| f(a[j]));
                     $v(unsafe { std::mem::transmute::<[$t; $n], $r>(r) })
                 }
             }
