@@ -185,18 +185,16 @@ impl Builder<'_> {
     fn chain(&mut self, i: usize) {
         let ins = self.vary[i];
         let srcs = [ins.a, ins.b, ins.c];
-        match self.acc[i] {
+        // The accumulator's producer first; else the chain begins here.
+        let first = match self.acc[i] {
             Some(pos) => {
                 let Src::Col(c) = srcs[pos] else {
                     unreachable!("accumulators come from columns")
                 };
                 let from = self.producer[c as usize].expect("a producer");
-                self.chain(from)
+                self.chain(from);
+                None
             }
-            None => {}
-        }
-        let first = match self.acc[i] {
-            Some(_) => None,
             None => Some(self.loc(if ins.op == Op::Fma { ins.c } else { ins.a })),
         };
         let none = Loc::Const(0);
