@@ -265,3 +265,63 @@ fn no_progress_bar_is_drawn_when_stderr_is_not_a_terminal() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("expected auto, always or never"));
 }
+
+/// Under `--backend auto`, a field the GPU cannot hold (its shared sub-field
+/// needs more workgroup memory than any GPU has) runs on the CPU, with a note
+/// saying why; `--backend gpu` refuses it with the same reason.
+#[test]
+fn auto_runs_on_the_cpu_what_the_gpu_cannot_hold() {
+    let file = tmp("big_shared.field");
+    std::fs::write(
+        &file,
+        "field big(x: f32[]) {
+            shared s: f32[100000] = 0.0;
+            state y = x[i];
+            phase fill {
+                d(s[tid])/dt += y;
+                d(y)/dt = -y;
+            }
+        }",
+    )
+    .unwrap();
+    let run = |backend: &str, out: &PathBuf| {
+        vgpu()
+            .args(["ensemble"])
+            .arg(&file)
+            .args(["--n", "512", "--t", "0:1", "--dt", "0.25", "--json"])
+            .args(["--param", "x=linspace:0:1", "--backend", backend, "--out"])
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let (auto_out, cpu_out) = (tmp("big_auto.npy"), tmp("big_cpu.npy"));
+    let o = run("auto", &auto_out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["backend"], "cpu", "{j}");
+    let note = j["note"].as_str().unwrap();
+    let no_gpu = note.contains("no GPU");
+    assert!(
+        !no_gpu || std::env::var("VGPU_REQUIRE_GPU").as_deref() != Ok("1"),
+        "{note}"
+    );
+    if !no_gpu {
+        assert!(note.contains("workgroup memory"), "{note}");
+        let o = run("gpu", &tmp("big_gpu.npy"));
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("workgroup memory"), "{err}");
+    }
+    let o = run("cpu", &cpu_out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (a, c): (Array2<f32>, Array2<f32>) =
+        (read_npy(&auto_out).unwrap(), read_npy(&cpu_out).unwrap());
+    assert_eq!(a.shape(), &[512, 1]);
+    assert_eq!(a, c);
+    // y' = −y from x, four RK4 steps to t = 1.
+    assert!(
+        (a[[511, 0]] - (-1.0f32).exp()).abs() < 1e-3,
+        "{}",
+        a[[511, 0]]
+    );
+}

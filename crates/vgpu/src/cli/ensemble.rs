@@ -198,7 +198,8 @@ fn write_outputs(
     Ok(())
 }
 
-/// What a run produced: backend, adapter, states, flux outputs, steps, kernel time.
+/// What a run produced: backend, adapter, states, flux outputs, steps, kernel
+/// time, seconds (host to host).
 type RunResult = (
     &'static str,
     String,
@@ -206,6 +207,7 @@ type RunResult = (
     Vec<(String, Buffer)>,
     usize,
     Option<Duration>,
+    f64,
 );
 
 fn gpu_err(e: EnsembleError) -> vgpu::Error {
@@ -305,20 +307,37 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         }
     }
     let dim = k.states.len();
-    let start = Instant::now();
-    let (backend, adapter, states, fluxes, steps, kernel_time): RunResult = match cache.as_mut() {
-        Some(c) => {
-            let adapter = c.adapter().to_string();
-            let r = run_ensemble_gpu(c, &k, &args, &integ, a.kernel_time).map_err(gpu_err)?;
-            (
-                "gpu",
-                adapter,
-                Buffer::F32(r.states.into()),
-                r.fluxes,
-                r.steps,
-                r.kernel_time,
-            )
+    let mut gpu = None;
+    if let Some(c) = cache.as_mut() {
+        match run_ensemble_gpu(c, &k, &args, &integ, a.kernel_time) {
+            Ok(r) => gpu = Some((c.adapter().to_string(), r)),
+            // Under auto, what this GPU cannot run (a block or workgroup memory
+            // beyond its limits, a device error) runs on the CPU instead; faults
+            // of the kernel itself are errors on every backend.
+            Err(EnsembleError::Gpu(e)) if choice == "auto" => {
+                note = format!("on the CPU: the GPU failed ({e})")
+            }
+            Err(EnsembleError::Ir(e @ vgpu_ir::IrError::Unsupported { .. }))
+                if choice == "auto" =>
+            {
+                note = format!("on the CPU: {e}")
+            }
+            Err(e) => return Err(gpu_err(e)),
         }
+    }
+    let start = Instant::now();
+    let (backend, adapter, states, fluxes, steps, kernel_time, seconds): RunResult = match gpu {
+        // The host-to-host time of the run, without the timing dispatches of
+        // --kernel-time.
+        Some((adapter, r)) => (
+            "gpu",
+            adapter,
+            Buffer::F32(r.states.into()),
+            r.fluxes,
+            r.steps,
+            r.kernel_time,
+            r.end_to_end.as_secs_f64(),
+        ),
         None => {
             let steps_guess = integ.steps(&k.name).unwrap_or(0).max(1);
             let long = (a.n as f64) * (steps_guess as f64) * (dim.max(1) as f64) > 2e8;
@@ -347,10 +366,10 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
                 r.fluxes,
                 r.steps,
                 None,
+                start.elapsed().as_secs_f64(),
             )
         }
     };
-    let seconds = start.elapsed().as_secs_f64();
     if let Some(out) = &a.out {
         write_outputs(out, a.n, dim, &states, &fluxes)?;
     }
