@@ -97,7 +97,9 @@ impl EnsembleJob {
                             backend: "gpu",
                         })
                     }
-                    Err(EnsembleError::Ir(IrError::Unsupported { .. }))
+                    // Under auto, what this GPU cannot run (beyond its limits,
+                    // a device error) runs on the CPU below.
+                    Err(EnsembleError::Ir(IrError::Unsupported { .. }) | EnsembleError::Gpu(_))
                         if self.backend == EnsembleBackend::Auto => {}
                     Err(e) => return Err(e.to_string()),
                 }
