@@ -42,8 +42,9 @@ pub struct GpuEnsemble {
     pub fluxes: Vec<(String, Buffer)>,
     /// Steps integrated.
     pub steps: usize,
-    /// Host-to-host time of the dispatch (upload, kernel, download; the first
-    /// call includes the compilation).
+    /// Host-to-host time of the run: arguments converted, shader emitted (and
+    /// compiled on the first call), upload, kernel, download, results checked
+    /// and converted; not the dispatches of `timing`.
     pub end_to_end: Duration,
     /// Device time of one dispatch, when asked for ([`run_ensemble_gpu`]'s `timing`).
     pub kernel_time: Option<Duration>,
@@ -210,6 +211,7 @@ pub fn run_ensemble_gpu(
     integ: &Integration,
     timing: Option<u32>,
 ) -> Result<GpuEnsemble, EnsembleError> {
+    let start = Instant::now();
     args.check_complete()?;
     let p = if k.is_phased() {
         Prepared::phased(cache, k, args, integ)?
@@ -233,11 +235,9 @@ pub fn run_ensemble_gpu(
     let x = p.groups.min(65535);
     let workgroups = [x as u32, p.groups.div_ceil(x) as u32, 1];
     let compiled = !cache.is_compiled(&p.spec);
-    let start = Instant::now();
     dispatch(
         cache, &p, &buffers, &mut out, &mut fault, &mut flux, workgroups, None,
     )?;
-    let end_to_end = start.elapsed();
     if let Some(e) = fault_error(k, args, &p.shared_lens, &p.flux_lens, p.bdim, &fault) {
         return Err(e.into());
     }
@@ -261,6 +261,7 @@ pub fn run_ensemble_gpu(
         .zip(&p.flux_lens)
         .map(|((f, words), &len)| (f.name.clone(), flux_buffer(f.ty, &words[..len as usize])))
         .collect();
+    let end_to_end = start.elapsed();
     let kernel_time = match timing {
         Some(iters) => {
             let mut scratch_out = vec![0.0f32; (n * dim).max(1)];
