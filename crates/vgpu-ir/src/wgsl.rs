@@ -581,6 +581,10 @@ pub fn validate_wgsl(kernel: &str, src: &str) -> Result<(), IrError> {
     Ok(())
 }
 
+/// How [`emit_expressions`]' caller writes a leaf node (a state, an input, a
+/// builtin; with the index expression for a load): its WGSL, or an error.
+pub type LeafFn<'a> = dyn Fn(&Node, Option<&str>) -> Result<String, IrError> + 'a;
+
 /// WGSL for some nodes of `k` inside a shader the caller writes (a template
 /// splicing IR expressions into its own loop, e.g. a matmul epilogue): one
 /// `let` line per interior node the `roots` read (operations emitted exactly as
@@ -596,7 +600,7 @@ pub fn validate_wgsl(kernel: &str, src: &str) -> Result<(), IrError> {
 pub fn emit_expressions(
     k: &Kernel,
     roots: &[NodeId],
-    leaf: &dyn Fn(&Node, Option<&str>) -> Result<String, IrError>,
+    leaf: &LeafFn<'_>,
 ) -> Result<(String, Vec<String>), IrError> {
     let pre = vec![false; k.nodes.len()];
     let nm = Names {
