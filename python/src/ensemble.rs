@@ -6,9 +6,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt};
 use std::sync::Mutex;
-use vgpu_gpu::{run_ensemble_gpu, EnsembleError, KernelCache};
+use vgpu_gpu::{run_ensemble_gpu, KernelCache};
 use vgpu_ir::{
-    compile, run_cpu, Args, Buffer, Integration, IrError, Kernel, Method, Par, ScalarType, Value,
+    compile, run_cpu, Args, Buffer, Integration, Kernel, Method, Par, ScalarType, Value,
 };
 
 /// Where an ensemble runs.
@@ -97,10 +97,8 @@ impl EnsembleJob {
                             backend: "gpu",
                         })
                     }
-                    // Under auto, what this GPU cannot run (beyond its limits,
-                    // a device error) runs on the CPU below.
-                    Err(EnsembleError::Ir(IrError::Unsupported { .. }) | EnsembleError::Gpu(_))
-                        if self.backend == EnsembleBackend::Auto => {}
+                    // Under auto, what this GPU cannot run runs on the CPU below.
+                    Err(e) if self.backend == EnsembleBackend::Auto && e.cpu_can_run() => {}
                     Err(e) => return Err(e.to_string()),
                 }
             }

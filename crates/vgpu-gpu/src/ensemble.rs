@@ -32,6 +32,20 @@ pub enum EnsembleError {
     Gpu(#[from] GpuError),
 }
 
+impl EnsembleError {
+    /// Whether the CPU may run what failed here: the GPU refused the kernel
+    /// (beyond its limits, or a type it lacks) or the device failed. Faults of
+    /// the kernel itself (out-of-bounds, non-finite states, bad arguments) are
+    /// not: they are errors on every backend. What a `--backend auto` run
+    /// falls back on.
+    pub fn cpu_can_run(&self) -> bool {
+        matches!(
+            self,
+            EnsembleError::Gpu(_) | EnsembleError::Ir(IrError::Unsupported { .. })
+        )
+    }
+}
+
 /// The result of a GPU ensemble.
 #[derive(Debug, Clone)]
 pub struct GpuEnsemble {
@@ -319,5 +333,38 @@ fn dispatch(
             .dispatch(&p.spec, &mut bindings, workgroups)
             .map(|_| Duration::ZERO),
         Some(iters) => cache.time_dispatches(&p.spec, &mut bindings, workgroups, iters),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// GPU refusals and device failures may fall back to the CPU; faults of
+    /// the kernel itself may not.
+    #[test]
+    fn only_refusals_and_device_failures_fall_back_to_the_cpu() {
+        let refused = EnsembleError::Ir(IrError::Unsupported {
+            kernel: "k".into(),
+            backend: "gpu".into(),
+            reason: "too much workgroup memory".into(),
+        });
+        let lost = EnsembleError::Gpu(GpuError::DeviceLost {
+            adapter: "a".into(),
+            reason: "reset".into(),
+        });
+        let nan = EnsembleError::Ir(IrError::NonFinite {
+            kernel: "k".into(),
+            state: "x".into(),
+            trajectory: 3,
+            value: f64::NAN,
+            t: 0.5,
+        });
+        let launch = EnsembleError::Ir(IrError::Launch {
+            kernel: "k".into(),
+            message: "n = 0".into(),
+        });
+        assert!(refused.cpu_can_run() && lost.cpu_can_run());
+        assert!(!nan.cpu_can_run() && !launch.cpu_can_run());
     }
 }

@@ -311,16 +311,12 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
     if let Some(c) = cache.as_mut() {
         match run_ensemble_gpu(c, &k, &args, &integ, a.kernel_time) {
             Ok(r) => gpu = Some((c.adapter().to_string(), r)),
-            // Under auto, what this GPU cannot run (a block or workgroup memory
-            // beyond its limits, a device error) runs on the CPU instead; faults
-            // of the kernel itself are errors on every backend.
-            Err(EnsembleError::Gpu(e)) if choice == "auto" => {
-                note = format!("on the CPU: the GPU failed ({e})")
-            }
-            Err(EnsembleError::Ir(e @ vgpu_ir::IrError::Unsupported { .. }))
-                if choice == "auto" =>
-            {
-                note = format!("on the CPU: {e}")
+            // Under auto, what this GPU cannot run runs on the CPU instead.
+            Err(e) if choice == "auto" && e.cpu_can_run() => {
+                note = match e {
+                    EnsembleError::Gpu(e) => format!("on the CPU: the GPU failed ({e})"),
+                    e => format!("on the CPU: {e}"),
+                }
             }
             Err(e) => return Err(gpu_err(e)),
         }
