@@ -2,13 +2,13 @@
 # Lorenz ensemble on the H200 (DiffEqGPU configuration: f32, sigma=10, beta=8/3,
 # rho=linspace(0,21,N), u0=(1,0,0), dt=0.001, 1000 RK4 steps, endpoint only):
 # VGPU's WGSL generated from examples/lorenz.field (vgpu ensemble --backend gpu)
-# beside the hand-written CUDA kernel `lorenz_rk4` (../shared/ptx-cases/kernels.ptx,
+# beside the hand-written CUDA kernel `lorenz_rk4` (ptx-cases/kernels.ptx,
 # launched with CuPy), same N, same call. N = 8 ... 2^23 by powers of 4.
 #
 # Run through the device tool from the repository root, carrying
-#   [".gl", "target/release/vgpu", "benchmarks", "examples", "shared/ptx-cases"]
-# (see /work/shared/tools/DEVICE.md; build with `cargo build --release -p vgpu` first,
-# and copy ../shared/ptx-cases/kernels.ptx to shared/ptx-cases/ if shared/ is not carried).
+#   [".gl", "target/release/vgpu"]
+# (build with `cargo build --release -p vgpu` and fetch the loaders with
+# scripts/gl-loaders.sh first; the working tree, ptx-cases/ included, travels as it is).
 # Results: $OUT/lorenz.json (one object per N and implementation) and $OUT/lorenz.log.
 set -euo pipefail
 OUT=${OUT:-/tmp/out}
@@ -16,8 +16,7 @@ mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export WGPU_BACKEND=vulkan
-PTX=${PTX:-shared/ptx-cases/kernels.ptx}
-[ -f "$PTX" ] || PTX=../shared/ptx-cases/kernels.ptx
+PTX=${PTX:-ptx-cases/kernels.ptx}
 VGPU=./target/release/vgpu
 : > "$OUT/lorenz.jsonl"
 for e in 3 5 7 9 11 13 15 17 19 21 23; do

@@ -1,4 +1,4 @@
-"""The hand-written CUDA Lorenz kernel (`lorenz_rk4` from shared/ptx-cases, the PTX nvcc
+"""The hand-written CUDA Lorenz kernel (`lorenz_rk4` from ptx-cases/, the PTX nvcc
 emitted) on the H200 through CuPy: kernel time (CUDA events) and end to end (host ρ in,
 host endpoints out), the DiffEqGPU configuration. Prints one JSON object per N; with
 --compare N:FILE.npy also the max |difference| against VGPU's endpoints at that N."""

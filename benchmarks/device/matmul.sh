@@ -2,7 +2,7 @@
 # Matmul on the H200: `vgpu bench matmul` beside torch (cuBLAS), in one device call.
 #
 # From the repository root, after `cargo build --release` and
-# ../shared/tools/gl-loaders.sh, call the device tool's `run` with
+# scripts/gl-loaders.sh, call the device tool's `run` with
 #   carry: [".gl", "target/release/vgpu"]
 #   command: bash benchmarks/device/matmul.sh
 # Results come back under $OUT: one JSON file per run and summary.json (the

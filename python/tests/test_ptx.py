@@ -7,14 +7,14 @@ import pytest
 
 import vgpu
 
-CASES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "ptx-cases"
+CASES = pathlib.Path(__file__).resolve().parents[2] / "ptx-cases"
 NAMES = sorted(p.name for p in CASES.iterdir() if (p / "case.json").is_file()) if CASES.is_dir() else []
 
 needs_cases = pytest.mark.skipif(not NAMES, reason=f"no PTX cases at {CASES}")
 
 
 def test_cases_are_present():
-    # CI lays shared/ beside the repository: the cases must be found there.
+    # The corpus lives in the repository (ptx-cases/): it must be found there.
     assert NAMES, f"no PTX cases at {CASES}"
 
 

@@ -20,7 +20,7 @@ fn module() -> Module {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/ptx-cases"
+            "/../../ptx-cases"
         )),
     };
     Module::from_file(&dir.join("kernels.ptx")).expect("kernels.ptx")

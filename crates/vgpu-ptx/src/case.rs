@@ -1,5 +1,5 @@
 //! The case runner: one launch described by a `case.json` (the format of
-//! ../shared/ptx-cases/README.md), its buffers from raw little-endian `.bin`
+//! the repository's ptx-cases/README.md), its buffers from raw little-endian `.bin`
 //! files, compared with the expected outputs bit for bit (`exact`) or within
 //! `atol + rtol·|want|`, or, with `expect_error`, the fault it must stop with.
 

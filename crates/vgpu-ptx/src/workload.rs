@@ -1,5 +1,5 @@
 //! The PTX throughput workloads: nvcc's `matmul_naive` and `lorenz_rk4` (see
-//! shared/ptx-cases) as launches — geometry, arguments and input buffers — for
+//! ptx-cases/) as launches — geometry, arguments and input buffers — for
 //! the criterion bench and `vgpu bench ptx`, so both measure the same thing.
 
 use crate::launch::{KernelArg, LaunchConfig};

@@ -1,4 +1,4 @@
-//! Runs every case folder of ../shared/ptx-cases (real nvcc PTX, outputs from an
+//! Runs every case folder of the repository's ptx-cases/ (real nvcc PTX, outputs from an
 //! H200) and of tests/cases (planted bugs that the checker must report).
 
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ fn shared_cases_root() -> PathBuf {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/ptx-cases"
+            "/../../ptx-cases"
         )),
     }
 }

@@ -9,7 +9,7 @@ fn real_ptx() -> String {
         Some(p) => std::path::PathBuf::from(p),
         None => std::path::PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/ptx-cases"
+            "/../../ptx-cases"
         )),
     };
     std::fs::read_to_string(dir.join("kernels.ptx")).expect("kernels.ptx")

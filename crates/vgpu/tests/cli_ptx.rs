@@ -9,7 +9,7 @@ fn cases() -> PathBuf {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/ptx-cases"
+            "/../../ptx-cases"
         )),
     }
 }

@@ -15,8 +15,8 @@ use vgpu::ptx::{ExecOptions, Kernel, Module};
 /// Options of `vgpu bench ptx`.
 #[derive(Debug, Args)]
 pub struct PtxBenchArgs {
-    /// The nvcc module with `matmul_naive` and `lorenz_rk4` (default:
-    /// `$VGPU_PTX_CASES/kernels.ptx`, else the repository's shared/ptx-cases).
+    /// The nvcc module with `matmul_naive` and `lorenz_rk4` (default: the
+    /// repository's `ptx-cases/kernels.ptx`, built into the binary).
     #[arg(long)]
     pub ptx: Option<PathBuf>,
     /// Matmul size (M = K = N).
@@ -174,15 +174,9 @@ fn lorenz(m: &Module, a: &PtxBenchArgs, opts: &ExecOptions) -> Result<Row, vgpu:
     })
 }
 
-fn default_ptx() -> PathBuf {
-    match std::env::var_os("VGPU_PTX_CASES") {
-        Some(p) => PathBuf::from(p).join("kernels.ptx"),
-        None => PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/ptx-cases/kernels.ptx"
-        )),
-    }
-}
+/// The repository's nvcc module (`ptx-cases/kernels.ptx`), built into the binary so
+/// that `vgpu bench ptx` runs from any folder.
+const DEFAULT_PTX: &str = include_str!("../../../../ptx-cases/kernels.ptx");
 
 /// Runs the benchmark and prints its figures.
 pub fn run(a: PtxBenchArgs) -> Result<ExitCode, vgpu::Error> {
@@ -191,8 +185,10 @@ pub fn run(a: PtxBenchArgs) -> Result<ExitCode, vgpu::Error> {
             "bench ptx: --matmul-n and --lorenz-n must be at least 1".into(),
         ));
     }
-    let path = a.ptx.clone().unwrap_or_else(default_ptx);
-    let m = Module::from_file(&path)?;
+    let m = match &a.ptx {
+        Some(path) => Module::from_file(path)?,
+        None => Module::parse(DEFAULT_PTX, "ptx-cases/kernels.ptx")?,
+    };
     let opts = ExecOptions {
         check: !a.no_check,
         ..ExecOptions::default()
@@ -200,7 +196,7 @@ pub fn run(a: PtxBenchArgs) -> Result<ExitCode, vgpu::Error> {
     let rows = [matmul(&m, &a, &opts)?, lorenz(&m, &a, &opts)?];
     if a.json {
         let mut obj = serde_json::json!({
-            "ptx": path.display().to_string(),
+            "ptx": a.ptx.as_ref().map_or("ptx-cases/kernels.ptx (built in)".to_string(), |p| p.display().to_string()),
             "check": opts.check,
             "repeats": a.repeats,
         });
@@ -212,7 +208,7 @@ pub fn run(a: PtxBenchArgs) -> Result<ExitCode, vgpu::Error> {
     }
     println!(
         "PTX emulation ({}, checker {}), best of {}",
-        path.display(),
+        a.ptx.as_ref().map_or("ptx-cases/kernels.ptx (built in)".into(), |p| p.display().to_string()),
         if opts.check { "on" } else { "off" },
         a.repeats
     );
