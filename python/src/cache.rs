@@ -1,6 +1,7 @@
 //! `VgpuCache`: matrix multiplication through VGPU's persistent kernel cache.
 
 use crate::arrays::{into_matrix, shape_str, Matrix};
+use crate::errors::gpu_err;
 use crate::errors::{no_panic, vgpu_error};
 use numpy::ndarray::{ArrayD, IxDyn};
 use numpy::{IntoPyArray, PyArray2, PyArrayDyn, PyReadonlyArrayDyn, PyUntypedArrayMethods};
@@ -8,20 +9,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::{Mutex, MutexGuard};
-use vgpu_gpu::{BackendChoice, CacheStats as RustStats, GpuError, VgpuCache};
-
-/// A `GpuError` as a Python exception: bad shapes and backend names are the
-/// caller's `ValueError`, everything else a `VGPUError`.
-pub fn gpu_err(e: GpuError) -> PyErr {
-    match e {
-        GpuError::ShapeMismatch { .. }
-        | GpuError::EmptyMatrix { .. }
-        | GpuError::DataLength { .. }
-        | GpuError::FusedShape { .. }
-        | GpuError::BadBackendEnv { .. } => PyValueError::new_err(e.to_string()),
-        other => vgpu_error(other),
-    }
-}
+use vgpu::{BackendChoice, CacheStats as RustStats, VgpuCache};
 
 /// The counters of a `VgpuCache`.
 #[pyclass(name = "CacheStats", module = "vgpu._vgpu", frozen, get_all)]

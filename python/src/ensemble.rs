@@ -6,111 +6,36 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt};
 use std::sync::Mutex;
-use vgpu_gpu::{run_ensemble_gpu, KernelCache};
-use vgpu_ir::{
-    compile, run_cpu, Args, Buffer, Integration, Kernel, Method, Par, ScalarType, Value,
-};
-
-/// Where an ensemble runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EnsembleBackend {
-    /// The GPU when there is an adapter and the kernel can run there, otherwise the CPU.
-    Auto,
-    /// The CPU field executor.
-    Cpu,
-    /// A GPU (an error where none can run it).
-    Gpu,
-}
-
-impl EnsembleBackend {
-    /// Parses `"auto"`, `"cpu"`, `"gpu"` (a `ValueError` otherwise).
-    pub fn parse(name: &str) -> PyResult<Self> {
-        match name.to_ascii_lowercase().as_str() {
-            "auto" => Ok(Self::Auto),
-            "cpu" => Ok(Self::Cpu),
-            "gpu" => Ok(Self::Gpu),
-            _ => Err(PyValueError::new_err(format!(
-                "backend={name:?}: expected one of \"auto\", \"gpu\", \"cpu\""
-            ))),
-        }
-    }
-}
+use vgpu::dispatch::Backend;
+use vgpu::ir::{compile, Args, Buffer, Integration, Kernel, Method, Par, ScalarType, Value};
+use vgpu::{Dispatcher, EnsembleJob, EnsembleRun};
 
 /// Everything an ensemble launch needs, checked and converted (no Python objects).
-pub struct EnsembleJob {
+pub struct PreparedEnsemble {
     /// The compiled kernel.
     pub kernel: Kernel,
     /// Its arguments.
     pub args: Args,
     /// How to integrate.
     pub integration: Integration,
-    /// Where.
-    pub backend: EnsembleBackend,
+    /// Where (the facade's rule: the argument, else `VGPU_BACKEND`, else auto).
+    pub backend: Backend,
 }
 
-/// The launch's result: final states and flux outputs.
-pub struct EnsembleResult {
-    /// Trajectories.
-    pub n: usize,
-    /// State components per trajectory.
-    pub dim: usize,
-    /// Final states, trajectory-major.
-    pub states: Buffer,
-    /// Flux outputs by name.
-    pub fluxes: Vec<(String, Buffer)>,
-    /// Where it ran: `"gpu"` or `"cpu"`.
-    pub backend: &'static str,
-}
-
-impl EnsembleJob {
-    /// Runs the job (no GIL needed). `gpu` holds the GPU kernel cache, created on
-    /// first use and kept, so a kernel compiles once per `VGPU` object.
-    /// `"auto"` runs on the GPU when there is an adapter and the kernel can run
-    /// there (f32, phased or not; phased blocks must fit the device's
-    /// workgroups), otherwise on the CPU. GPU runs return the flux outputs too (float
-    /// flux summed in the GPU's order: equal to the CPU's to rounding).
-    pub fn run(&self, gpu: &Mutex<Option<KernelCache>>) -> Result<EnsembleResult, String> {
-        let on_gpu = match self.backend {
-            EnsembleBackend::Cpu => false,
-            EnsembleBackend::Gpu => true,
-            EnsembleBackend::Auto => self.kernel.float_type() == ScalarType::F32,
-        };
-        if on_gpu {
-            let mut slot = gpu
-                .lock()
-                .map_err(|_| "VGPU is unusable: an earlier call panicked".to_string())?;
-            if slot.is_none() {
-                match KernelCache::new() {
-                    Ok(c) => *slot = Some(c),
-                    Err(e) if self.backend == EnsembleBackend::Gpu => return Err(e.to_string()),
-                    Err(_) => {}
-                }
-            }
-            if let Some(cache) = slot.as_mut() {
-                match run_ensemble_gpu(cache, &self.kernel, &self.args, &self.integration, None) {
-                    Ok(out) => {
-                        return Ok(EnsembleResult {
-                            n: self.integration.n,
-                            dim: self.kernel.states.len(),
-                            states: Buffer::from(out.states),
-                            fluxes: out.fluxes,
-                            backend: "gpu",
-                        })
-                    }
-                    // Under auto, what this GPU cannot run runs on the CPU below.
-                    Err(e) if self.backend == EnsembleBackend::Auto && e.cpu_can_run() => {}
-                    Err(e) => return Err(e.to_string()),
-                }
-            }
-        }
-        let out =
-            run_cpu(&self.kernel, &self.args, &self.integration).map_err(|e| e.to_string())?;
-        Ok(EnsembleResult {
-            n: out.n,
-            dim: out.dim,
-            states: out.states,
-            fluxes: out.fluxes,
-            backend: "cpu",
+impl PreparedEnsemble {
+    /// Runs the job (no GIL needed) through the facade's [`Dispatcher`], which
+    /// holds the GPU kernel cache (a kernel compiles once per `VGPU` object) and
+    /// decides the backend and the CPU fallback exactly as `vgpu ensemble` does.
+    pub fn run(&self, dispatcher: &Mutex<Dispatcher>) -> Result<EnsembleRun, vgpu::Error> {
+        let mut d = dispatcher.lock().map_err(|_| {
+            vgpu::Error::Usage("VGPU is unusable: an earlier call panicked".to_string())
+        })?;
+        d.ensemble(&EnsembleJob {
+            kernel: &self.kernel,
+            args: &self.args,
+            integration: &self.integration,
+            backend: self.backend,
+            kernel_time: None,
         })
     }
 }
@@ -246,10 +171,10 @@ pub fn prepare(
     dt: f64,
     method: Method,
     params: Option<&Bound<'_, PyDict>>,
-    backend: EnsembleBackend,
+    backend: Backend,
     block: Option<u32>,
     par: Par,
-) -> PyResult<EnsembleJob> {
+) -> PyResult<PreparedEnsemble> {
     let kernel = py
         .detach(|| no_panic("ensemble", || compile(file, source)))
         .map_err(vgpu_error)?
@@ -281,7 +206,7 @@ pub fn prepare(
     if let Some(b) = block {
         integration = integration.block(b);
     }
-    Ok(EnsembleJob {
+    Ok(PreparedEnsemble {
         kernel,
         args,
         integration,
@@ -306,7 +231,7 @@ pub fn buffer_to_numpy(py: Python<'_>, b: Buffer, shape: &[usize]) -> PyResult<P
 /// The result as (states (n, dim), {flux name: 1-D array}, backend).
 pub fn result_to_python(
     py: Python<'_>,
-    r: EnsembleResult,
+    r: EnsembleRun,
 ) -> PyResult<(Py<PyAny>, Py<PyDict>, &'static str)> {
     if r.states.len() != r.n * r.dim {
         return Err(vgpu_error(format!(
@@ -322,5 +247,9 @@ pub fn result_to_python(
         let len = b.len();
         fluxes.set_item(name, buffer_to_numpy(py, b, &[len])?)?;
     }
-    Ok((states, fluxes.unbind(), r.backend))
+    let backend = match r.backend {
+        vgpu::ActiveBackend::Gpu => "gpu",
+        vgpu::ActiveBackend::Cpu => "cpu",
+    };
+    Ok((states, fluxes.unbind(), backend))
 }

@@ -1,9 +1,10 @@
 //! Python exceptions: `vgpu.VGPUError`, and the guard that turns Rust panics into it.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::PyErr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use vgpu::GpuError;
 
 create_exception!(
     vgpu,
@@ -17,6 +18,30 @@ create_exception!(
 /// A `VGPUError` carrying `err`'s message.
 pub fn vgpu_error(err: impl std::fmt::Display) -> PyErr {
     VGPUError::new_err(err.to_string())
+}
+
+/// A facade error as a Python exception: problems with the caller's input
+/// (usage, shapes, arguments) as `ValueError`, everything else as `VGPUError`.
+/// The message is the Rust error's, which names the place.
+pub fn facade_error(err: vgpu::Error) -> PyErr {
+    match err {
+        vgpu::Error::Usage(m) => PyValueError::new_err(m),
+        vgpu::Error::Gpu(e) => gpu_err(e),
+        other => vgpu_error(other),
+    }
+}
+
+/// A `GpuError` as a Python exception: bad shapes and backend names are the
+/// caller's `ValueError`, everything else a `VGPUError`.
+pub fn gpu_err(e: GpuError) -> PyErr {
+    match e {
+        GpuError::ShapeMismatch { .. }
+        | GpuError::EmptyMatrix { .. }
+        | GpuError::DataLength { .. }
+        | GpuError::FusedShape { .. }
+        | GpuError::BadBackendEnv { .. } => PyValueError::new_err(e.to_string()),
+        other => vgpu_error(other),
+    }
 }
 
 /// Runs `f`, turning a panic into an `Err` with the panic's message, so that no

@@ -5,7 +5,7 @@ use crate::errors::{no_panic, vgpu_error};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::Path;
-use vgpu_ptx::{run_case, CaseReport, ExecOptions};
+use vgpu::ptx::{run_case, CaseReport, ExecOptions};
 
 /// Runs the case whose `case.json` is `path` (or the folder holding it).
 pub fn ptx_case<'py>(

@@ -1,15 +1,15 @@
 //! `VGPU`: the field engine from Python: the equivalence demos (and, as the
 //! front ends land, `.field` ensembles and PTX cases).
 
-use crate::ensemble::{prepare, result_to_python, EnsembleBackend};
-use crate::errors::{no_panic, vgpu_error};
+use crate::ensemble::{prepare, result_to_python};
+use crate::errors::{facade_error, no_panic, vgpu_error};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::Mutex;
-use vgpu_field::demos::{run_all, DemoOptions, DemoReport};
-use vgpu_field::{Method, Par};
-use vgpu_gpu::KernelCache;
+use vgpu::field::demos::{run_all, DemoOptions, DemoReport};
+use vgpu::field::{Method, Par};
+use vgpu::Dispatcher;
 
 /// Parses an integrator name (`"euler"`, `"rk4"`), as a `ValueError` when unknown.
 pub fn parse_method(name: &str) -> PyResult<Method> {
@@ -43,8 +43,9 @@ fn report_dict<'py>(py: Python<'py>, r: &DemoReport) -> PyResult<Bound<'py, PyDi
 /// The field engine.
 #[pyclass(name = "VGPU", module = "vgpu._vgpu", frozen)]
 pub struct PyVgpu {
-    /// The GPU kernel cache of `.field` ensembles, created on first GPU use.
-    gpu: Mutex<Option<KernelCache>>,
+    /// The facade's dispatcher: backend choice, CPU fallback, and the GPU kernel
+    /// cache of `.field` ensembles (created on first GPU use).
+    dispatcher: Mutex<Dispatcher>,
 }
 
 #[pymethods]
@@ -52,7 +53,7 @@ impl PyVgpu {
     #[new]
     fn new() -> Self {
         PyVgpu {
-            gpu: Mutex::new(None),
+            dispatcher: Mutex::new(Dispatcher::new()),
         }
     }
 
@@ -98,7 +99,8 @@ impl PyVgpu {
     /// Integrates `n` trajectories of the `.field` kernel in `source` (named
     /// `file` in error messages) over `t` with step `dt`; returns the final
     /// states (n, dim), the flux outputs {name: 1-D array} and where it ran.
-    #[pyo3(signature = (source, file, n, t, dt, method = "rk4", params = None, backend = "auto", block = None, threads = None))]
+    /// `backend`: "auto", "gpu" or "cpu"; `None` reads `VGPU_BACKEND` (default auto).
+    #[pyo3(signature = (source, file, n, t, dt, method = "rk4", params = None, backend = None, block = None, threads = None))]
     #[allow(clippy::too_many_arguments)]
     fn ensemble(
         &self,
@@ -110,12 +112,13 @@ impl PyVgpu {
         dt: f64,
         method: &str,
         params: Option<&Bound<'_, PyDict>>,
-        backend: &str,
+        backend: Option<&str>,
         block: Option<u32>,
         threads: Option<usize>,
     ) -> PyResult<(Py<PyAny>, Py<PyDict>, &'static str)> {
         let method = parse_method(method)?;
-        let backend = EnsembleBackend::parse(backend)?;
+        let backend = vgpu::resolve_backend(backend)
+            .map_err(|e| PyValueError::new_err(format!("{e} (\"auto\", \"gpu\" or \"cpu\")")))?;
         if n == 0 {
             return Err(PyValueError::new_err("ensemble: n must be at least 1"));
         }
@@ -133,9 +136,9 @@ impl PyVgpu {
             parse_threads(threads),
         )?;
         let result = py
-            .detach(|| no_panic("ensemble", || job.run(&self.gpu)))
+            .detach(|| no_panic("ensemble", || job.run(&self.dispatcher)))
             .map_err(vgpu_error)?
-            .map_err(vgpu_error)?;
+            .map_err(facade_error)?;
         result_to_python(py, result)
     }
 

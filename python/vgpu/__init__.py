@@ -263,7 +263,7 @@ class VGPU:
         dt: float,
         method: str = "rk4",
         params: Optional[Mapping[str, Any]] = None,
-        backend: str = "auto",
+        backend: Optional[str] = None,
         block: Optional[int] = None,
         threads: Optional[int] = None,
         return_fluxes: bool = False,
@@ -283,8 +283,10 @@ class VGPU:
             params: the kernel's parameters by name: numbers for scalars, array-likes
                 for buffers (flattened in C order, converted to the declared element
                 type; integer buffers take only integer arrays).
-            backend: ``"auto"`` (the GPU when wgpu finds an adapter and the kernel
-                can run there -- f32, phased or not -- else the CPU),
+            backend: ``None`` reads ``VGPU_BACKEND`` (default ``"auto"``), as
+                ``vgpu ensemble`` does; ``"auto"`` (the GPU when wgpu finds an
+                adapter and the kernel can run there -- f32, phased or not --
+                else the CPU, counted as a fallback),
                 ``"cpu"``, or ``"gpu"`` (no adapter, or a kernel the GPU cannot
                 run, is a VGPUError). GPU runs return flux outputs too; float
                 flux is summed in the GPU's order there, equal to the CPU's

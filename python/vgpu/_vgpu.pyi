@@ -91,7 +91,7 @@ class VGPU:
         dt: float,
         method: str = ...,
         params: Optional[Dict[str, Any]] = ...,
-        backend: str = ...,
+        backend: Optional[str] = ...,
         block: Optional[int] = ...,
         threads: Optional[int] = ...,
     ) -> Tuple[np.ndarray, Dict[str, np.ndarray], str]: ...

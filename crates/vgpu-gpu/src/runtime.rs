@@ -1,7 +1,8 @@
 //! The process-wide wgpu runtime: instance, adapter, device and queue, created once,
 //! lazily, and shared by every [`crate::KernelCache`] of the process.
 //!
-//! The instance honours wgpu's own environment variables (`WGPU_BACKEND`,
+//! Adapters are sought on the primary backends (Vulkan, Metal, DX12) first and
+//! on GL only when they find none. The instance honours wgpu's own environment variables (`WGPU_BACKEND`,
 //! `WGPU_ADAPTER_NAME`, `WGPU_POWER_PREF`, and the instance flags). wgpu's default
 //! handler for uncaptured errors panics; this runtime installs one that records the
 //! error instead, and a device-lost callback that marks the device lost, so that a
@@ -76,13 +77,26 @@ impl GpuContext {
     fn create() -> Result<GpuContext, GpuError> {
         let start = Instant::now();
         let wgpu_backend = std::env::var("WGPU_BACKEND").unwrap_or_else(|_| "unset".into());
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = pollster::block_on(choose_adapter(&instance)).map_err(|reason| {
-            GpuError::NoAdapter {
-                wgpu_backend: wgpu_backend.clone(),
-                reason,
-            }
+        quiet_device_select_layer();
+        let adapter = if std::env::var_os("WGPU_BACKEND").is_some() {
+            // The user named the backends: ask only those.
+            pollster::block_on(choose_adapter(&instance_for(wgpu::Backends::all())))
+        } else {
+            // The primary backends (Vulkan, Metal, DX12) first; GL only when they
+            // find nothing, since probing GL on a headless machine makes EGL print
+            // errors (e.g. about XDG_RUNTIME_DIR) even when Vulkan works.
+            pollster::block_on(choose_adapter(&instance_for(wgpu::Backends::PRIMARY))).or_else(
+                |primary| {
+                    pollster::block_on(choose_adapter(&instance_for(wgpu::Backends::SECONDARY)))
+                        .map_err(|secondary| {
+                            format!("Vulkan/Metal/DX12: {primary}; GL: {secondary}")
+                        })
+                },
+            )
+        }
+        .map_err(|reason| GpuError::NoAdapter {
+            wgpu_backend: wgpu_backend.clone(),
+            reason,
         })?;
         let info = adapter.get_info();
         let summary = AdapterSummary {
@@ -213,6 +227,27 @@ impl GpuContext {
     pub(crate) fn take_uncaptured(&self) -> Option<String> {
         self.uncaptured.lock().ok().and_then(|mut u| u.take())
     }
+}
+
+/// Mesa's implicit Vulkan layer `VK_LAYER_MESA_device_select` picks a default
+/// GPU for a display: on a headless machine it connects to Wayland and makes
+/// libwayland print `error: XDG_RUNTIME_DIR is invalid or not set` although
+/// nothing failed. VGPU draws nothing and chooses its adapter itself, so the
+/// layer is switched off (its own documented variable, `NODEVICE_SELECT=1`)
+/// unless the user set that variable. Runs once, inside the context's
+/// `OnceLock` initialisation, before any Vulkan call of the process.
+fn quiet_device_select_layer() {
+    if cfg!(target_os = "linux") && std::env::var_os("NODEVICE_SELECT").is_none() {
+        std::env::set_var("NODEVICE_SELECT", "1");
+    }
+}
+
+/// A wgpu instance over `backends`, unless `WGPU_BACKEND` names others; the
+/// other instance options from wgpu's environment variables.
+fn instance_for(backends: wgpu::Backends) -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    wgpu::Instance::new(desc.with_env())
 }
 
 /// Picks the adapter: `WGPU_ADAPTER_NAME` (substring, case-insensitive) if set,

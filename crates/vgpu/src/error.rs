@@ -30,4 +30,8 @@ pub enum Error {
     /// A `.field` kernel: parse, type, argument or launch error (names the place).
     #[error(transparent)]
     Ir(#[from] vgpu_ir::IrError),
+    /// A GPU ensemble failure that is neither the kernel's (`Ir`) nor the
+    /// device's (`Gpu`); those two arrive as their own variants.
+    #[error(transparent)]
+    Ensemble(vgpu_gpu::EnsembleError),
 }

@@ -5,7 +5,9 @@
 //! holds the `vgpu` command-line tool.
 #![deny(missing_docs)]
 
+pub mod dispatch;
 mod error;
+pub use dispatch::{resolve_backend, Dispatcher, EnsembleJob, EnsembleRun};
 pub use error::Error;
 
 /// The GPU runtime: wgpu device, generic kernel cache, `VgpuCache` matmul.
@@ -23,7 +25,7 @@ pub use vgpu_field::{
     Real, Tableau,
 };
 
-pub use vgpu_gpu::{run_ensemble_gpu, GpuEnsemble};
+pub use vgpu_gpu::{run_ensemble_gpu, EnsembleError, GpuEnsemble};
 /// The kernel IR and the `.field` language: compile, run on the CPU, emit WGSL.
 pub use vgpu_ir as ir;
 pub use vgpu_ir::{compile, compile_file, run_cpu, Args, Integration, IrError, Kernel};

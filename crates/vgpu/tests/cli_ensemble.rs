@@ -325,3 +325,43 @@ fn auto_runs_on_the_cpu_what_the_gpu_cannot_hold() {
         a[[511, 0]]
     );
 }
+
+#[test]
+fn a_successful_headless_run_prints_no_error_line() {
+    // On a machine without a display session (no XDG_RUNTIME_DIR) adapter
+    // probing once printed `error: XDG_RUNTIME_DIR is invalid…` from a Vulkan
+    // layer and from EGL even though the run succeeded.
+    for backend in ["auto", "cpu"] {
+        let o = lorenz("64", "0:0.01")
+            .args(["--backend", backend])
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("WAYLAND_DISPLAY")
+            .env_remove("DISPLAY")
+            .env_remove("NODEVICE_SELECT")
+            .env_remove("WGPU_BACKEND")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{backend}: {stderr}");
+        assert!(!stderr.contains("error"), "{backend}: {stderr}");
+    }
+}
+
+#[test]
+fn the_environment_chooses_the_backend_when_no_option_does() {
+    let o = lorenz("8", "0:0.01")
+        .arg("--json")
+        .env("VGPU_BACKEND", "cpu")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("\"backend\":\"cpu\""), "{stdout}");
+    let o = lorenz("8", "0:0.01")
+        .env("VGPU_BACKEND", "abacus")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("VGPU_BACKEND \"abacus\": expected cpu, gpu or auto"), "{stderr}");
+}

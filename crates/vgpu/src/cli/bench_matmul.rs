@@ -21,17 +21,6 @@ pub enum BackendArg {
     Cpu,
 }
 
-/// The CPU GEMM library (for the measurement that picked the fallback's library).
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum CpuLib {
-    /// `faer` (the fallback VGPU uses, through the cache).
-    Faer,
-    /// `gemm`, for comparison.
-    Gemm,
-    /// `matrixmultiply` (threaded), for comparison.
-    Matrixmultiply,
-}
-
 /// Options of `vgpu bench matmul`.
 #[derive(Debug, Args)]
 pub struct MatmulArgs {
@@ -56,9 +45,6 @@ pub struct MatmulArgs {
     /// Register-blocked tile BMxBNxBKxTMxTN (default: chosen by size).
     #[arg(long)]
     tile: Option<String>,
-    /// CPU library, with `--backend cpu`.
-    #[arg(long, value_enum, default_value_t = CpuLib::Faer)]
-    cpu_lib: CpuLib,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -104,19 +90,8 @@ pub fn run(args: MatmulArgs) -> Result<ExitCode, vgpu::Error> {
     let a = data(n * n, 1);
     let b = data(n * n, 2);
     let mut c = vec![0.0f32; n * n];
-    let other_lib = args.cpu_lib != CpuLib::Faer;
-    if other_lib && cache.backend() != vgpu::gpu::ActiveBackend::Cpu {
-        return Err(vgpu::Error::Usage(
-            "--cpu-lib gemm|matrixmultiply needs --backend cpu".into(),
-        ));
-    }
     let mut call = |c: &mut [f32]| -> Result<(), vgpu::Error> {
-        use vgpu::gpu::matmul::cpu;
-        match args.cpu_lib {
-            CpuLib::Matrixmultiply => cpu::matmul_into_matrixmultiply(&a, &b, c, n, n, n),
-            CpuLib::Gemm => cpu::matmul_into_gemm(&a, &b, c, n, n, n),
-            CpuLib::Faer => cache.matmul_into(&a, (n, n), &b, (n, n), c)?,
-        }
+        cache.matmul_into(&a, (n, n), &b, (n, n), c)?;
         Ok(())
     };
     let t = Instant::now();
@@ -133,8 +108,7 @@ pub fn run(args: MatmulArgs) -> Result<ExitCode, vgpu::Error> {
     let calls = times.len();
     let per_call_s = median(times);
     let gflops = 2.0 * (n as f64).powi(3) / per_call_s / 1e9;
-    // Check the last result against the CPU fallback (`faer`; a different library
-    // when benchmarking --cpu-lib gemm or matrixmultiply).
+    // Check the last result against the CPU fallback (`faer`).
     let want = matmul_cpu(&a, (n, n), &b, (n, n))?;
     let num: f64 = c
         .iter()
@@ -152,11 +126,7 @@ pub fn run(args: MatmulArgs) -> Result<ExitCode, vgpu::Error> {
     } else {
         None
     };
-    let backend = if other_lib {
-        format!("cpu ({:?})", args.cpu_lib).to_lowercase()
-    } else {
-        cache.backend().to_string()
-    };
+    let backend = cache.backend().to_string();
     let adapter = cache
         .adapter_info()
         .map(|a| a.to_string())

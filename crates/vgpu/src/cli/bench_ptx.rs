@@ -208,7 +208,11 @@ pub fn run(a: PtxBenchArgs) -> Result<ExitCode, vgpu::Error> {
     }
     println!(
         "PTX emulation ({}, checker {}), best of {}",
-        a.ptx.as_ref().map_or("ptx-cases/kernels.ptx (built in)".into(), |p| p.display().to_string()),
+        a.ptx
+            .as_ref()
+            .map_or("ptx-cases/kernels.ptx (built in)".into(), |p| p
+                .display()
+                .to_string()),
         if opts.check { "on" } else { "off" },
         a.repeats
     );

@@ -9,11 +9,11 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
-use vgpu_field::executor::Progress;
-use vgpu_field::{Method, Par};
-use vgpu_gpu::{run_ensemble_gpu, EnsembleError, KernelCache};
-use vgpu_ir::{compile_file, run_cpu, Arg, Args, Buffer, Integration, Kernel, ScalarType, Value};
+use std::time::Duration;
+use vgpu::field::executor::Progress;
+use vgpu::field::{Method, Par};
+use vgpu::ir::{compile_file, Arg, Args, Buffer, Integration, Kernel, ScalarType, Value};
+use vgpu::{Dispatcher, EnsembleJob};
 
 /// Options of `vgpu ensemble`.
 #[derive(Debug, ClapArgs)]
@@ -198,26 +198,6 @@ fn write_outputs(
     Ok(())
 }
 
-/// What a run produced: backend, adapter, states, flux outputs, steps, kernel
-/// time, seconds (host to host).
-type RunResult = (
-    &'static str,
-    String,
-    Buffer,
-    Vec<(String, Buffer)>,
-    usize,
-    Option<Duration>,
-    f64,
-);
-
-fn gpu_err(e: EnsembleError) -> vgpu::Error {
-    match e {
-        EnsembleError::Ir(e) => vgpu::Error::Ir(e),
-        EnsembleError::Gpu(e) => vgpu::Error::Gpu(e),
-        other => usage(other.to_string()),
-    }
-}
-
 /// Runs `f`, handing it a [`Progress`] counter when `draw`, and meanwhile draws
 /// the counter as a bar on stderr (trajectory-steps done of the total), redrawn
 /// ten times a second and cleared at the end.
@@ -277,97 +257,50 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         progress: None,
     };
     let args = build_args(&k, &a.params, a.n)?;
-    let choice = match &a.backend {
-        Some(b) => b.to_ascii_lowercase(),
-        None => std::env::var("VGPU_BACKEND")
-            .unwrap_or_else(|_| "auto".into())
-            .to_ascii_lowercase(),
-    };
-    if !["cpu", "gpu", "auto"].contains(&choice.as_str()) {
-        return Err(usage(format!(
-            "backend {choice:?}: expected cpu, gpu or auto"
-        )));
-    }
-    let mut note = String::new();
-    let mut cache = None;
-    if choice != "cpu" {
-        let on_gpu = if k.is_phased() {
-            vgpu_ir::wgsl_phased::check_phased_wgsl(&k)
-        } else {
-            vgpu_ir::wgsl::check_wgsl(&k)
-        };
-        match on_gpu {
-            Err(e) if choice == "gpu" => return Err(e.into()),
-            Err(e) => note = format!("on the CPU: {e}"),
-            Ok(()) => match KernelCache::new() {
-                Ok(c) => cache = Some(c),
-                Err(e) if choice == "gpu" => return Err(e.into()),
-                Err(e) => note = format!("on the CPU: no GPU ({e})"),
-            },
-        }
-    }
+    let backend = vgpu::resolve_backend(a.backend.as_deref())?;
     let dim = k.states.len();
-    let mut gpu = None;
-    if let Some(c) = cache.as_mut() {
-        match run_ensemble_gpu(c, &k, &args, &integ, a.kernel_time) {
-            Ok(r) => gpu = Some((c.adapter().to_string(), r)),
-            // Under auto, what this GPU cannot run runs on the CPU instead.
-            Err(e) if choice == "auto" && e.cpu_can_run() => {
-                note = match e {
-                    EnsembleError::Gpu(e) => format!("on the CPU: the GPU failed ({e})"),
-                    e => format!("on the CPU: {e}"),
-                }
-            }
-            Err(e) => return Err(gpu_err(e)),
+    // The bar counts the CPU executor's trajectory-steps; a GPU run announces no
+    // work, so the bar stays hidden there.
+    let steps_guess = integ.steps(&k.name).unwrap_or(0).max(1);
+    let long = (a.n as f64) * (steps_guess as f64) * (dim.max(1) as f64) > 2e8;
+    let draw = match a.progress.as_str() {
+        "auto" => long,
+        "always" => true,
+        "never" => false,
+        other => {
+            return Err(usage(format!(
+                "--progress {other:?}: expected auto, always or never"
+            )))
         }
-    }
-    let start = Instant::now();
-    let (backend, adapter, states, fluxes, steps, kernel_time, seconds): RunResult = match gpu {
-        // The host-to-host time of the run, without the timing dispatches of
-        // --kernel-time.
-        Some((adapter, r)) => (
-            "gpu",
-            adapter,
-            Buffer::F32(r.states.into()),
-            r.fluxes,
-            r.steps,
-            r.kernel_time,
-            r.end_to_end.as_secs_f64(),
-        ),
-        None => {
-            let steps_guess = integ.steps(&k.name).unwrap_or(0).max(1);
-            let long = (a.n as f64) * (steps_guess as f64) * (dim.max(1) as f64) > 2e8;
-            let draw = match a.progress.as_str() {
-                "auto" => long,
-                "always" => true,
-                "never" => false,
-                other => {
-                    return Err(usage(format!(
-                        "--progress {other:?}: expected auto, always or never"
-                    )))
-                }
-            } && std::io::stderr().is_terminal();
-            let r = with_progress(draw, |p| {
-                let integ = match p {
-                    Some(p) => integ.clone().progress(p),
-                    None => integ.clone(),
-                };
-                run_cpu(&k, &args, &integ)
-            });
-            let r = r?;
-            (
-                "cpu",
-                format!("{} threads", par.threads()),
-                r.states,
-                r.fluxes,
-                r.steps,
-                None,
-                start.elapsed().as_secs_f64(),
-            )
-        }
-    };
+    } && std::io::stderr().is_terminal();
+    let run = with_progress(draw, |p| {
+        let integ = match p {
+            Some(p) => integ.clone().progress(p),
+            None => integ.clone(),
+        };
+        Dispatcher::new().ensemble(&EnsembleJob {
+            kernel: &k,
+            args: &args,
+            integration: &integ,
+            backend,
+            kernel_time: a.kernel_time,
+        })
+    })?;
+    let note = run
+        .fallback
+        .as_deref()
+        .map_or(String::new(), |why| format!("on the CPU: {why}"));
+    let (states, fluxes, steps, seconds, kernel_time) = (
+        &run.states,
+        &run.fluxes,
+        run.steps,
+        run.seconds,
+        run.kernel_time,
+    );
+    let adapter = &run.adapter;
+    let backend = run.backend.to_string();
     if let Some(out) = &a.out {
-        write_outputs(out, a.n, dim, &states, &fluxes)?;
+        write_outputs(out, a.n, dim, states, fluxes)?;
     }
     let traj_steps = a.n as f64 * steps as f64 / seconds;
     if a.json {

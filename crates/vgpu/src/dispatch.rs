@@ -1,0 +1,187 @@
+//! The one dispatch API: where a launch runs and what happens when the GPU cannot
+//! run it. The `vgpu` command and the Python package both go through here, so
+//! the backend choice (`cpu | gpu | auto`, `VGPU_BACKEND`), the pre-checks and the
+//! CPU-fallback rule (and its counting) are decided in one place.
+//!
+//! ```no_run
+//! use vgpu::dispatch::{resolve_backend, Dispatcher, EnsembleJob};
+//! let k = vgpu::compile_file(std::path::Path::new("examples/lorenz.field"))?;
+//! let mut args = vgpu::Args::new(&k);
+//! args.buffer("rho", vec![28.0f32; 1024])?;
+//! let integration = vgpu::Integration::new(1024, 0.0, 1.0, 1e-3);
+//! let mut d = Dispatcher::new();
+//! let job = EnsembleJob { kernel: &k, args: &args, integration: &integration,
+//!                         backend: resolve_backend(None)?, kernel_time: None };
+//! let run = d.ensemble(&job)?;
+//! println!("{} ({} fallbacks)", run.backend, d.cpu_fallbacks());
+//! # Ok::<(), vgpu::Error>(())
+//! ```
+
+use crate::Error;
+use std::time::{Duration, Instant};
+use vgpu_gpu::{run_ensemble_gpu, ActiveBackend, EnsembleError, KernelCache};
+use vgpu_ir::{run_cpu, Args, Buffer, Integration, Kernel};
+
+/// Which executor a launch is asked to use: `cpu`, `gpu` or `auto`.
+///
+/// The same type as the kernel cache's (`vgpu_gpu::BackendChoice`): one
+/// vocabulary from the environment variable to the executor.
+pub type Backend = vgpu_gpu::BackendChoice;
+
+/// The one rule for choosing a backend: an explicit choice (a command-line
+/// option, a Python argument) wins; otherwise `VGPU_BACKEND`; otherwise `auto`.
+/// An unknown name is an error that names the accepted ones.
+pub fn resolve_backend(explicit: Option<&str>) -> Result<Backend, Error> {
+    let parsed = match explicit {
+        Some(name) => name.parse::<Backend>(),
+        None => Backend::from_env(),
+    };
+    parsed.map_err(|_| {
+        let (what, value) = match explicit {
+            Some(v) => ("backend", v.to_string()),
+            None => (
+                Backend::ENV,
+                std::env::var(Backend::ENV).unwrap_or_default(),
+            ),
+        };
+        Error::Usage(format!("{what} {value:?}: expected cpu, gpu or auto"))
+    })
+}
+
+/// One ensemble launch: a compiled `.field` kernel, its arguments, how to
+/// integrate it and where.
+#[derive(Debug, Clone, Copy)]
+pub struct EnsembleJob<'a> {
+    /// The kernel.
+    pub kernel: &'a Kernel,
+    /// Its arguments (parameters and buffers).
+    pub args: &'a Args,
+    /// Trajectories, span, step, method, CPU parallelism and progress.
+    pub integration: &'a Integration,
+    /// Where to run it.
+    pub backend: Backend,
+    /// GPU only: also time the kernel alone over this many dispatches.
+    pub kernel_time: Option<u32>,
+}
+
+/// What an ensemble launch produced, and where.
+#[derive(Debug, Clone)]
+pub struct EnsembleRun {
+    /// The executor that ran it.
+    pub backend: ActiveBackend,
+    /// The GPU adapter, or `"N threads"` on the CPU.
+    pub adapter: String,
+    /// Trajectories.
+    pub n: usize,
+    /// State components per trajectory.
+    pub dim: usize,
+    /// Final states, trajectory-major (`n × dim`), in the field's float type.
+    pub states: Buffer,
+    /// Flux outputs by name, in declaration order.
+    pub fluxes: Vec<(String, Buffer)>,
+    /// Steps integrated.
+    pub steps: usize,
+    /// Host-to-host time of the launch (GPU: conversions, emit, compile on a
+    /// miss, transfers, checks; not the `kernel_time` dispatches).
+    pub seconds: f64,
+    /// Device time of one dispatch, when asked for.
+    pub kernel_time: Option<Duration>,
+    /// Why it ran on the CPU under `auto`, if it did for a reason other than
+    /// the choice itself (no adapter, a kernel the GPU cannot hold, a device error).
+    pub fallback: Option<String>,
+}
+
+/// Runs launches on the chosen backend, holding the GPU kernel cache between
+/// them (a kernel compiles once per dispatcher) and counting CPU fallbacks.
+#[derive(Debug, Default)]
+pub struct Dispatcher {
+    cache: Option<KernelCache>,
+    cpu_fallbacks: u64,
+}
+
+impl Dispatcher {
+    /// A dispatcher with no GPU device yet (created on the first GPU launch).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many launches asked for `auto` ran on the CPU because the GPU could
+    /// not run them.
+    pub fn cpu_fallbacks(&self) -> u64 {
+        self.cpu_fallbacks
+    }
+
+    /// Runs an ensemble. `gpu` never falls back: what the GPU cannot run is an
+    /// error naming why. `auto` runs on the GPU when the kernel passes the GPU
+    /// pre-checks and an adapter exists, otherwise on the CPU, counted and with
+    /// the reason in [`EnsembleRun::fallback`]. `cpu` never touches the GPU.
+    pub fn ensemble(&mut self, job: &EnsembleJob<'_>) -> Result<EnsembleRun, Error> {
+        let fallback = match job.backend {
+            Backend::Cpu => None,
+            Backend::Gpu => return self.ensemble_gpu(job).map_err(Error::from),
+            Backend::Auto => match self.ensemble_gpu(job) {
+                Ok(run) => return Ok(run),
+                Err(e) if e.cpu_can_run() => {
+                    self.cpu_fallbacks += 1;
+                    Some(match e {
+                        EnsembleError::Gpu(e) => format!("the GPU failed or is absent ({e})"),
+                        e => e.to_string(),
+                    })
+                }
+                Err(e) => return Err(e.into()),
+            },
+        };
+        let start = Instant::now();
+        let out = run_cpu(job.kernel, job.args, job.integration)?;
+        Ok(EnsembleRun {
+            backend: ActiveBackend::Cpu,
+            adapter: format!("{} threads", job.integration.par.threads()),
+            n: out.n,
+            dim: out.dim,
+            states: out.states,
+            fluxes: out.fluxes,
+            steps: out.steps,
+            seconds: start.elapsed().as_secs_f64(),
+            kernel_time: None,
+            fallback,
+        })
+    }
+
+    /// The GPU path: pre-checks (the kernel's types and constructs), the device
+    /// (created once), the launch.
+    fn ensemble_gpu(&mut self, job: &EnsembleJob<'_>) -> Result<EnsembleRun, EnsembleError> {
+        let k = job.kernel;
+        if k.is_phased() {
+            vgpu_ir::wgsl_phased::check_phased_wgsl(k)?;
+        } else {
+            vgpu_ir::wgsl::check_wgsl(k)?;
+        }
+        let cache = match &mut self.cache {
+            Some(c) => c,
+            slot @ None => slot.insert(KernelCache::new()?),
+        };
+        let r = run_ensemble_gpu(cache, k, job.args, job.integration, job.kernel_time)?;
+        Ok(EnsembleRun {
+            backend: ActiveBackend::Gpu,
+            adapter: cache.adapter().to_string(),
+            n: job.integration.n,
+            dim: k.states.len(),
+            states: Buffer::F32(r.states.into()),
+            fluxes: r.fluxes,
+            steps: r.steps,
+            seconds: r.end_to_end.as_secs_f64(),
+            kernel_time: r.kernel_time,
+            fallback: None,
+        })
+    }
+}
+
+impl From<EnsembleError> for Error {
+    fn from(e: EnsembleError) -> Self {
+        match e {
+            EnsembleError::Ir(e) => Error::Ir(e),
+            EnsembleError::Gpu(e) => Error::Gpu(e),
+            other => Error::Ensemble(other),
+        }
+    }
+}
