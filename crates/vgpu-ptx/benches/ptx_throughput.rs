@@ -18,10 +18,7 @@ use vgpu_ptx::{ExecOptions, Kernel, Module};
 fn module() -> Module {
     let dir = match std::env::var_os("VGPU_PTX_CASES") {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../ptx-cases"
-        )),
+        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ptx-cases")),
     };
     Module::from_file(&dir.join("kernels.ptx")).expect("kernels.ptx")
 }

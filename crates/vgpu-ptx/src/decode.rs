@@ -6,11 +6,13 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::ast::{self, FloatLit, Init, Instruction, Operand, Space, Stmt};
+use crate::bit_ops;
 use crate::error::PtxError;
 use crate::half_ops;
 use crate::memory::{generic_window, GLOBAL_VAR_BASE, LOCAL_WINDOW, SHARED_WINDOW};
 use crate::program::*;
 use crate::semantics::{self, Mods};
+use crate::special::special;
 use crate::types::*;
 use crate::warp_ops::{self, Kind, WarpOp};
 
@@ -275,43 +277,6 @@ fn float_bits(f: FloatLit, t: Ty) -> u64 {
     }
 }
 
-fn special(name: &str) -> Option<Special> {
-    let dim = |s: &str| match s {
-        "x" => Some(0u8),
-        "y" => Some(1),
-        "z" => Some(2),
-        _ => None,
-    };
-    if let Some((base, d)) = name.split_once('.') {
-        let d = dim(d)?;
-        return Some(match base {
-            "%tid" => Special::Tid(d),
-            "%ntid" => Special::Ntid(d),
-            "%ctaid" => Special::Ctaid(d),
-            "%nctaid" => Special::Nctaid(d),
-            _ => return None,
-        });
-    }
-    Some(match name {
-        "%laneid" => Special::LaneId,
-        "%warpid" => Special::WarpId,
-        "%nwarpid" => Special::NWarpId,
-        "%lanemask_eq" => Special::LaneMask(0),
-        "%lanemask_lt" => Special::LaneMask(1),
-        "%lanemask_le" => Special::LaneMask(2),
-        "%lanemask_gt" => Special::LaneMask(3),
-        "%lanemask_ge" => Special::LaneMask(4),
-        "%clock" => Special::Clock,
-        "%clock64" => Special::Clock64,
-        "%smid" => Special::SmId,
-        "%nsmid" => Special::NSmId,
-        "%gridid" => Special::GridId,
-        "%dynamic_smem_size" => Special::DynSmem,
-        "%total_smem_size" => Special::TotalSmem,
-        _ => return None,
-    })
-}
-
 fn space_of(mods: &[String]) -> Space {
     for m in mods {
         match m.as_str() {
@@ -519,6 +484,7 @@ impl<'a> Lower<'a> {
             Operand::Name(n) => match self.lookup(n) {
                 Some(Bind::Reg(r)) => Ok(Src::Reg(r)),
                 Some(Bind::Sym(space, addr)) => Ok(Src::Imm(sym_value(space, addr))),
+                None if n == "WARP_SZ" => Ok(Src::Imm(crate::special::WARP_SZ)),
                 None => match special(n) {
                     Some(s) => {
                         let r = self.new_reg(n.clone(), Ty::U32);
@@ -762,26 +728,26 @@ impl<'a> Lower<'a> {
                     }
                 };
                 let f: AluFn = match lenimm {
-                    Some(len) => Box::new(move |a, b, pos| semantics::bfi(a, b, pos, len, bits)),
+                    Some(len) => Box::new(move |a, b, pos| bit_ops::bfi(a, b, pos, len, bits)),
                     None => Box::new(move |a, b, pl| {
-                        semantics::bfi(a, b, pl & 0xff, (pl >> 8) & 0xff, bits)
+                        bit_ops::bfi(a, b, pl & 0xff, (pl >> 8) & 0xff, bits)
                     }),
                 };
                 self.emit(Op::Alu { f, d, a, b, c: pc }, g, line);
             }
             "prmt" => {
                 need(4)?;
-                let mode = ins.opcode[1..]
-                    .iter()
-                    .find(|m| ["f4e", "b4e", "rc8", "ecl", "ecr", "rc16"].contains(&m.as_str()))
-                    .cloned();
+                let mode = bit_ops::PrmtMode::of(&mods);
                 let d = self.dst(ins, &ops[0])?;
                 let a = self.src(ins, &ops[1], Ty::B32)?;
                 let b = self.src(ins, &ops[2], Ty::B32)?;
                 let c = self.src(ins, &ops[3], Ty::B32)?;
-                let f: AluFn = Box::new(move |a, b, c| semantics::prmt(a, b, c, mode.as_deref()));
+                let f: AluFn = Box::new(move |a, b, c| {
+                    bit_ops::prmt(a as u32, b as u32, c as u32, mode) as u64
+                });
                 self.emit(Op::Alu { f, d, a, b, c }, g, line);
             }
+            "lop3" => self.lop3(ins, g)?,
             "addc" | "subc" => self.carry(ins, g)?,
             "add" | "sub" if mods.has("cc") => self.carry(ins, g)?,
             "shfl" => {
@@ -972,6 +938,72 @@ impl<'a> Lower<'a> {
         };
         let red = Some(BarRed { op, d, c, neg });
         self.emit(Op::Bar { red }, g, ins.line);
+        Ok(())
+    }
+
+    /// `lop3.b32 d, a, b, c, immLut` and `lop3.{or,and}.b32 d|p, a, b, c, immLut, q`
+    /// (then `p = (d != 0) op q`).
+    fn lop3(&mut self, ins: &Instruction, g: Option<(u32, bool)>) -> Result<(), PtxError> {
+        let mods = Mods(&ins.opcode[1..]);
+        let ops = &ins.operands;
+        let boolop = match (mods.has("or"), mods.has("and")) {
+            (false, false) => None,
+            (true, false) => Some(true),
+            (false, true) => Some(false),
+            _ => return Err(self.unsupported(ins, "lop3 with both .or and .and")),
+        };
+        let want = if boolop.is_some() { 6 } else { 5 };
+        if ops.len() != want || mods.ty().map(|t| t.bits()) != Some(32) {
+            return Err(self.err_sem(
+                ins.line,
+                format!("`{}` needs .b32 and {want} operands", ins.opcode_text()),
+            ));
+        }
+        let lut = match &ops[4] {
+            Operand::Int(v) if (0..=255).contains(v) => *v as u8,
+            o => {
+                return Err(self.err_sem(
+                    ins.line,
+                    format!("lop3's look-up table must be an integer 0..255, found {o:?}"),
+                ))
+            }
+        };
+        let (d, p) = match (&ops[0], boolop) {
+            (Operand::Pair(d, p), Some(_)) => (self.dst(ins, d)?, Some(self.dst(ins, p)?)),
+            (o, None) => (self.dst(ins, o)?, None),
+            (o, Some(_)) => {
+                return Err(self.err_sem(
+                    ins.line,
+                    format!("lop3 with a boolean operation needs `d|p`, found {o:?}"),
+                ))
+            }
+        };
+        let a = self.src(ins, &ops[1], Ty::B32)?;
+        let b = self.src(ins, &ops[2], Ty::B32)?;
+        let c = self.src(ins, &ops[3], Ty::B32)?;
+        let f: AluFn =
+            Box::new(move |a, b, c| bit_ops::lop3(a as u32, b as u32, c as u32, lut) as u64);
+        self.emit(Op::Alu { f, d, a, b, c }, g, ins.line);
+        if let (Some(p), Some(or)) = (p, boolop) {
+            let q = self.src(ins, &ops[5], Ty::Pred)?;
+            let f: AluFn = if or {
+                Box::new(|d, q, _| ((d & 0xffff_ffff) != 0 || q & 1 == 1) as u64)
+            } else {
+                Box::new(|d, q, _| ((d & 0xffff_ffff) != 0 && q & 1 == 1) as u64)
+            };
+            let z = Src::Imm(0);
+            self.emit(
+                Op::Alu {
+                    f,
+                    d: p,
+                    a: Src::Reg(d),
+                    b: q,
+                    c: z,
+                },
+                g,
+                ins.line,
+            );
+        }
         Ok(())
     }
 

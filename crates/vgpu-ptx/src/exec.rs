@@ -570,30 +570,19 @@ impl BlockRun<'_, '_> {
                 for l in lanes(em) {
                     let t = w.base + l as u32;
                     let tid = ctx.tid3(t);
-                    let v: u64 = match *s {
-                        Special::Tid(i) => tid[i as usize] as u64,
-                        Special::Ntid(i) => ctx.block[i as usize] as u64,
-                        Special::Ctaid(i) => self.bid[i as usize] as u64,
-                        Special::Nctaid(i) => ctx.grid[i as usize] as u64,
-                        Special::LaneId => l as u64,
-                        Special::WarpId => (w.base / 32) as u64,
-                        Special::NWarpId => self.nwarps as u64,
-                        Special::LaneMask(kind) => {
-                            let eq = 1u64 << l;
-                            (match kind {
-                                0 => eq,
-                                1 => eq - 1,
-                                2 => (eq << 1) - 1,
-                                3 => !((eq << 1) - 1),
-                                _ => !(eq - 1),
-                            }) & 0xffff_ffff
-                        }
-                        Special::Clock | Special::Clock64 => w.steps,
-                        Special::SmId | Special::GridId => 0,
-                        Special::NSmId => 1,
-                        Special::DynSmem => ctx.dyn_shared as u64,
-                        Special::TotalSmem => (ctx.k.shared_static + ctx.dyn_shared) as u64,
+                    let sc = crate::special::SpecialCtx {
+                        tid,
+                        ntid: ctx.block,
+                        ctaid: self.bid,
+                        nctaid: ctx.grid,
+                        lane: l as u32,
+                        warp: w.base / 32,
+                        nwarps: self.nwarps,
+                        steps: w.steps,
+                        shared_static: ctx.k.shared_static,
+                        dyn_shared: ctx.dyn_shared,
                     };
+                    let v = crate::special::value(*s, &sc);
                     regs[*d as usize * 32 + l] = v;
                 }
             }

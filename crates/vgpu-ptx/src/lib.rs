@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod ast;
+mod bit_ops;
 pub mod case;
 mod decode;
 pub mod error;
@@ -32,6 +33,7 @@ mod memory;
 pub mod parser;
 mod program;
 mod semantics;
+mod special;
 pub mod trace;
 mod types;
 mod warp_ops;

@@ -9,6 +9,7 @@
 //! Exactness).
 
 use crate::ast::Space;
+pub(crate) use crate::special::Special;
 use crate::types::Ty;
 use crate::warp_ops::WarpOp;
 
@@ -35,27 +36,6 @@ pub(crate) struct Addr {
     pub base: Src,
     /// The byte offset.
     pub off: i64,
-}
-
-/// A special register.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Special {
-    Tid(u8),
-    Ntid(u8),
-    Ctaid(u8),
-    Nctaid(u8),
-    LaneId,
-    WarpId,
-    NWarpId,
-    /// `%lanemask_eq/lt/le/gt/ge`: 0..5.
-    LaneMask(u8),
-    Clock,
-    Clock64,
-    SmId,
-    NSmId,
-    GridId,
-    DynSmem,
-    TotalSmem,
 }
 
 /// `shfl.sync` modes.

@@ -160,6 +160,9 @@ fn f64_op(g: F64Op, r: Rnd, sat: bool) -> AluFn {
 /// The closure of a one-result arithmetic/logic instruction and the types of its
 /// (up to three) source operands. `op` is the opcode without modifiers.
 pub(crate) fn alu(op: &str, m: &Mods) -> Result<(AluFn, Vec<Ty>), String> {
+    if let Some(r) = crate::bit_ops::alu(op, m) {
+        return r;
+    }
     let ty = m.ty().ok_or_else(|| "no type modifier".to_string())?;
     let r = m.rnd();
     let ftz = m.has("ftz");
@@ -440,36 +443,6 @@ pub(crate) fn alu(op: &str, m: &Mods) -> Result<(AluFn, Vec<Ty>), String> {
                 t1,
             ));
         }
-        "bfe" => {
-            return Ok((
-                Box::new(move |a, b, c| {
-                    let pos = (b & 0xff) as u32;
-                    let len = (c & 0xff) as u32;
-                    let x = a & mask(bits);
-                    let sbit = if ty.is_signed() {
-                        if len == 0 {
-                            0
-                        } else {
-                            let i = (pos + len - 1).min(bits - 1);
-                            (x >> i) & 1
-                        }
-                    } else {
-                        0
-                    };
-                    let mut d = 0u64;
-                    for i in 0..bits {
-                        let bit = if i < len && pos + i < bits {
-                            (x >> (pos + i)) & 1
-                        } else {
-                            sbit
-                        };
-                        d |= bit << i;
-                    }
-                    d
-                }),
-                vec![ty, Ty::U32, Ty::U32],
-            ))
-        }
         "and" | "or" | "xor" => {
             let b = if ty == Ty::Pred { 1 } else { bits };
             match op {
@@ -591,78 +564,6 @@ pub(crate) fn wide_ty(t: Ty) -> Ty {
         Ty::B32 => Ty::B64,
         other => other,
     }
-}
-
-/// `bfi`: insert the low `len` bits of `a` into `b` at `pos`.
-pub(crate) fn bfi(a: u64, b: u64, pos: u64, len: u64, bits: u32) -> u64 {
-    let pos = (pos & 0xff) as u32;
-    let len = (len & 0xff) as u32;
-    let mut d = b & mask(bits);
-    for i in 0..len {
-        let p = pos + i;
-        if p >= bits {
-            break;
-        }
-        d = (d & !(1u64 << p)) | (((a >> i) & 1) << p);
-    }
-    d
-}
-
-/// `prmt.b32` with the default mode: select bytes of `{b, a}` by the nibbles of `c`.
-pub(crate) fn prmt(a: u64, b: u64, c: u64, mode: Option<&str>) -> u64 {
-    let x = ((b & 0xffff_ffff) << 32) | (a & 0xffff_ffff);
-    let byte = |i: u64| (x >> (8 * (i & 7))) & 0xff;
-    let sbyte = |i: u64| {
-        let v = byte(i);
-        if v & 0x80 != 0 {
-            0xff
-        } else {
-            0
-        }
-    };
-    let sel = c & 0xffff;
-    let idx: [u64; 4] = match mode {
-        None => {
-            let mut d = 0;
-            for k in 0..4 {
-                let s = (sel >> (4 * k)) & 0xf;
-                let v = if s & 8 != 0 {
-                    sbyte(s & 7)
-                } else {
-                    byte(s & 7)
-                };
-                d |= v << (8 * k);
-            }
-            return d;
-        }
-        Some("f4e") => {
-            let s = sel & 3;
-            [s, s + 1, s + 2, s + 3]
-        }
-        Some("b4e") => {
-            let s = sel & 3;
-            [(8 - s) & 7, (7 - s) & 7, (6 - s) & 7, (5 - s) & 7]
-        }
-        Some("rc8") => {
-            let s = sel & 3;
-            [s, s, s, s]
-        }
-        Some("ecl") => {
-            let s = sel & 3;
-            [s, s.max(1), s.max(2), 3]
-        }
-        Some("ecr") => {
-            let s = sel & 3;
-            [0, s.min(1), s.min(2), s]
-        }
-        _ => {
-            let s = sel & 1;
-            [2 * s, 2 * s + 1, 2 * s, 2 * s + 1]
-        }
-    };
-    idx.iter()
-        .enumerate()
-        .fold(0, |d, (k, &i)| d | (byte(i) << (8 * k)))
 }
 
 /// A comparison of `setp`/`set` as a closure over the two source bits.

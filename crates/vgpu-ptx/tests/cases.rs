@@ -18,10 +18,7 @@ fn case_dirs(root: &Path) -> Vec<PathBuf> {
 fn shared_cases_root() -> PathBuf {
     match std::env::var_os("VGPU_PTX_CASES") {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../ptx-cases"
-        )),
+        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ptx-cases")),
     }
 }
 

@@ -7,10 +7,7 @@ use vgpu_ptx::Module;
 fn real_ptx() -> String {
     let dir = match std::env::var_os("VGPU_PTX_CASES") {
         Some(p) => std::path::PathBuf::from(p),
-        None => std::path::PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../ptx-cases"
-        )),
+        None => std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ptx-cases")),
     };
     std::fs::read_to_string(dir.join("kernels.ptx")).expect("kernels.ptx")
 }

@@ -568,3 +568,161 @@ fn bar_red_reduces_a_predicate_over_the_block() {
         .expect("refused");
     assert!(e.to_string().contains("bar.red.popc.u32"), "{e}");
 }
+
+#[test]
+fn funnel_shifts_masks_and_extensions_as_nvcc_writes_them() {
+    let (a, b) = (0x89ab_cdef_i64, 0x0123_4567_i64);
+    assert_eq!(i32op("shf.l.wrap.b32 %o, %a, %b, %c", a, b, 8), 0x2345_6789);
+    assert_eq!(i32op("shf.r.wrap.b32 %o, %a, %b, %c", a, b, 8), 0x6789_abcd);
+    assert_eq!(
+        i32op("shf.l.wrap.b32 %o, %a, %b, %c", a, b, 40),
+        0x2345_6789
+    );
+    assert_eq!(i32op("shf.l.clamp.b32 %o, %a, %b, %c", a, b, 40), a as u32);
+    assert_eq!(i32op("shf.r.clamp.b32 %o, %a, %b, 32", a, b, 0), b as u32);
+    assert_eq!(i32op("bmsk.wrap.b32 %o, 1, 2", 0, 0, 0), 6);
+    assert_eq!(i32op("bmsk.clamp.b32 %o, %a, %b", 8, 40, 0), 0xffff_ff00);
+    assert_eq!(i32op("bmsk.wrap.b32 %o, %a, %b", 8, 40, 0), 0xff00);
+    assert_eq!(i32op("szext.wrap.u32 %o, 0xffffffff, 0", 0, 0, 0), 0);
+    assert_eq!(i32op("szext.clamp.s32 %o, %a, %b", 0xf0, 8, 0), 0xffff_fff0);
+    assert_eq!(
+        i32op("szext.wrap.s32 %o, %a, %b", 0x1234_56f8, 40, 0),
+        0xffff_fff8
+    );
+    assert_eq!(
+        i32op("szext.clamp.u32 %o, %a, %b", 0x1234_56f8, 40, 0),
+        0x1234_56f8
+    );
+    assert_eq!(i32op("bfe.u32 %o, %a, %b, %c", 0x8000_0000, 28, 8), 8);
+    assert_eq!(
+        i32op("bfe.s32 %o, %a, %b, %c", 0x8000_0000, 40, 3),
+        u32::MAX
+    );
+    assert_eq!(
+        run1("bfe.s64 %O, %A, %b, %c;", 0x8000_0000_0000_0000, 60, 4),
+        u64::MAX - 7
+    );
+    assert_eq!(run1("bfe.u64 %O, %A, %b, %c;", 0xf0, 4, 64), 0xf);
+    assert_eq!(
+        i32op("bfi.b32 %o, %a, %b, %c, 8", 0xff, 0x1234_5678, 28),
+        0xf234_5678
+    );
+    assert_eq!(
+        run1("bfi.b64 %O, %A, %B, %c, 1;", 1, 0, 63),
+        1 << 63,
+        "bfi.b64"
+    );
+    assert_eq!(run1("brev.b64 %O, %A;", 1, 0, 0), 1 << 63, "brev.b64");
+    assert_eq!(run1("clz.b64 %o, %A;\ncvt.u64.u32 %O, %o;", 1, 0, 0), 63);
+    assert_eq!(run1("clz.b64 %o, %A;\ncvt.u64.u32 %O, %o;", 0, 0, 0), 64);
+    assert_eq!(i32op("clz.b32 %o, %a", 0x8000_0000, 0, 0), 0);
+    assert_eq!(i32op("popc.b32 %o, %a", 0xffff_ffff, 0, 0), 32);
+}
+
+#[test]
+fn fns_lop3_dp4a_dp2a_and_prmt_modes() {
+    assert_eq!(i32op("fns.b32 %o, 0xaaaaaaaa, 3, 1", 0, 0, 0), 3);
+    assert_eq!(i32op("fns.b32 %o, 0xaaaaaaaa, 2, -1", 0, 0, 0), 1);
+    assert_eq!(i32op("fns.b32 %o, %a, %b, %c", 0xaaaa_aaaa, 31, -2), 29);
+    assert_eq!(i32op("fns.b32 %o, %a, %b, %c", 0xaaaa_aaaa, 2, 0), u32::MAX);
+    let (a, b, c) = (0x1234_5678_i64, 0x9abc_def0_i64, 0x0f0f_3c3c_i64);
+    let (ua, ub, uc) = (a as u32, b as u32, c as u32);
+    assert_eq!(
+        i32op("lop3.b32 %o, %a, %b, %c, 0x1a", a, b, c),
+        ((ua & ub) | uc) ^ ua
+    );
+    assert_eq!(
+        i32op("lop3.b32 %o, %a, %b, %c, 0x96", a, b, c),
+        ua ^ ub ^ uc
+    );
+    // With a boolean operation: p = (d != 0) op q.
+    let pred = |inst: &str, x: i64| {
+        let body = format!(
+            "setp.ne.u32 %q, %c, 0;\n{inst};\nselp.u32 %o2, 1, 0, %p;\ncvt.u64.u32 %O, %o2;"
+        );
+        run1(&body, x as u64, 0, 1) as u32
+    };
+    assert_eq!(pred("lop3.and.b32 %o|%p, %a, %b, %b, 0xf0, %q", 5), 1);
+    assert_eq!(pred("lop3.and.b32 %o|%p, %a, %b, %b, 0xf0, %q", 0), 0);
+    assert_eq!(pred("lop3.or.b32 _|%p, %a, %b, %b, 0xf0, %q", 0), 1);
+    // dp4a / dp2a: c plus byte (half) products, each operand's signedness its own.
+    let (x, y) = (0x80ff_0102_i64, 0x7f02_ff03_i64);
+    assert_eq!(
+        i32op("dp4a.u32.u32 %o, %a, %b, %c", x, y, 10),
+        10 + 6 + 255 + 510 + 128 * 127
+    );
+    assert_eq!(
+        i32op("dp4a.s32.s32 %o, %a, %b, %c", x, y, 10),
+        (10 + 6 - 1 - 2 - 128 * 127) as u32
+    );
+    assert_eq!(
+        i32op("dp4a.s32.u32 %o, %a, %b, %c", x, y, 10),
+        (10 + 6 + 255 - 2 - 128 * 127) as u32
+    );
+    assert_eq!(
+        i32op("dp4a.u32.s32 %o, %a, %b, %c", x, y, 10),
+        (10 + 6 - 1 + 510 + 128 * 127) as u32
+    );
+    let (x, y) = (0xffff_0003_i64, 0x807f_ff02_i64);
+    assert_eq!(
+        i32op("dp2a.lo.u32.u32 %o, %a, %b, %c", x, y, 1),
+        1 + 6 + 65535 * 255
+    );
+    assert_eq!(i32op("dp2a.lo.s32.s32 %o, %a, %b, %c", x, y, 1), 8);
+    assert_eq!(
+        i32op("dp2a.hi.s32.u32 %o, %a, %b, %c", x, y, 0),
+        (3 * 127 - 128) as u32
+    );
+    assert_eq!(
+        i32op("dp2a.hi.u32.s32 %o, %a, %b, %c", x, y, 0),
+        (3 * 127 + 65535 * -128) as u32
+    );
+    let (a, b) = (0x3322_1100_i64, 0x7766_5544_i64);
+    assert_eq!(i32op("prmt.b32.f4e %o, %a, %b, 1", a, b, 0), 0x4433_2211);
+    assert_eq!(i32op("prmt.b32.b4e %o, %a, %b, 1", a, b, 0), 0x6677_0011);
+    assert_eq!(i32op("prmt.b32.b4e %o, %a, %b, 3", a, b, 0), 0x0011_2233);
+    assert_eq!(i32op("prmt.b32.rc8 %o, %a, %b, 2", a, b, 0), 0x2222_2222);
+    assert_eq!(i32op("prmt.b32.ecl %o, %a, %b, 1", a, b, 0), 0x3322_1111);
+    assert_eq!(i32op("prmt.b32.ecr %o, %a, %b, 2", a, b, 0), 0x2222_1100);
+    assert_eq!(i32op("prmt.b32.rc16 %o, %a, %b, 3", a, b, 0), 0x3322_3322);
+}
+
+#[test]
+fn bit_instructions_with_bad_modifiers_are_refused_with_their_line() {
+    for (inst, why) in [
+        ("shf.l.b32 %o, %a, %b, %c", "clamp"),
+        ("shf.wrap.b32 %o, %a, %b, %c", ".l and .r"),
+        ("bmsk.b32 %o, %a, %b", "clamp"),
+        ("szext.wrap.b32 %o, %a, %b", ".s32 or .u32"),
+        ("dp4a.u32 %o, %a, %b, %c", "two types"),
+        ("dp2a.u32.u32 %o, %a, %b, %c", ".lo and .hi"),
+        ("lop3.b32 %o, %a, %b, %c, 256", "0..255"),
+        ("lop3.or.b32 %o, %a, %b, %c, 1, %q", "d|p"),
+    ] {
+        let src = format!(
+            "{HEAD}.visible .entry t()\n{{\n.reg .b32 %o, %a, %b, %c;\n.reg .pred %q;\n{inst};\nret;\n}}\n"
+        );
+        let m = Module::parse(&src, "bad.ptx").unwrap();
+        let e = m
+            .kernel("t")
+            .err()
+            .unwrap_or_else(|| panic!("{inst} decoded"));
+        let s = e.to_string();
+        assert!(s.contains("bad.ptx:8") && s.contains(why), "{inst}: {s}");
+    }
+}
+
+#[test]
+fn warp_size_constant_and_special_registers() {
+    // nvcc writes `% warpSize` as `rem.u32 %r, %r, WARP_SZ`.
+    assert_eq!(i32op("rem.u32 %o, %a, WARP_SZ", 77, 0, 0), 13);
+    assert_eq!(i32op("mov.u32 %o, WARP_SZ", 0, 0, 0), 32);
+    assert_eq!(i32op("mov.u32 %o, %nsmid", 0, 0, 0), 1);
+    assert_eq!(i32op("mov.u32 %o, %envreg3", 0, 0, 0), 0);
+    assert_eq!(i32op("mov.u32 %o, %reserved_smem_offset_cap", 0, 0, 0), 0);
+    assert_eq!(i32op("mov.u32 %o, %cluster_nctarank", 0, 0, 0), 1);
+    assert_eq!(i32op("mov.u32 %o, %lanemask_ge", 0, 0, 0), u32::MAX);
+    assert!(run1("mov.u64 %O, %globaltimer;", 0, 0, 0) > 0);
+    let body = "mov.u64 %A, %clock64;\nmov.u64 %B, %clock64;\nsub.s64 %O, %B, %A;";
+    assert_eq!(run1(body, 0, 0, 0), 1, "one instruction between the reads");
+}
