@@ -632,7 +632,9 @@ impl<'a> Lower<'a> {
             "call" => self.call(ins, g)?,
             "bar" | "barrier" => {
                 if mods.has("warp") {
-                    self.emit(Op::Nop, g, line);
+                    need(1)?;
+                    let mask = self.src(ins, &ops[0], Ty::B32)?;
+                    self.emit(Op::WarpSync { mask }, g, line);
                 } else if mods.has("sync")
                     || mods.0.is_empty()
                     || (mods.has("aligned") && mods.0.len() == 1)

@@ -32,6 +32,7 @@ mod lexer;
 mod memory;
 pub mod parser;
 mod program;
+mod race;
 mod semantics;
 mod special;
 pub mod trace;

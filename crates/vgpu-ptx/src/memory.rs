@@ -1,12 +1,12 @@
 //! The state spaces: global memory (shared by all blocks, word-atomic so blocks
-//! can run in parallel), shared memory with its checker shadow (per byte: last
-//! writer and reader with their barrier epoch), per-thread local memory, and the
-//! generic address windows.
+//! can run in parallel), shared memory with its checker shadow (race.rs),
+//! per-thread local memory, and the generic address windows.
 
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::ast::Space;
 use crate::error::FaultClass;
+use crate::race::Shadow;
 
 /// Where module `.global`/`.const` variables are placed.
 pub(crate) const GLOBAL_VAR_BASE: u64 = 0x10_0000;
@@ -282,32 +282,6 @@ pub(crate) fn check_align(space: &str, addr: u64, align: u64) -> Result<(), MemF
     Ok(())
 }
 
-const MULTI: u32 = u32::MAX;
-
-/// Per-byte shadow of shared memory for the race and uninitialized checks.
-pub(crate) struct Shadow {
-    writer: Vec<u32>,
-    wepoch: Vec<u32>,
-    reader: Vec<u32>,
-    repoch: Vec<u32>,
-    /// Current barrier interval, from 1.
-    pub epoch: u32,
-}
-
-impl Shadow {
-    /// An uninitialised-read fault if nothing wrote byte `b` (`what`: "read of", …).
-    #[inline]
-    fn written(&self, b: usize, what: &str) -> Result<(), MemFault> {
-        if self.writer[b] == 0 {
-            return Err(fault(
-                FaultClass::Uninitialized,
-                format!("{what} shared byte 0x{b:x} that nothing wrote"),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// A block's shared memory.
 pub(crate) struct SharedMem {
     pub data: Vec<u8>,
@@ -315,16 +289,12 @@ pub(crate) struct SharedMem {
 }
 
 impl SharedMem {
-    pub(crate) fn new(size: usize, check: bool) -> SharedMem {
+    /// `size` bytes for a block of `nwarps` warps; `check`: with the checker's
+    /// shadow.
+    pub(crate) fn new(size: usize, check: bool, nwarps: usize) -> SharedMem {
         SharedMem {
             data: vec![0; size],
-            shadow: check.then(|| Shadow {
-                writer: vec![0; size],
-                wepoch: vec![0; size],
-                reader: vec![0; size],
-                repoch: vec![0; size],
-                epoch: 1,
-            }),
+            shadow: check.then(|| Shadow::new(size, nwarps)),
         }
     }
 
@@ -332,11 +302,7 @@ impl SharedMem {
     pub(crate) fn reset(&mut self) {
         self.data.fill(0);
         if let Some(s) = &mut self.shadow {
-            s.writer.fill(0);
-            s.wepoch.fill(0);
-            s.reader.fill(0);
-            s.repoch.fill(0);
-            s.epoch = 1;
+            s.reset();
         }
     }
 
@@ -354,31 +320,21 @@ impl SharedMem {
         Ok(addr as usize)
     }
 
-    /// `tid` is the thread's linear index in the block; `who` formats one.
+    /// A load by thread `tid` (its linear index in the block) at PTX `line`;
+    /// `who` formats a thread index for the checker's messages.
     #[inline]
     pub(crate) fn load(
         &mut self,
         addr: u64,
         size: u8,
         tid: u32,
+        line: u32,
         who: &dyn Fn(u32) -> String,
     ) -> Result<u64, MemFault> {
         let a = self.bounds(addr, size)?;
         if let Some(s) = &mut self.shadow {
             for b in a..a + size as usize {
-                s.written(b, "read of")?;
-                if s.wepoch[b] == s.epoch && s.writer[b] != tid + 1 {
-                    return Err(fault(
-                        FaultClass::Race,
-                        format!("read of shared byte 0x{b:x}, written by thread {} with no barrier between", who(s.writer[b] - 1)),
-                    ));
-                }
-                if s.repoch[b] != s.epoch {
-                    s.reader[b] = tid + 1;
-                    s.repoch[b] = s.epoch;
-                } else if s.reader[b] != tid + 1 {
-                    s.reader[b] = MULTI;
-                }
+                s.read(b, tid, line, who)?;
             }
         }
         let mut v = 0u64;
@@ -388,6 +344,7 @@ impl SharedMem {
         Ok(v)
     }
 
+    /// A store by thread `tid` at PTX `line`.
     #[inline]
     pub(crate) fn store(
         &mut self,
@@ -395,32 +352,13 @@ impl SharedMem {
         size: u8,
         v: u64,
         tid: u32,
+        line: u32,
         who: &dyn Fn(u32) -> String,
     ) -> Result<(), MemFault> {
         let a = self.bounds(addr, size)?;
         if let Some(s) = &mut self.shadow {
             for b in a..a + size as usize {
-                if s.wepoch[b] == s.epoch && s.writer[b] != tid + 1 {
-                    return Err(fault(
-                        FaultClass::Race,
-                        format!("write of shared byte 0x{b:x}, also written by thread {} with no barrier between", who(s.writer[b] - 1)),
-                    ));
-                }
-                if s.repoch[b] == s.epoch && s.reader[b] != tid + 1 {
-                    let other = if s.reader[b] == MULTI {
-                        "several threads".to_string()
-                    } else {
-                        format!("thread {}", who(s.reader[b] - 1))
-                    };
-                    return Err(fault(
-                        FaultClass::Race,
-                        format!(
-                            "write of shared byte 0x{b:x}, read by {other} with no barrier between"
-                        ),
-                    ));
-                }
-                s.writer[b] = tid + 1;
-                s.wepoch[b] = s.epoch;
+                s.write(b, tid, line, who)?;
             }
         }
         for i in 0..size as usize {
@@ -435,15 +373,13 @@ impl SharedMem {
         addr: u64,
         size: u8,
         tid: u32,
+        line: u32,
         f: &dyn Fn(u64) -> u64,
     ) -> Result<u64, MemFault> {
         let a = self.bounds(addr, size)?;
         if let Some(s) = &mut self.shadow {
             for b in a..a + size as usize {
-                s.written(b, "atomic on")?;
-                s.writer[b] = tid + 1;
-                s.wepoch[b] = s.epoch;
-                s.repoch[b] = 0;
+                s.atomic(b, tid, line)?;
             }
         }
         let mut old = 0u64;

@@ -183,7 +183,10 @@ pub(crate) enum Op {
         p: Option<u32>,
         a: Src,
     },
-    /// No effect on the state (`membar`, `fence`, `bar.warp.sync`, `prefetch`).
+    /// `bar.warp.sync membermask`: orders the memory accesses of the warp's
+    /// lanes in the mask (the checker's view; execution is unaffected).
+    WarpSync { mask: Src },
+    /// No effect on the state (`membar`, `fence`, `prefetch`).
     Nop,
 }
 
@@ -248,6 +251,7 @@ impl Op {
             }
             Op::Vote { a, .. } | Op::Redux { a, .. } | Op::Match { a, .. } => s(a),
             Op::Bar { red: Some(r) } => s(&r.c),
+            Op::WarpSync { mask } => s(mask),
             _ => {}
         }
         v

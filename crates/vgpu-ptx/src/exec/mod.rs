@@ -19,6 +19,8 @@ use crate::memory::*;
 use crate::program::*;
 use crate::warp_ops::{put, row};
 
+mod memory_access;
+
 const RUN: u8 = 0;
 const BAR: u8 = 1;
 const EXITED: u8 = 2;
@@ -60,6 +62,7 @@ impl Scratch {
             shared: SharedMem::new(
                 (ctx.k.shared_static + ctx.dyn_shared) as usize,
                 ctx.opts.check,
+                nwarps,
             ),
             local: vec![0; nthreads * ctx.k.local_bytes as usize],
             warps: (0..nwarps)
@@ -216,9 +219,12 @@ pub(crate) fn run_block(
                 }
             }
         }
-        if let Some(s) = &mut run.shared.shadow {
-            s.epoch += 1;
+        if let Some(p) = run.shared.shadow.as_mut().and_then(|s| s.barrier()) {
+            return Err(run.uninitialized(p));
         }
+    }
+    if let Some(p) = run.shared.shadow.as_mut().and_then(|s| s.pending.take()) {
+        return Err(run.uninitialized(p));
     }
     Ok(BlockOut {
         thread_instructions: run.thread_instr,
@@ -256,7 +262,19 @@ fn fmt3(t: [u32; 3]) -> String {
 }
 
 impl BlockRun<'_, '_> {
+    /// A runtime fault of thread `tid` at PTX `line`. A read of shared memory
+    /// that nothing wrote, made earlier in this barrier interval, is reported
+    /// instead (it came first, and may be the cause) unless this is a race.
     fn fault(&self, class: FaultClass, tid: u32, line: u32, detail: String) -> PtxError {
+        if class != FaultClass::Race {
+            if let Some(p) = self.shared.shadow.as_ref().and_then(|s| s.pending) {
+                return self.uninitialized(p);
+            }
+        }
+        self.fault_here(class, tid, line, detail)
+    }
+
+    fn fault_here(&self, class: FaultClass, tid: u32, line: u32, detail: String) -> PtxError {
         PtxError::Fault(Box::new(Fault {
             class,
             entry: self.ctx.k.name.clone(),
@@ -265,6 +283,19 @@ impl BlockRun<'_, '_> {
             line,
             detail,
         }))
+    }
+
+    /// The checker's report of a read of shared memory nothing wrote.
+    fn uninitialized(&self, p: crate::race::PendingRead) -> PtxError {
+        self.fault_here(
+            FaultClass::Uninitialized,
+            p.tid,
+            p.line,
+            format!(
+                "read of shared byte 0x{:x} that nothing wrote (nor did any other thread before the next barrier)",
+                p.byte
+            ),
+        )
     }
 
     fn mem_fault(&self, e: MemFault, tid: u32, line: u32) -> PtxError {
@@ -429,112 +460,6 @@ impl BlockRun<'_, '_> {
         });
     }
 
-    #[inline]
-    fn resolve(&self, space: Space, a: u64) -> (Space, u64) {
-        match space {
-            Space::Generic => generic_window(a),
-            Space::Const => (Space::Global, a),
-            s => (s, a),
-        }
-    }
-
-    fn load(&mut self, space: Space, a: u64, size: u8, tid: u32) -> Result<u64, MemFault> {
-        let check = self.ctx.opts.check;
-        let (sp, a) = self.resolve(space, a);
-        if check {
-            check_align(space_name(sp), a, size as u64)?;
-        }
-        match sp {
-            Space::Global => self.ctx.gmem.load(a, size),
-            Space::Shared => {
-                let ctx = self.ctx;
-                self.shared.load(a, size, tid, &|t| fmt3(ctx.tid3(t)))
-            }
-            Space::Local => {
-                let lb = self.ctx.k.local_bytes;
-                let o = local_range(a, size, lb)? + (tid * lb) as usize;
-                let mut v = 0u64;
-                for i in 0..size as usize {
-                    v |= (self.local[o + i] as u64) << (8 * i);
-                }
-                Ok(v)
-            }
-            Space::Param => {
-                let p = self.ctx.params;
-                if a.checked_add(size as u64)
-                    .is_none_or(|e| e > p.len() as u64)
-                {
-                    return Err(MemFault {
-                        class: FaultClass::OutOfBounds,
-                        detail: format!(
-                            "parameter access at byte {a}, the parameters have {} bytes",
-                            p.len()
-                        ),
-                    });
-                }
-                let mut v = 0u64;
-                for i in 0..size as usize {
-                    v |= (p[a as usize + i] as u64) << (8 * i);
-                }
-                Ok(v)
-            }
-            Space::Const | Space::Generic => unreachable!("resolved"),
-        }
-    }
-
-    fn store(&mut self, space: Space, a: u64, size: u8, v: u64, tid: u32) -> Result<(), MemFault> {
-        let check = self.ctx.opts.check;
-        let (sp, a) = self.resolve(space, a);
-        if check {
-            check_align(space_name(sp), a, size as u64)?;
-        }
-        match sp {
-            Space::Global => self.ctx.gmem.store(a, size, v),
-            Space::Shared => {
-                let ctx = self.ctx;
-                self.shared.store(a, size, v, tid, &|t| fmt3(ctx.tid3(t)))
-            }
-            Space::Local => {
-                let lb = self.ctx.k.local_bytes;
-                let o = local_range(a, size, lb)? + (tid * lb) as usize;
-                for i in 0..size as usize {
-                    self.local[o + i] = (v >> (8 * i)) as u8;
-                }
-                Ok(())
-            }
-            _ => Err(MemFault {
-                class: FaultClass::OutOfBounds,
-                detail: "store to the parameter space".into(),
-            }),
-        }
-    }
-
-    /// Lane `l`'s address; with the checker, a vector access (`vector`: its bytes
-    /// in all) must be aligned to its whole size.
-    fn lane_addr(
-        &self,
-        regs: &[u64],
-        addr: &Addr,
-        l: usize,
-        vector: Option<u64>,
-        tid: u32,
-        line: u32,
-    ) -> Result<u64, PtxError> {
-        let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
-        let Some(bytes) = vector.filter(|_| self.ctx.opts.check) else {
-            return Ok(a);
-        };
-        if a % bytes != 0 {
-            return Err(self.fault(
-                FaultClass::Misaligned,
-                tid,
-                line,
-                format!("vector access of {bytes} bytes at 0x{a:x} is not {bytes}-byte aligned"),
-            ));
-        }
-        Ok(a)
-    }
-
     /// Applies one non-control instruction to the lanes of `em`.
     fn exec(&mut self, pc: u32, inst: &Inst, w: &mut Warp, em: u32) -> Result<(), PtxError> {
         let regs = &mut w.regs;
@@ -592,124 +517,14 @@ impl BlockRun<'_, '_> {
                 sign,
                 d,
                 addr,
-            } => {
-                let n = d.len() as u64;
-                let vector = (n > 1).then_some(n * *size as u64);
-                let mut rest = em;
-                if let ([r], true) = (d.as_slice(), global_like(*space)) {
-                    // Fast path: the warp's scalar accesses inside one allocation.
-                    let mut v = [0u64; 32];
-                    if self
-                        .ctx
-                        .gmem
-                        .load_warp(&addr_row(regs, addr), em, *size, &mut v)
-                    {
-                        if *sign {
-                            v = v.map(|x| crate::types::sx(x, *size as u32 * 8) as u64);
-                        }
-                        if *r != u32::MAX {
-                            put(regs, *r, &v, em);
-                        }
-                        rest = 0;
-                    }
-                }
-                for l in lanes(rest) {
-                    let tid = w.base + l as u32;
-                    let a = self.lane_addr(regs, addr, l, vector, tid, inst.line)?;
-                    for (i, &r) in d.iter().enumerate() {
-                        let v = self
-                            .load(*space, a.wrapping_add(i as u64 * *size as u64), *size, tid)
-                            .map_err(|e| self.mem_fault(e, tid, inst.line))?;
-                        if r != u32::MAX {
-                            regs[r as usize * 32 + l] = if *sign {
-                                crate::types::sx(v, *size as u32 * 8) as u64
-                            } else {
-                                v
-                            };
-                        }
-                    }
-                }
-            }
+            } => self.exec_ld(inst.line, *space, *size, *sign, d, addr, regs, w.base, em)?,
             Op::St {
                 space,
                 size,
                 src,
                 addr,
-            } => {
-                let n = src.len() as u64;
-                let vector = (n > 1).then_some(n * *size as u64);
-                let mut rest = em;
-                if let ([v], true) = (src.as_slice(), global_like(*space)) {
-                    // Fast path: the warp's scalar accesses inside one allocation.
-                    if self
-                        .ctx
-                        .gmem
-                        .store_warp(&addr_row(regs, addr), em, *size, &row(regs, *v))
-                    {
-                        rest = 0;
-                    }
-                }
-                for l in lanes(rest) {
-                    let tid = w.base + l as u32;
-                    let a = self.lane_addr(regs, addr, l, vector, tid, inst.line)?;
-                    for (i, s) in src.iter().enumerate() {
-                        let v = rd(regs, *s, l);
-                        self.store(
-                            *space,
-                            a.wrapping_add(i as u64 * *size as u64),
-                            *size,
-                            v,
-                            tid,
-                        )
-                        .map_err(|e| self.mem_fault(e, tid, inst.line))?;
-                    }
-                }
-            }
-            Op::Atom {
-                space,
-                size,
-                f,
-                d,
-                addr,
-                b,
-                c,
-                deferred,
-            } => {
-                for l in lanes(em) {
-                    let tid = w.base + l as u32;
-                    let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
-                    let (bv, cv) = (rd(regs, *b, l), rd(regs, *c, l));
-                    let (sp, ra) = self.resolve(*space, a);
-                    let res = (|| {
-                        check_align(space_name(sp), ra, *size as u64)?;
-                        match sp {
-                            Space::Shared => self.shared.rmw(ra, *size, tid, &|o| f(o, bv, cv)),
-                            Space::Global => {
-                                if *deferred {
-                                    self.ctx.gmem.load(ra, *size)?;
-                                    self.flux.push(Flux {
-                                        pc,
-                                        addr: ra,
-                                        b: bv,
-                                        c: cv,
-                                    });
-                                    Ok(0)
-                                } else {
-                                    self.ctx.gmem.rmw(ra, *size, &|o| f(o, bv, cv))
-                                }
-                            }
-                            _ => Err(MemFault {
-                                class: FaultClass::OutOfBounds,
-                                detail: "atomic on local memory".into(),
-                            }),
-                        }
-                    })();
-                    let old = res.map_err(|e| self.mem_fault(e, tid, inst.line))?;
-                    if let Some(d) = d {
-                        regs[*d as usize * 32 + l] = old;
-                    }
-                }
-            }
+            } => self.exec_st(inst.line, *space, *size, src, addr, regs, w.base, em)?,
+            Op::Atom { .. } => self.exec_atom(pc, inst, regs, w.base, em)?,
             Op::Shfl {
                 mode,
                 d,
@@ -810,6 +625,12 @@ impl BlockRun<'_, '_> {
             Op::ActiveMask { d } => {
                 for l in lanes(em) {
                     regs[*d as usize * 32 + l] = em as u64;
+                }
+            }
+            Op::WarpSync { mask } => {
+                if let Some(s) = &mut self.shared.shadow {
+                    let l = em.trailing_zeros() as usize;
+                    s.warp_sync(w.base / 32, rd(regs, *mask, l) as u32, em);
                 }
             }
             Op::Nop | Op::Bra { .. } | Op::Bar { .. } | Op::Exit | Op::Trap => {}

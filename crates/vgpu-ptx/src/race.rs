@@ -1,0 +1,359 @@
+//! The shared-memory checker: a per-byte shadow of the block's shared memory
+//! that finds races and reads of memory nothing wrote, as compute-sanitizer's
+//! racecheck and initcheck do.
+//!
+//! Two accesses to one byte by different threads of a block, at least one of
+//! them a write, race unless something orders them: a block barrier between
+//! them (`bar.sync`: they are in different barrier intervals, "epochs"), or, for
+//! two threads of one warp, a `bar.warp.sync` whose member mask holds both,
+//! completed after the first access. All three orders are reported, whichever
+//! comes first in VGPU's schedule: read-after-write, write-after-read and
+//! write-after-write, each naming both threads and both PTX lines.
+//!
+//! A read of a byte nothing has written is not reported at once: in VGPU's
+//! schedule (warp after warp) another thread may write it later in the same
+//! barrier interval, which makes the read a write-after-read race, not an
+//! uninitialised read. The first such read is kept and reported as
+//! uninitialised when the interval ends (the next barrier, or the end of the
+//! block) with no such write, or when another fault would be reported first.
+
+use crate::error::FaultClass;
+use crate::memory::MemFault;
+
+/// One access, as the shadow remembers it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Access {
+    /// The thread's linear index in the block, plus 1 (0: none).
+    who: u32,
+    /// The PTX line.
+    line: u32,
+    /// The thread's warp's warp-sync count when it accessed.
+    sync: u32,
+}
+
+/// A read of shared memory that nothing had written, waiting for the end of its
+/// barrier interval.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingRead {
+    /// The reader's linear index in the block.
+    pub tid: u32,
+    /// The PTX line of the read.
+    pub line: u32,
+    /// The byte.
+    pub byte: usize,
+}
+
+/// A warp's `bar.warp.sync`s in the current barrier interval.
+#[derive(Debug, Clone, Default)]
+struct WarpSyncs {
+    /// Completed syncs so far (the number of the last one).
+    count: u32,
+    /// Lanes that executed `bar.warp.sync` since the last one completed.
+    arrived: u32,
+    /// The mask each completed sync ordered, by number (1-based: `done[n-1]`).
+    done: Vec<u32>,
+}
+
+/// Per-byte shadow of shared memory for the race and uninitialised checks.
+pub(crate) struct Shadow {
+    writer: Vec<Access>,
+    wepoch: Vec<u32>,
+    /// The first thread to read the byte in `repoch`, and the latest other.
+    reader: Vec<Access>,
+    reader2: Vec<Access>,
+    repoch: Vec<u32>,
+    /// Whether anything ever wrote the byte in this block.
+    written: Vec<bool>,
+    /// Current barrier interval, from 1.
+    epoch: u32,
+    warps: Vec<WarpSyncs>,
+    /// The first read of unwritten memory in this interval.
+    pub pending: Option<PendingRead>,
+}
+
+impl Shadow {
+    /// A shadow of `size` bytes for a block of `nwarps` warps.
+    pub(crate) fn new(size: usize, nwarps: usize) -> Shadow {
+        Shadow {
+            writer: vec![Access::default(); size],
+            wepoch: vec![0; size],
+            reader: vec![Access::default(); size],
+            reader2: vec![Access::default(); size],
+            repoch: vec![0; size],
+            written: vec![false; size],
+            epoch: 1,
+            warps: vec![WarpSyncs::default(); nwarps],
+            pending: None,
+        }
+    }
+
+    /// Clears for the next block.
+    pub(crate) fn reset(&mut self) {
+        self.writer.fill(Access::default());
+        self.wepoch.fill(0);
+        self.reader.fill(Access::default());
+        self.reader2.fill(Access::default());
+        self.repoch.fill(0);
+        self.written.fill(false);
+        self.epoch = 1;
+        self.warps.fill(WarpSyncs::default());
+        self.pending = None;
+    }
+
+    /// A block barrier completed: a new interval begins. Returns the pending
+    /// uninitialised read of the interval that ended, if any.
+    pub(crate) fn barrier(&mut self) -> Option<PendingRead> {
+        self.epoch += 1;
+        self.warps.fill(WarpSyncs::default());
+        self.pending.take()
+    }
+
+    /// The lanes `em` of warp `warp` executed `bar.warp.sync membermask`. Once
+    /// every lane of the mask has (a warp may reach it in divergent groups) the
+    /// sync completes and orders the accesses of those lanes before it with
+    /// theirs after it.
+    pub(crate) fn warp_sync(&mut self, warp: u32, membermask: u32, em: u32) {
+        let Some(w) = self.warps.get_mut(warp as usize) else {
+            return;
+        };
+        w.arrived |= em;
+        if w.arrived & membermask == membermask {
+            w.count += 1;
+            w.done.push(membermask);
+            w.arrived = 0;
+        }
+    }
+
+    fn access(&self, tid: u32, line: u32) -> Access {
+        Access {
+            who: tid + 1,
+            line,
+            sync: self.warps.get((tid / 32) as usize).map_or(0, |w| w.count),
+        }
+    }
+
+    /// Whether the earlier access `a` (of this interval) is ordered before an
+    /// access by thread `tid` now: the same thread, or a warp sync of both since.
+    fn ordered(&self, a: Access, tid: u32) -> bool {
+        let other = a.who - 1;
+        if other == tid {
+            return true;
+        }
+        if other / 32 != tid / 32 {
+            return false;
+        }
+        let both = (1u32 << (other % 32)) | (1u32 << (tid % 32));
+        let w = &self.warps[(tid / 32) as usize];
+        w.done[a.sync as usize..].iter().any(|m| m & both == both)
+    }
+
+    /// Checks and records a read of byte `b` by thread `tid` at PTX `line`.
+    /// `who` formats a thread index.
+    pub(crate) fn read(
+        &mut self,
+        b: usize,
+        tid: u32,
+        line: u32,
+        who: &dyn Fn(u32) -> String,
+    ) -> Result<(), MemFault> {
+        if !self.written[b] {
+            self.pending
+                .get_or_insert(PendingRead { tid, line, byte: b });
+        } else if self.wepoch[b] == self.epoch && !self.ordered(self.writer[b], tid) {
+            let w = self.writer[b];
+            return Err(race(format!(
+                "read-after-write hazard on shared byte 0x{b:x}: read here, written by thread {} at PTX line {}, with no barrier between",
+                who(w.who - 1),
+                w.line
+            )));
+        }
+        let me = self.access(tid, line);
+        if self.repoch[b] != self.epoch {
+            self.reader[b] = me;
+            self.reader2[b] = Access::default();
+            self.repoch[b] = self.epoch;
+        } else if self.reader[b].who == me.who {
+            self.reader[b] = me;
+        } else {
+            self.reader2[b] = me;
+        }
+        Ok(())
+    }
+
+    /// Checks and records a write of byte `b` by thread `tid` at PTX `line`.
+    pub(crate) fn write(
+        &mut self,
+        b: usize,
+        tid: u32,
+        line: u32,
+        who: &dyn Fn(u32) -> String,
+    ) -> Result<(), MemFault> {
+        if self.wepoch[b] == self.epoch && !self.ordered(self.writer[b], tid) {
+            let w = self.writer[b];
+            return Err(race(format!(
+                "write-after-write hazard on shared byte 0x{b:x}: written here and by thread {} at PTX line {}, with no barrier between",
+                who(w.who - 1),
+                w.line
+            )));
+        }
+        if self.repoch[b] == self.epoch {
+            for r in [self.reader[b], self.reader2[b]] {
+                if r.who != 0 && !self.ordered(r, tid) {
+                    let unwritten = self
+                        .pending
+                        .is_some_and(|p| p.byte == b && p.tid + 1 == r.who);
+                    if unwritten {
+                        self.pending = None;
+                    }
+                    return Err(race(format!(
+                        "write-after-read hazard on shared byte 0x{b:x}: written here, read by thread {} at PTX line {}{}, with no barrier between",
+                        who(r.who - 1),
+                        r.line,
+                        if unwritten { " before anything wrote it" } else { "" }
+                    )));
+                }
+            }
+        }
+        self.writer[b] = self.access(tid, line);
+        self.wepoch[b] = self.epoch;
+        self.written[b] = true;
+        Ok(())
+    }
+
+    /// An atomic on byte `b`: the byte must have been written; atomics do not
+    /// race with each other.
+    pub(crate) fn atomic(&mut self, b: usize, tid: u32, line: u32) -> Result<(), MemFault> {
+        if !self.written[b] {
+            return Err(MemFault {
+                class: FaultClass::Uninitialized,
+                detail: format!("atomic on shared byte 0x{b:x} that nothing wrote"),
+            });
+        }
+        self.writer[b] = self.access(tid, line);
+        self.wepoch[b] = self.epoch;
+        self.repoch[b] = 0;
+        Ok(())
+    }
+}
+
+fn race(detail: String) -> MemFault {
+    MemFault {
+        class: FaultClass::Race,
+        detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn who(t: u32) -> String {
+        format!("#{t}")
+    }
+
+    fn class(r: Result<(), MemFault>) -> Option<FaultClass> {
+        r.err().map(|e| e.class)
+    }
+
+    #[test]
+    fn read_after_write_in_one_interval_races_and_a_barrier_orders_it() {
+        let mut s = Shadow::new(8, 4);
+        s.write(0, 40, 10, &who).unwrap();
+        let e = s.read(0, 3, 12, &who).unwrap_err();
+        assert_eq!(e.class, FaultClass::Race);
+        assert!(e.detail.contains("read-after-write") && e.detail.contains("#40 at PTX line 10"));
+        let mut s = Shadow::new(8, 4);
+        s.write(0, 40, 10, &who).unwrap();
+        assert!(s.barrier().is_none());
+        s.read(0, 3, 12, &who).unwrap();
+    }
+
+    #[test]
+    fn write_after_read_of_unwritten_memory_is_a_race_not_uninitialised() {
+        let mut s = Shadow::new(8, 4);
+        s.read(4, 3, 12, &who).unwrap();
+        assert!(s.pending.is_some());
+        let e = s.write(4, 40, 20, &who).unwrap_err();
+        assert_eq!(e.class, FaultClass::Race);
+        assert!(e.detail.contains("write-after-read") && e.detail.contains("#3 at PTX line 12"));
+        assert!(s.pending.is_none());
+    }
+
+    #[test]
+    fn an_unwritten_read_is_reported_when_its_interval_ends() {
+        let mut s = Shadow::new(8, 4);
+        s.read(4, 3, 12, &who).unwrap();
+        s.read(5, 7, 13, &who).unwrap();
+        let p = s.barrier().expect("pending");
+        assert_eq!((p.tid, p.line, p.byte), (3, 12, 4));
+        // The thread's own later write does not make it a race.
+        let mut s = Shadow::new(8, 4);
+        s.read(4, 3, 12, &who).unwrap();
+        s.write(4, 3, 14, &who).unwrap();
+        assert!(s.barrier().is_some());
+    }
+
+    #[test]
+    fn write_after_write_races() {
+        let mut s = Shadow::new(8, 4);
+        s.write(0, 1, 10, &who).unwrap();
+        s.write(0, 1, 11, &who).unwrap();
+        let e = s.write(0, 2, 12, &who).unwrap_err();
+        assert!(e.detail.contains("write-after-write") && e.detail.contains("#1 at PTX line 11"));
+    }
+
+    #[test]
+    fn every_reader_is_checked_against_a_later_writer() {
+        let mut s = Shadow::new(8, 4);
+        s.write(0, 0, 9, &who).unwrap();
+        s.barrier();
+        s.read(0, 0, 10, &who).unwrap();
+        s.read(0, 1, 11, &who).unwrap();
+        // Thread 0 writing races with thread 1's read (not its own).
+        let e = s.write(0, 0, 12, &who).unwrap_err();
+        assert!(e.detail.contains("#1 at PTX line 11"), "{}", e.detail);
+    }
+
+    #[test]
+    fn a_warp_sync_orders_its_members_only() {
+        let mut s = Shadow::new(8, 2);
+        s.write(0, 1, 10, &who).unwrap();
+        s.warp_sync(0, u32::MAX, u32::MAX);
+        s.read(0, 2, 12, &who).unwrap();
+        // Thread 33 is in another warp: the sync does not order it.
+        assert_eq!(class(s.read(0, 33, 13, &who)), Some(FaultClass::Race));
+        // A mask without the writer does not order.
+        let mut s = Shadow::new(8, 2);
+        s.write(0, 1, 10, &who).unwrap();
+        s.warp_sync(0, 0b100, 0b100);
+        assert_eq!(class(s.read(0, 2, 12, &who)), Some(FaultClass::Race));
+        // A sync before the write does not order it.
+        let mut s = Shadow::new(8, 2);
+        s.warp_sync(0, u32::MAX, u32::MAX);
+        s.write(0, 1, 10, &who).unwrap();
+        assert_eq!(class(s.read(0, 2, 12, &who)), Some(FaultClass::Race));
+    }
+
+    #[test]
+    fn a_warp_sync_completes_when_every_member_arrived() {
+        let mut s = Shadow::new(8, 1);
+        s.write(0, 1, 10, &who).unwrap();
+        s.warp_sync(0, u32::MAX, 0x0000_ffff);
+        assert_eq!(class(s.read(0, 20, 12, &who)), Some(FaultClass::Race));
+        s.warp_sync(0, u32::MAX, 0xffff_0000);
+        s.read(0, 20, 12, &who).unwrap();
+        // It orders write-after-read too.
+        s.warp_sync(0, u32::MAX, u32::MAX);
+        s.write(0, 5, 14, &who).unwrap();
+    }
+
+    #[test]
+    fn atomics_need_initialised_memory_and_do_not_race() {
+        let mut s = Shadow::new(8, 1);
+        assert_eq!(class(s.atomic(0, 1, 5)), Some(FaultClass::Uninitialized));
+        s.write(0, 1, 4, &who).unwrap();
+        s.barrier();
+        s.atomic(0, 1, 5).unwrap();
+        s.atomic(0, 2, 5).unwrap();
+    }
+}
