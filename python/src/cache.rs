@@ -9,6 +9,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::{Mutex, MutexGuard};
+use vgpu::GpuError;
 use vgpu::{BackendChoice, CacheStats as RustStats, VgpuCache};
 
 /// The counters of a `VgpuCache`.

@@ -181,7 +181,7 @@ impl From<EnsembleError> for Error {
         match e {
             EnsembleError::Ir(e) => Error::Ir(e),
             EnsembleError::Gpu(e) => Error::Gpu(e),
-            other => Error::Ensemble(other),
+            other => Error::Ensemble(Box::new(other)),
         }
     }
 }

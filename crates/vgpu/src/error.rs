@@ -27,11 +27,24 @@ pub enum Error {
     /// A command-line or input problem the facade itself detected.
     #[error("{0}")]
     Usage(String),
+    /// A size taken from input exceeds a resource limit ([`crate::limits`]),
+    /// refused before anything was allocated.
+    #[error("{quantity} needs {need}, over the limit of {limit} (raise it with {flag})")]
+    Limit {
+        /// What was asked for (names the option or file it came from).
+        quantity: String,
+        /// How much it needs.
+        need: String,
+        /// The limit in force.
+        limit: String,
+        /// The option that raises the limit.
+        flag: &'static str,
+    },
     /// A `.field` kernel: parse, type, argument or launch error (names the place).
     #[error(transparent)]
     Ir(#[from] vgpu_ir::IrError),
     /// A GPU ensemble failure that is neither the kernel's (`Ir`) nor the
     /// device's (`Gpu`); those two arrive as their own variants.
     #[error(transparent)]
-    Ensemble(vgpu_gpu::EnsembleError),
+    Ensemble(Box<vgpu_gpu::EnsembleError>),
 }

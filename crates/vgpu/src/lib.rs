@@ -7,8 +7,10 @@
 
 pub mod dispatch;
 mod error;
+pub mod limits;
 pub use dispatch::{resolve_backend, Dispatcher, EnsembleJob, EnsembleRun};
 pub use error::Error;
+pub use limits::Limits;
 
 /// The GPU runtime: wgpu device, generic kernel cache, `VgpuCache` matmul.
 pub use vgpu_gpu as gpu;

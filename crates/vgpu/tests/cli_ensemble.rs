@@ -363,5 +363,108 @@ fn the_environment_chooses_the_backend_when_no_option_does() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("VGPU_BACKEND \"abacus\": expected cpu, gpu or auto"), "{stderr}");
+    assert!(
+        stderr.contains("VGPU_BACKEND \"abacus\": expected cpu, gpu or auto"),
+        "{stderr}"
+    );
+}
+
+/// Runs `vgpu ensemble ARGS…` and returns (exit code, stderr).
+fn ensemble_err(args: &[&str]) -> (Option<i32>, String) {
+    let o = vgpu().arg("ensemble").args(args).output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn sizes_from_input_are_refused_before_allocation() {
+    let lorenz = example("lorenz.field");
+    let rho = "rho=linspace:0:21";
+    // Each case: arguments, and what the message must name.
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![&lorenz, "--n", "4294967296", "--param", rho],
+            "at most 2^32 - 1 trajectories",
+        ),
+        (
+            vec![
+                &lorenz,
+                "--n",
+                "4000000000",
+                "--param",
+                rho,
+                "--max-memory",
+                "1G",
+            ],
+            "raise it with --max-memory",
+        ),
+        (
+            vec![
+                &lorenz, "--n", "4", "--t", "0:1e10", "--dt", "0.01", "--param", rho,
+            ],
+            "raise it with --max-steps",
+        ),
+        (
+            vec![&lorenz, "--n", "4", "--param", rho, "--max-memory", "12Q"],
+            "unknown unit",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, stderr) = ensemble_err(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn npy_files_are_read_no_further_than_their_header_declares() {
+    // A 128-byte file whose header claims 2^40 elements.
+    let huge = tmp("huge.npy");
+    let mut h = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }".to_vec();
+    h.resize(117, b' ');
+    h.push(b'\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(&h);
+    std::fs::write(&huge, &bytes).unwrap();
+    let lorenz = example("lorenz.field");
+    let p = format!("rho={}", huge.display());
+    let (code, stderr) = ensemble_err(&[&lorenz, "--n", "4", "--param", &p]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("but the file holds 0 B of data"),
+        "{stderr}"
+    );
+    // A device posing as a .npy file is never read.
+    let zero = tmp("zero.npy");
+    let _ = std::fs::remove_file(&zero);
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let p = format!("rho={}", zero.display());
+    let (code, stderr) = ensemble_err(&[&lorenz, "--n", "4", "--param", &p]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    // A 2-D parameter array is refused with its shape.
+    let two_d = tmp("two_d.npy");
+    write_npy(&two_d, &Array2::<f32>::zeros((2, 2))).unwrap();
+    let p = format!("rho={}", two_d.display());
+    let (code, stderr) = ensemble_err(&[&lorenz, "--n", "4", "--param", &p]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("must be 1-D") && stderr.contains("[2, 2]"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn threads_are_capped_at_the_machine_with_a_note() {
+    let o = lorenz("8", "0:0.01")
+        .args(["--backend", "cpu", "--threads", "100000"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("--threads 100000 capped at"), "{stderr}");
 }

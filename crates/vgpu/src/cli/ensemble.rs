@@ -13,7 +13,8 @@ use std::time::Duration;
 use vgpu::field::executor::Progress;
 use vgpu::field::{Method, Par};
 use vgpu::ir::{compile_file, Arg, Args, Buffer, Integration, Kernel, ScalarType, Value};
-use vgpu::{Dispatcher, EnsembleJob};
+use vgpu::limits::parse_size;
+use vgpu::{Dispatcher, EnsembleJob, Limits};
 
 /// Options of `vgpu ensemble`.
 #[derive(Debug, ClapArgs)]
@@ -59,6 +60,58 @@ pub struct EnsembleArgs {
     /// it is a terminal: auto (long runs), always or never.
     #[arg(long, default_value = "auto")]
     pub progress: String,
+    /// Host memory the run may use, e.g. 8G (default: what the system reports
+    /// available). Checked before anything is allocated.
+    #[arg(long, value_name = "SIZE")]
+    pub max_memory: Option<String>,
+    /// Steps per trajectory the run may take.
+    #[arg(long, default_value_t = vgpu::limits::DEFAULT_MAX_STEPS)]
+    pub max_steps: u64,
+}
+
+/// Bytes of host memory per state component and trajectory an ensemble may
+/// hold at once: the state, the RK stages (up to 4), the start of the step,
+/// the result and its converted copy for the output file.
+const STATE_COPIES: u64 = 8;
+
+/// The limits of this run: the machine's, with `--max-memory` and `--max-steps`.
+fn limits(a: &EnsembleArgs) -> Result<Limits, vgpu::Error> {
+    let mut l = Limits {
+        max_steps: a.max_steps,
+        ..Limits::default()
+    };
+    if let Some(m) = &a.max_memory {
+        l.max_memory = parse_size(m).map_err(|e| usage(format!("--max-memory {e}")))?;
+    }
+    Ok(l)
+}
+
+/// Refuses, before any allocation, an ensemble whose trajectories, steps or
+/// memory exceed the limits.
+fn check_size(
+    a: &EnsembleArgs,
+    k: &Kernel,
+    integ: &Integration,
+    l: &Limits,
+) -> Result<(), vgpu::Error> {
+    if a.n > u32::MAX as usize {
+        return Err(usage(format!("--n {}: at most 2^32 - 1 trajectories", a.n)));
+    }
+    if !k.is_phased() {
+        let steps = integ.steps(&k.name)?;
+        l.steps(&format!("--t {} with --dt {}", a.t, a.dt), steps as u64)?;
+    }
+    let elem: u64 = if k.float_type() == ScalarType::F64 {
+        8
+    } else {
+        4
+    };
+    let per_traj = (k.states.len() as u64 * STATE_COPIES + k.params.len() as u64) * elem;
+    let bytes = l.bytes(&format!("--n {}", a.n), a.n as u64, per_traj)?;
+    l.memory(
+        &format!("--n {} trajectories of {} states", a.n, k.states.len()),
+        bytes,
+    )
 }
 
 fn usage(m: impl Into<String>) -> vgpu::Error {
@@ -86,7 +139,7 @@ fn typed(vals: Vec<f64>, ty: ScalarType) -> Buffer {
     }
 }
 
-fn read_buffer(path: &str, ty: ScalarType) -> Result<Buffer, vgpu::Error> {
+fn read_buffer(path: &str, ty: ScalarType, limits: &Limits) -> Result<Buffer, vgpu::Error> {
     let io = |e: String| vgpu::Error::Io {
         path: path.into(),
         source: std::io::Error::other(e),
@@ -101,6 +154,13 @@ fn read_buffer(path: &str, ty: ScalarType) -> Result<Buffer, vgpu::Error> {
     if !std::path::Path::new(path).exists() {
         return Err(io("no such file".into()));
     }
+    // The header's shape must fit in the file and in memory before the read.
+    let shape = limits.npy(std::path::Path::new(path))?;
+    if shape.len() != 1 {
+        return Err(io(format!(
+            "a parameter array must be 1-D, this one has shape {shape:?}"
+        )));
+    }
     try_read!(f32, |v: Vec<f32>| Buffer::F32(v.into()));
     try_read!(f64, |v: Vec<f64>| Buffer::F64(v.into()));
     try_read!(i32, |v: Vec<i32>| Buffer::I32(v.into()));
@@ -114,7 +174,12 @@ fn read_buffer(path: &str, ty: ScalarType) -> Result<Buffer, vgpu::Error> {
 }
 
 /// Builds the arguments from `--param` options.
-fn build_args(k: &Kernel, params: &[String], n: usize) -> Result<Args, vgpu::Error> {
+fn build_args(
+    k: &Kernel,
+    params: &[String],
+    n: usize,
+    limits: &Limits,
+) -> Result<Args, vgpu::Error> {
     let mut args = Args::new(k);
     for p in params {
         let (name, value) = p
@@ -137,7 +202,7 @@ fn build_args(k: &Kernel, params: &[String], n: usize) -> Result<Args, vgpu::Err
             let step = if n > 1 { (b - a) / (n - 1) as f64 } else { 0.0 };
             Arg::Buffer(typed((0..n).map(|i| a + i as f64 * step).collect(), ty))
         } else if value.ends_with(".npy") {
-            Arg::Buffer(read_buffer(value, ty)?)
+            Arg::Buffer(read_buffer(value, ty, limits)?)
         } else {
             let v: f64 = value.parse().map_err(|_| {
                 usage(format!(
@@ -241,10 +306,15 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         .method
         .parse()
         .map_err(|_| usage(format!("--method {:?}: expected euler or rk4", a.method)))?;
+    let limits = limits(&a)?;
+    let (threads, capped) = limits.threads(a.threads);
+    if let Some(note) = capped {
+        eprintln!("note: {note}");
+    }
     let par = if a.threads == 0 {
         Par::Auto
     } else {
-        Par::Rayon(a.threads)
+        Par::Rayon(threads)
     };
     let integ = Integration {
         n: a.n,
@@ -256,7 +326,8 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         par,
         progress: None,
     };
-    let args = build_args(&k, &a.params, a.n)?;
+    check_size(&a, &k, &integ, &limits)?;
+    let args = build_args(&k, &a.params, a.n, &limits)?;
     let backend = vgpu::resolve_backend(a.backend.as_deref())?;
     let dim = k.states.len();
     // The bar counts the CPU executor's trajectory-steps; a GPU run announces no
