@@ -7,10 +7,7 @@ use common::vgpu;
 fn cases() -> PathBuf {
     match std::env::var_os("VGPU_PTX_CASES") {
         Some(p) => PathBuf::from(p),
-        None => PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../ptx-cases"
-        )),
+        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ptx-cases")),
     }
 }
 
@@ -212,4 +209,57 @@ fn trace_prints_the_thread_registers() {
         out.contains("fma.rn.f32") && out.contains("%f4 = "),
         "{out}"
     );
+}
+
+#[test]
+fn folder_run_reports_every_case_and_continues_past_failures() {
+    // a_broken: its PTX is cut off mid-module (does not parse); b_good: a copy of
+    // saxpy; c_mismatch: saxpy with one expected element changed.
+    let d = tmp("folder");
+    let kernels = std::fs::read_to_string(cases().join("kernels.ptx")).unwrap();
+    std::fs::write(d.join("kernels.ptx"), &kernels).unwrap();
+    let cut = kernels.find(".entry").expect("an entry") + 40;
+    std::fs::write(d.join("broken.ptx"), &kernels[..cut]).unwrap();
+    let saxpy = cases().join("saxpy");
+    for name in ["a_broken", "b_good", "c_mismatch"] {
+        let c = d.join(name);
+        std::fs::create_dir_all(&c).unwrap();
+        for f in ["case.json", "x.bin", "y.bin", "y.expect.bin"] {
+            std::fs::copy(saxpy.join(f), c.join(f)).unwrap();
+        }
+    }
+    let json = std::fs::read_to_string(saxpy.join("case.json")).unwrap();
+    std::fs::write(
+        d.join("a_broken/case.json"),
+        json.replace("../kernels.ptx", "../broken.ptx"),
+    )
+    .unwrap();
+    let mut want = std::fs::read(saxpy.join("y.expect.bin")).unwrap();
+    want[3 * 4] ^= 1;
+    std::fs::write(d.join("c_mismatch/y.expect.bin"), want).unwrap();
+
+    let (code, out, err) = vgpu(&["ptx", "run", d.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let at = |s: &str| {
+        out.find(s)
+            .unwrap_or_else(|| panic!("`{s}` missing:\n{out}"))
+    };
+    // Each case is reported, in order, with its outcome and reason.
+    assert!(
+        at("a_broken") < at("ERROR: ") && at("ERROR: ") < at("b_good"),
+        "{out}"
+    );
+    assert!(
+        out.contains("broken.ptx:"),
+        "the parse error names file:line: {out}"
+    );
+    assert!(
+        at("b_good") < at("PASS") && at("PASS") < at("c_mismatch"),
+        "{out}"
+    );
+    assert!(
+        at("c_mismatch") < at("MISMATCH") && at("MISMATCH") < at("FAIL"),
+        "{out}"
+    );
+    assert!(out.contains("3 cases: 1 pass, 1 fail, 1 error"), "{out}");
 }

@@ -161,10 +161,25 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
     } else {
         vec![input.to_path_buf()]
     };
-    let mut all_pass = true;
+    // Every case runs, whatever the others did: one that fails, or cannot run
+    // (its PTX does not parse, a buffer file is missing), is reported with its
+    // reason and counted, and the next one runs.
+    let (mut pass, mut fail, mut error) = (0usize, 0usize, 0usize);
     for c in &cases {
-        let r = ptx::run_case(c, &opts)?;
-        all_pass &= print_report(&r);
+        let r = match ptx::run_case(c, &opts) {
+            Ok(r) => r,
+            Err(e) if cases.len() > 1 => {
+                println!("case {}\n  ERROR: {e}", c.display());
+                error += 1;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if print_report(&r) {
+            pass += 1;
+        } else {
+            fail += 1;
+        }
         if trace.is_some() {
             let case = ptx::case::load_case(&r.path)?;
             let src =
@@ -175,12 +190,16 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
             }
         }
     }
+    let all_pass = fail == 0 && error == 0;
     if cases.len() > 1 {
-        println!(
-            "{} cases: {}",
-            cases.len(),
-            if all_pass { "all pass" } else { "SOME FAIL" }
-        );
+        if all_pass {
+            println!("{} cases: all pass", cases.len());
+        } else {
+            println!(
+                "{} cases: {pass} pass, {fail} fail, {error} error (SOME FAIL)",
+                cases.len()
+            );
+        }
     }
     Ok(if all_pass {
         ExitCode::SUCCESS
