@@ -239,3 +239,31 @@ fn a_read_nothing_writes_is_still_uninitialised() {
         ([0, 0, 0], line_of(&src, "ld.shared.u32 %r8"))
     );
 }
+
+#[test]
+fn the_corpus_module_of_nvcc_shapes_runs_clean() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/nvcc_shapes.ptx");
+    let m = Module::from_file(path.as_ref()).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        shared_bytes: 0,
+    };
+    for entry in ["bits", "shapes"] {
+        let mut bufs = vec![vec![0u8; 4 * 64]];
+        m.launch(
+            entry,
+            &cfg,
+            &[KernelArg::Buffer(0)],
+            &mut bufs,
+            &ExecOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{entry}: {e}"));
+        if entry == "shapes" {
+            for (t, c) in bufs[0].chunks(4).enumerate() {
+                let v = u32::from_le_bytes(c.try_into().unwrap());
+                assert_eq!(v, (t as u32 ^ 1) + t as u32, "thread {t}");
+            }
+        }
+    }
+}

@@ -1,24 +1,83 @@
 //! Fuzzing the parser and decoder: random bytes and mutated real PTX must give
 //! a value or an error, never a panic. Inputs that once failed are kept below.
 
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
 use proptest::prelude::*;
 use vgpu_ptx::Module;
 
-fn real_ptx() -> String {
-    let dir = match std::env::var_os("VGPU_PTX_CASES") {
-        Some(p) => std::path::PathBuf::from(p),
-        None => std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ptx-cases")),
-    };
-    std::fs::read_to_string(dir.join("kernels.ptx")).expect("kernels.ptx")
+/// Every .ptx module of the repository's corpus: ptx-cases/ (nvcc's PTX) and
+/// this crate's tests/ (planted-bug cases, tests/corpus/), found by walking the
+/// folders, so a module added there is fuzzed too.
+fn corpus() -> &'static [(String, String)] {
+    static CORPUS: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    CORPUS.get_or_init(|| {
+        let shared = match std::env::var_os("VGPU_PTX_CASES") {
+            Some(p) => PathBuf::from(p),
+            None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ptx-cases")),
+        };
+        let mut files = Vec::new();
+        for root in [
+            shared,
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests")),
+        ] {
+            collect_ptx(&root, &mut files);
+        }
+        files.sort();
+        let v: Vec<(String, String)> = files
+            .into_iter()
+            .map(|p| {
+                let text =
+                    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                (p.display().to_string(), text)
+            })
+            .collect();
+        assert!(v.len() >= 9, "the corpus has {} modules", v.len());
+        v
+    })
 }
 
-/// Parse, then decode every entry: both must return, not panic.
-fn exercise(text: &str) {
-    if let Ok(m) = Module::parse(text, "fuzz.ptx") {
-        for e in m.entries() {
-            let _ = m.kernel(e);
+fn collect_ptx(dir: &Path, out: &mut Vec<PathBuf>) {
+    let rd = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for e in rd.filter_map(|e| e.ok()) {
+        let p = e.path();
+        if p.is_dir() {
+            collect_ptx(&p, out);
+        } else if p.extension().is_some_and(|x| x == "ptx") {
+            out.push(p);
         }
     }
+}
+
+/// Parse, then decode every entry: both must return, not panic, and an error
+/// must name the file and a line inside the text (`fuzz.ptx:LINE…`).
+fn exercise(text: &str) {
+    let lines = text.lines().count() as u32 + 1;
+    let check = |e: vgpu_ptx::PtxError| {
+        let s = e.to_string();
+        let line = s
+            .strip_prefix("fuzz.ptx:")
+            .and_then(|r| r.split(':').next())
+            .and_then(|l| l.parse::<u32>().ok())
+            .unwrap_or_else(|| panic!("error without fuzz.ptx:LINE: {s}"));
+        assert!((1..=lines).contains(&line), "line {line} of {lines}: {s}");
+    };
+    match Module::parse(text, "fuzz.ptx") {
+        Ok(m) => {
+            for e in m.entries() {
+                if let Err(e) = m.kernel(e) {
+                    check(e);
+                }
+            }
+        }
+        Err(e) => check(e),
+    }
+}
+
+fn pick(which: usize) -> &'static str {
+    let c = corpus();
+    &c[which % c.len()].1
 }
 
 proptest! {
@@ -30,8 +89,8 @@ proptest! {
     }
 
     #[test]
-    fn mutated_real_ptx_never_panics(cut in 0usize..30_000, len in 0usize..64, junk in "[ -~\n]{0,12}") {
-        let src = real_ptx();
+    fn mutated_real_ptx_never_panics(which in 0usize..1000, cut in 0usize..30_000, len in 0usize..64, junk in "[ -~\n]{0,12}") {
+        let src = pick(which);
         let mut chars: Vec<char> = src.chars().collect();
         let at = cut % chars.len();
         let end = (at + len).min(chars.len());
@@ -40,10 +99,30 @@ proptest! {
     }
 
     #[test]
-    fn truncated_real_ptx_never_panics(cut in 0usize..30_000) {
-        let src = real_ptx();
+    fn truncated_real_ptx_never_panics(which in 0usize..1000, cut in 0usize..30_000) {
+        let src = pick(which);
         let chars: Vec<char> = src.chars().collect();
         exercise(&chars[..cut % chars.len()].iter().collect::<String>());
+    }
+}
+
+#[test]
+fn the_corpus_decodes_and_every_line_prefix_is_handled() {
+    for (name, text) in corpus() {
+        let m = Module::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+        for e in m.entries() {
+            m.kernel(e).unwrap_or_else(|e| panic!("{e}"));
+        }
+        // Every truncation at a line boundary, and inside the line.
+        let mut at = 0;
+        for l in text.split_inclusive('\n') {
+            exercise(&text[..at]);
+            let mid = (at + l.len() / 2..=at + l.len())
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(at);
+            exercise(&text[..mid]);
+            at += l.len();
+        }
     }
 }
 
