@@ -16,12 +16,16 @@
 //!   (`__shared__`), the **basin-collapse barrier** (`__syncthreads`) and the
 //!   **flux accumulator** (`atomicAdd`): [`PhaseKernel`], [`PhasedLaunch`],
 //!   [`flux`].
+//! * **Adaptive ensembles** ([`adaptive`]): embedded Runge–Kutta pairs
+//!   (Tsit5, DP5, BS3, Vern7) as data, each trajectory with its own step size,
+//!   PI controller, dense output at save times and status.
 //! * [`demos`] holds the equivalence demos, each checked against the result
 //!   the CUDA kernel computes; [`lorenz`] the Lorenz ensemble benchmark.
 //!
 //! See `docs/SPEC.md` for the theory and the tests that check each claim.
 #![deny(missing_docs)]
 
+pub mod adaptive;
 pub mod demos;
 pub mod error;
 pub mod executor;
@@ -35,6 +39,7 @@ pub mod real;
 pub mod stepper;
 pub mod tableau;
 
+pub use adaptive::{AdaptiveEnsemble, AdaptiveError, AdaptiveMethod, EnsembleProblem};
 pub use error::{check_len, FieldError};
 pub use executor::{Launch, LaunchReport};
 pub use field::{field_fn, BlockCtx, BlockField, Ctx, Field, FnField, PerTrajectory};

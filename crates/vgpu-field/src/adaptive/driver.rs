@@ -1,0 +1,741 @@
+//! The adaptive ensemble driver: [`AdaptiveEnsemble`] (options, validation,
+//! output sizing, trajectories in parallel) over [`EnsembleProblem`], and the
+//! one Runge–Kutta core every [`ErkTableau`] runs through.
+//!
+//! Every trajectory has its own time, step size, PI controller state and
+//! status; it depends only on its own inputs, so the result is the same bits
+//! for any [`Par`], and a failing trajectory never stops the others.
+
+use crate::adaptive::controller::{error_norm, initial_step, PiController};
+use crate::adaptive::dense::{DensePlan, StepStages, MAX_EXTRA};
+use crate::adaptive::error::AdaptiveError;
+use crate::adaptive::method::AdaptiveMethod;
+use crate::adaptive::rhs::{OdeRhs, Traj};
+use crate::adaptive::status::{EnsembleSolution, Status, TrajectoryStats};
+use crate::adaptive::tableaus::{bs3, dp5, tsit5, ErkTableau};
+use crate::adaptive::vern7::vern7;
+use crate::par::Par;
+use crate::real::Real;
+use rayon::prelude::*;
+
+/// The inputs of an ensemble of `n` trajectories: initial states `(N, D)`,
+/// time spans (one per trajectory, or one shared by all) and parameters
+/// `(N, P)`, all trajectory-major.
+#[derive(Debug, Clone, Copy)]
+pub struct EnsembleProblem<'a, T> {
+    /// Trajectories (N).
+    pub n: usize,
+    /// Initial states, `y0[i·D + d]`.
+    pub y0: &'a [T],
+    /// `(t0, t1)` of each trajectory, or a single span shared by all.
+    pub spans: &'a [(f64, f64)],
+    /// Parameters, `params[i·P + j]` (empty when `P = 0`).
+    pub params: &'a [T],
+    /// Parameters per trajectory (P).
+    pub n_params: usize,
+}
+
+impl<'a, T> EnsembleProblem<'a, T> {
+    /// `n` trajectories from `y0` (`N × D` values) over `spans` (`N` spans, or
+    /// one shared), without parameters.
+    pub fn new(n: usize, y0: &'a [T], spans: &'a [(f64, f64)]) -> Self {
+        EnsembleProblem {
+            n,
+            y0,
+            spans,
+            params: &[],
+            n_params: 0,
+        }
+    }
+    /// With parameters: `params` holds `N × n_params` values.
+    pub fn params(mut self, params: &'a [T], n_params: usize) -> Self {
+        self.params = params;
+        self.n_params = n_params;
+        self
+    }
+}
+
+/// An adaptive ensemble integration: method, tolerances, step-size limits,
+/// save times, parallelism. Build it, then [`AdaptiveEnsemble::solve`]:
+///
+/// ```
+/// use vgpu_field::adaptive::{rhs_fn, AdaptiveEnsemble, AdaptiveMethod, EnsembleProblem, Status};
+/// // y' = p·y for p = -1, -2: y(1) = exp(p).
+/// let f = rhs_fn(|_t: f64, y: &[f64; 1], p: &[f64], dy: &mut [f64; 1]| dy[0] = p[0] * y[0]);
+/// let y0 = [1.0, 1.0];
+/// let p = [-1.0, -2.0];
+/// let prob = EnsembleProblem::new(2, &y0, &[(0.0, 1.0)]).params(&p, 1);
+/// let sol = AdaptiveEnsemble::new(AdaptiveMethod::Tsit5)
+///     .rtol(1e-8)
+///     .atol(1e-10)
+///     .saveat(vec![0.5])
+///     .solve(&f, &prob)?;
+/// assert_eq!(sol.stats[1].status, Status::Success);
+/// assert!((sol.end_of(1)[0] - (-2.0f64).exp()).abs() < 1e-7);
+/// assert!((sol.saved_at(0, 0)[0] - (-0.5f64).exp()).abs() < 1e-7);
+/// # Ok::<(), vgpu_field::adaptive::AdaptiveError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptiveEnsemble {
+    method: AdaptiveMethod,
+    rtol: Vec<f64>,
+    atol: Vec<f64>,
+    dt0: Option<f64>,
+    dtmin: f64,
+    dtmax: f64,
+    maxiters: u64,
+    saveat: Vec<f64>,
+    controller: Option<PiController>,
+    fixed_step: Option<f64>,
+    par: Par,
+}
+
+impl AdaptiveEnsemble {
+    /// `method` with OrdinaryDiffEq.jl's defaults: `rtol = 1e-3`,
+    /// `atol = 1e-6`, Hairer's starting step, `dtmin = 0` (only the resolution
+    /// of `t` limits the step), `dtmax = ∞`, `maxiters = 100 000`, no save
+    /// times, the default PI controller for the method's order, [`Par::Auto`].
+    pub fn new(method: AdaptiveMethod) -> Self {
+        AdaptiveEnsemble {
+            method,
+            rtol: vec![1e-3],
+            atol: vec![1e-6],
+            dt0: None,
+            dtmin: 0.0,
+            dtmax: f64::INFINITY,
+            maxiters: 100_000,
+            saveat: Vec::new(),
+            controller: None,
+            fixed_step: None,
+            par: Par::Auto,
+        }
+    }
+    /// The method.
+    pub fn method(&self) -> AdaptiveMethod {
+        self.method
+    }
+    /// Relative tolerance, the same for every component.
+    pub fn rtol(mut self, rtol: f64) -> Self {
+        self.rtol = vec![rtol];
+        self
+    }
+    /// Absolute tolerance, the same for every component.
+    pub fn atol(mut self, atol: f64) -> Self {
+        self.atol = vec![atol];
+        self
+    }
+    /// Relative tolerance per component (`D` values, or one for all).
+    pub fn rtol_per_component(mut self, rtol: Vec<f64>) -> Self {
+        self.rtol = rtol;
+        self
+    }
+    /// Absolute tolerance per component (`D` values, or one for all).
+    pub fn atol_per_component(mut self, atol: Vec<f64>) -> Self {
+        self.atol = atol;
+        self
+    }
+    /// The first step of every trajectory (instead of Hairer's estimate).
+    pub fn dt0(mut self, dt0: f64) -> Self {
+        self.dt0 = Some(dt0);
+        self
+    }
+    /// Smallest step the controller may propose; below it a trajectory stops
+    /// with [`Status::DtMin`].
+    pub fn dtmin(mut self, dtmin: f64) -> Self {
+        self.dtmin = dtmin;
+        self
+    }
+    /// Largest step.
+    pub fn dtmax(mut self, dtmax: f64) -> Self {
+        self.dtmax = dtmax;
+        self
+    }
+    /// Most step attempts (accepted plus rejected) per trajectory; beyond it a
+    /// trajectory stops with [`Status::MaxIters`].
+    pub fn maxiters(mut self, maxiters: u64) -> Self {
+        self.maxiters = maxiters;
+        self
+    }
+    /// Save times (non-decreasing, inside every trajectory's span), filled from
+    /// the dense output without forcing steps onto them.
+    pub fn saveat(mut self, times: Vec<f64>) -> Self {
+        self.saveat = times;
+        self
+    }
+    /// A step-size controller other than the method's default.
+    pub fn controller(mut self, c: PiController) -> Self {
+        self.controller = Some(c);
+        self
+    }
+    /// No adaptivity: steps of exactly `dt` (the last one shortened to end on
+    /// `t1`), every step accepted, no error estimate. For order studies and
+    /// comparisons with fixed-step integrators.
+    pub fn fixed_step(mut self, dt: f64) -> Self {
+        self.fixed_step = Some(dt);
+        self
+    }
+    /// Parallelism over trajectories.
+    pub fn par(mut self, par: Par) -> Self {
+        self.par = par;
+        self
+    }
+
+    /// Integrates every trajectory of `prob` with the built-in method.
+    ///
+    /// # Errors
+    /// Bad options or shapes (see [`AdaptiveError`]), found before anything
+    /// runs. Failures of single trajectories are their [`Status`].
+    pub fn solve<T: Real, const D: usize, R: OdeRhs<T, D>>(
+        &self,
+        rhs: &R,
+        prob: &EnsembleProblem<'_, T>,
+    ) -> Result<EnsembleSolution<T>, AdaptiveError> {
+        match self.method {
+            AdaptiveMethod::Tsit5 => self.solve_tableau(&tsit5(), rhs, prob),
+            AdaptiveMethod::Dp5 => self.solve_tableau(&dp5(), rhs, prob),
+            AdaptiveMethod::Bs3 => self.solve_tableau(&bs3(), rhs, prob),
+            AdaptiveMethod::Vern7 => self.solve_tableau(&vern7(), rhs, prob),
+        }
+    }
+
+    /// Integrates every trajectory of `prob` with any embedded pair given as
+    /// data (the controller's default follows `tab.order`; the method set by
+    /// [`AdaptiveEnsemble::new`] is ignored).
+    ///
+    /// # Errors
+    /// As [`AdaptiveEnsemble::solve`], and [`AdaptiveError::Field`] with
+    /// [`crate::FieldError::BadTableau`] if the tableau's dense output is malformed.
+    pub fn solve_tableau<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
+        &self,
+        tab: &ErkTableau<S>,
+        rhs: &R,
+        prob: &EnsembleProblem<'_, T>,
+    ) -> Result<EnsembleSolution<T>, AdaptiveError> {
+        let plan = self.plan::<T, D, S>(tab, prob)?;
+        rhs.check(prob.n, prob.n_params)?;
+        let (n, k) = (prob.n, plan.saveat.len());
+        let mut end = alloc::<T>(n.checked_mul(D), "endpoints", || {
+            format!("(N, D) = ({n}, {D})")
+        })?;
+        let mut saved = alloc::<T>(
+            n.checked_mul(k).and_then(|x| x.checked_mul(D)),
+            "saved",
+            || format!("(N, K, D) = ({n}, {k}, {D})"),
+        )?;
+        let mut stats = Vec::new();
+        stats
+            .try_reserve_exact(n)
+            .map_err(|_| AdaptiveError::TooLarge {
+                what: "stats",
+                shape: format!("(N,) = ({n},)"),
+            })?;
+        stats.resize(n, TrajectoryStats::default());
+        let one = |i: usize, e: &mut [T], s: &mut [T], st: &mut TrajectoryStats| {
+            let y0: &[T; D] = prob.y0[i * D..][..D].try_into().expect("D values");
+            let p = &prob.params[i * prob.n_params..][..prob.n_params];
+            let (t0, t1) = plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
+            *st = run_one(&plan, rhs, i, y0, p, t0, t1, e, s);
+        };
+        self.par.run(|parallel| {
+            match (parallel, k) {
+                (true, 0) => end
+                    .par_chunks_mut(D)
+                    .zip(stats.par_iter_mut())
+                    .enumerate()
+                    .for_each(|(i, (e, st))| one(i, e, &mut [], st)),
+                (true, _) => end
+                    .par_chunks_mut(D)
+                    .zip(saved.par_chunks_mut(k * D))
+                    .zip(stats.par_iter_mut())
+                    .enumerate()
+                    .for_each(|(i, ((e, s), st))| one(i, e, s, st)),
+                (false, 0) => end
+                    .chunks_mut(D)
+                    .zip(stats.iter_mut())
+                    .enumerate()
+                    .for_each(|(i, (e, st))| one(i, e, &mut [], st)),
+                (false, _) => end
+                    .chunks_mut(D)
+                    .zip(saved.chunks_mut(k * D))
+                    .zip(stats.iter_mut())
+                    .enumerate()
+                    .for_each(|(i, ((e, s), st))| one(i, e, s, st)),
+            }
+            Ok(())
+        })?;
+        Ok(EnsembleSolution {
+            n,
+            dim: D,
+            saveat: self.saveat.clone(),
+            end,
+            saved,
+            stats,
+        })
+    }
+
+    /// Validates everything and converts it to the state type.
+    fn plan<T: Real, const D: usize, const S: usize>(
+        &self,
+        tab: &ErkTableau<S>,
+        prob: &EnsembleProblem<'_, T>,
+    ) -> Result<Plan<T, D, S>, AdaptiveError> {
+        let n = prob.n;
+        if n == 0 {
+            return Err(AdaptiveError::EmptyEnsemble);
+        }
+        if D == 0 {
+            return Err(AdaptiveError::ShapeMismatch {
+                what: "state",
+                got: 0,
+                expected: "at least one component (D ≥ 1)".into(),
+            });
+        }
+        let shape = |what, got: usize, want: Option<usize>, spelled: String| match want {
+            Some(w) if w == got => Ok(()),
+            _ => Err(AdaptiveError::ShapeMismatch {
+                what,
+                got,
+                expected: spelled,
+            }),
+        };
+        shape(
+            "y0",
+            prob.y0.len(),
+            n.checked_mul(D),
+            format!("(N, D) = ({n}, {D}) → {} values", n.saturating_mul(D)),
+        )?;
+        let p = prob.n_params;
+        shape(
+            "params",
+            prob.params.len(),
+            n.checked_mul(p),
+            format!("(N, P) = ({n}, {p}) → {} values", n.saturating_mul(p)),
+        )?;
+        if prob.spans.len() != 1 && prob.spans.len() != n {
+            return Err(AdaptiveError::ShapeMismatch {
+                what: "spans",
+                got: prob.spans.len(),
+                expected: format!("N = {n} spans, or 1 shared by all"),
+            });
+        }
+        let tol = |what: &'static str, v: &[f64]| -> Result<[T; D], AdaptiveError> {
+            if v.len() != 1 && v.len() != D {
+                return Err(AdaptiveError::ShapeMismatch {
+                    what,
+                    got: v.len(),
+                    expected: format!("1 or D = {D} values"),
+                });
+            }
+            for (component, &value) in v.iter().enumerate() {
+                let t = T::from_f64(value);
+                if !(value.is_finite() && value > 0.0 && t > T::ZERO && t.is_finite()) {
+                    return Err(AdaptiveError::BadTolerance {
+                        option: what,
+                        component,
+                        value,
+                    });
+                }
+            }
+            Ok(std::array::from_fn(|d| {
+                T::from_f64(v[if v.len() == 1 { 0 } else { d }])
+            }))
+        };
+        let rtol = tol("rtol", &self.rtol)?;
+        let atol = tol("atol", &self.atol)?;
+        let step = |option, value: f64, why: &str| AdaptiveError::BadStepOption {
+            option,
+            value,
+            why: why.to_string(),
+        };
+        if let Some(dt0) = self.dt0 {
+            if !(dt0.is_finite() && dt0 > 0.0 && T::from_f64(dt0) > T::ZERO) {
+                return Err(step(
+                    "dt0",
+                    dt0,
+                    "must be positive and finite in the state type",
+                ));
+            }
+        }
+        if let Some(h) = self.fixed_step {
+            if !(h.is_finite() && h > 0.0 && T::from_f64(h) > T::ZERO) {
+                return Err(step(
+                    "fixed_step",
+                    h,
+                    "must be positive and finite in the state type",
+                ));
+            }
+        }
+        if !(self.dtmin.is_finite() && self.dtmin >= 0.0) {
+            return Err(step("dtmin", self.dtmin, "must be non-negative and finite"));
+        }
+        if self.dtmax.is_nan() || self.dtmax <= 0.0 {
+            return Err(step("dtmax", self.dtmax, "must be positive"));
+        }
+        if self.dtmin > self.dtmax {
+            return Err(step(
+                "dtmin",
+                self.dtmin,
+                &format!("exceeds dtmax = {}", self.dtmax),
+            ));
+        }
+        if self.maxiters == 0 {
+            return Err(AdaptiveError::ZeroMaxIters);
+        }
+        let ctrl = self
+            .controller
+            .unwrap_or(PiController::for_order(tab.order));
+        ctrl.validate()?;
+        let mut spans = Vec::with_capacity(prob.spans.len());
+        for (i, &(t0, t1)) in prob.spans.iter().enumerate() {
+            let bad = |why| AdaptiveError::BadSpan {
+                trajectory: i,
+                t0,
+                t1,
+                why,
+            };
+            let (a, b) = (T::from_f64(t0), T::from_f64(t1));
+            if !(t0.is_finite() && t1.is_finite() && a.is_finite() && b.is_finite()) {
+                return Err(bad("is not finite in the state type"));
+            }
+            if t1 < t0 || b < a {
+                return Err(bad(
+                    "runs backwards (t1 < t0); only forward integration is supported",
+                ));
+            }
+            spans.push((a, b));
+        }
+        let mut saveat = Vec::with_capacity(self.saveat.len());
+        for (index, &t) in self.saveat.iter().enumerate() {
+            let bad = |why: String| AdaptiveError::BadSaveat { index, t, why };
+            if !t.is_finite() {
+                return Err(bad("not finite".into()));
+            }
+            if index > 0 && t < self.saveat[index - 1] {
+                return Err(bad(format!(
+                    "save times must be non-decreasing (saveat[{}] = {})",
+                    index - 1,
+                    self.saveat[index - 1]
+                )));
+            }
+            if let Some((i, &(t0, t1))) = prob
+                .spans
+                .iter()
+                .enumerate()
+                .find(|(_, &(t0, t1))| t < t0 || t > t1)
+            {
+                return Err(bad(format!(
+                    "outside the span ({t0}, {t1}) of trajectory {i}"
+                )));
+            }
+            saveat.push(T::from_f64(t));
+        }
+        let ext = tab.extended_stages();
+        let bad_dense = |why: String| {
+            AdaptiveError::Field(crate::FieldError::BadTableau {
+                name: tab.name.to_string(),
+                why,
+            })
+        };
+        if tab.dense.extra_c.len() > MAX_EXTRA || tab.dense.extra_c.len() != tab.dense.extra_a.len()
+        {
+            return Err(bad_dense(format!(
+                "dense output has {} extra nodes and {} extra rows (at most {MAX_EXTRA})",
+                tab.dense.extra_c.len(),
+                tab.dense.extra_a.len()
+            )));
+        }
+        if tab.dense.weights.len() != ext {
+            return Err(bad_dense(format!(
+                "dense output has weights for {} stages, the extended tableau has {ext}",
+                tab.dense.weights.len()
+            )));
+        }
+        let first_extra = tab.f1_index() + 1;
+        if let Some((e, row)) = tab
+            .dense
+            .extra_a
+            .iter()
+            .enumerate()
+            .find(|(e, r)| r.len() > first_extra + e)
+        {
+            return Err(bad_dense(format!(
+                "extra stage {e} reads {} earlier stages, only {} exist",
+                row.len(),
+                first_extra + e
+            )));
+        }
+        let cv = |v: &[f64; S]| -> [T; S] { std::array::from_fn(|i| T::from_f64(v[i])) };
+        Ok(Plan {
+            a: std::array::from_fn(|i| cv(&tab.a[i])),
+            b: cv(&tab.b),
+            bt: cv(&tab.b_tilde()),
+            c: cv(&tab.c),
+            fsal: tab.fsal,
+            embedded_order: tab.embedded_order,
+            atol,
+            rtol,
+            dense: DensePlan::new(tab),
+            ctrl,
+            fixed: self.fixed_step,
+            dt0: self.dt0,
+            dtmin: self.dtmin,
+            dtmax: self.dtmax,
+            maxiters: self.maxiters,
+            saveat,
+            spans,
+        })
+    }
+}
+
+/// A zeroed buffer of `len` values, or [`AdaptiveError::TooLarge`] if `len`
+/// overflowed or cannot be allocated.
+fn alloc<T: Real>(
+    len: Option<usize>,
+    what: &'static str,
+    shape: impl Fn() -> String,
+) -> Result<Vec<T>, AdaptiveError> {
+    let too_large = || AdaptiveError::TooLarge {
+        what,
+        shape: shape(),
+    };
+    let len = len.ok_or_else(too_large)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| too_large())?;
+    v.resize(len, T::ZERO);
+    Ok(v)
+}
+
+/// Everything a trajectory needs, validated and in the state type.
+struct Plan<T, const D: usize, const S: usize> {
+    a: [[T; S]; S],
+    b: [T; S],
+    bt: [T; S],
+    c: [T; S],
+    fsal: bool,
+    embedded_order: u32,
+    atol: [T; D],
+    rtol: [T; D],
+    dense: DensePlan<T>,
+    ctrl: PiController,
+    fixed: Option<f64>,
+    dt0: Option<f64>,
+    dtmin: f64,
+    dtmax: f64,
+    maxiters: u64,
+    saveat: Vec<T>,
+    spans: Vec<(T, T)>,
+}
+
+/// Integrates one trajectory from `(t0, y0)` to `t1`; writes its final state
+/// into `end` (`D` values) and its save points into `saved` (`K × D` values).
+///
+/// The arithmetic (for other implementations that must round the same way):
+/// stage `i` reads `y_d + h·(a_i0·k_0d + a_i1·k_1d + …)` summed left to right
+/// over `j < i` (zero coefficients included), at `t + c_i·h`; `y₁` is the
+/// last stage's input for a FSAL pair, else `y_d + h·(Σ_i b_i k_id)`; the
+/// error is `h·(Σ_i (b_i − b̂_i) k_id)`; the controller runs in `f64` on the
+/// step as `f64`, and the next step is its value rounded to `T`.
+// Explicit stage indices: several arrays walked in lockstep, in the
+// documented summation order.
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
+#[inline]
+fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
+    plan: &Plan<T, D, S>,
+    rhs: &R,
+    index: usize,
+    y0: &[T; D],
+    p: &[T],
+    t0: T,
+    t1: T,
+    end: &mut [T],
+    saved: &mut [T],
+) -> TrajectoryStats {
+    let cx = Traj { index, y0, p };
+    let ksave = plan.saveat.len();
+    let mut st = TrajectoryStats::default();
+    let mut y = *y0;
+    let mut t = t0;
+    let mut ns = 0;
+    while ns < ksave && plan.saveat[ns] <= t0 {
+        saved[ns * D..][..D].copy_from_slice(&y);
+        ns += 1;
+    }
+    let mut k = [[T::ZERO; D]; S];
+    let status = 'run: {
+        if !T::all_finite(&y) {
+            break 'run Status::NonFinite;
+        }
+        if t0 >= t1 {
+            break 'run Status::Success;
+        }
+        rhs.rhs(t, &y, &cx, &mut k[0]);
+        st.evaluations += 1;
+        if !T::all_finite(&k[0]) {
+            break 'run Status::NonFinite;
+        }
+        let adaptive = plan.fixed.is_none();
+        let fixed_h = plan.fixed.map(|h| T::from_f64(h.min(plan.dtmax)));
+        let mut dt = match (plan.fixed, plan.dt0) {
+            (Some(h), _) | (None, Some(h)) => h.min(plan.dtmax),
+            (None, None) => {
+                st.evaluations += 1;
+                initial_step(
+                    t0,
+                    &y,
+                    &k[0],
+                    &plan.atol,
+                    &plan.rtol,
+                    plan.embedded_order,
+                    plan.dtmax,
+                    |t, y, dy| rhs.rhs(t, y, &cx, dy),
+                )
+            }
+        };
+        let mut err_old = plan.ctrl.qoldinit;
+        let mut f1 = [T::ZERO; D];
+        let mut extra = [[T::ZERO; D]; MAX_EXTRA];
+        let mut iters = 0u64;
+        loop {
+            if t >= t1 {
+                break 'run Status::Success;
+            }
+            if iters >= plan.maxiters {
+                break 'run Status::MaxIters;
+            }
+            iters += 1;
+            let mut h = T::from_f64(dt);
+            // The last step ends on t1 exactly; a step that would leave less
+            // than 64 ulps of t1 to go is stretched to t1 rather than followed
+            // by a sliver (fixed steps of (t1 − t0)/n take exactly n steps).
+            let snap = T::from_f64(64.0) * T::EPSILON * (t1.abs() + h.abs());
+            let last = t + h >= t1 - snap;
+            if last {
+                h = t1 - t;
+            }
+            let mut tmp = [T::ZERO; D];
+            for i in 1..S {
+                for d in 0..D {
+                    let mut s = plan.a[i][0] * k[0][d];
+                    for j in 1..i {
+                        s += plan.a[i][j] * k[j][d];
+                    }
+                    tmp[d] = y[d] + h * s;
+                }
+                let ti = t + plan.c[i] * h;
+                rhs.rhs(ti, &tmp, &cx, &mut k[i]);
+            }
+            st.evaluations += S as u64 - 1;
+            let y_new = if plan.fsal {
+                tmp
+            } else {
+                std::array::from_fn(|d| {
+                    let mut s = plan.b[0] * k[0][d];
+                    for i in 1..S {
+                        s += plan.b[i] * k[i][d];
+                    }
+                    y[d] + h * s
+                })
+            };
+            let err = if adaptive {
+                let e: [T; D] = std::array::from_fn(|d| {
+                    let mut s = plan.bt[0] * k[0][d];
+                    for i in 1..S {
+                        s += plan.bt[i] * k[i][d];
+                    }
+                    h * s
+                });
+                error_norm(&e, &y, &y_new, &plan.atol, &plan.rtol).to_f64()
+            } else {
+                0.0
+            };
+            // NaN or infinite errors are rejections too.
+            let accepted = err <= 1.0;
+            if !accepted {
+                st.rejected += 1;
+                dt = plan.ctrl.reject(h.to_f64(), err);
+                if dt < plan.dtmin || t + T::from_f64(dt) == t {
+                    break 'run Status::DtMin;
+                }
+                continue;
+            }
+            let t_new = match (last, fixed_h) {
+                (true, _) => t1,
+                // Fixed steps: t_n = fl(n)·h + t0, as the fixed-step executor.
+                (false, Some(hf)) => T::from_usize(st.accepted as usize + 1) * hf + t0,
+                (false, None) => t + h,
+            };
+            let saves_here = ns < ksave && plan.saveat[ns] <= t_new;
+            let need_f1 = !plan.fsal && (!last || saves_here);
+            if need_f1 {
+                rhs.rhs(t_new, &y_new, &cx, &mut f1);
+                st.evaluations += 1;
+            }
+            if saves_here {
+                let mut stages = StepStages {
+                    k: &k,
+                    f1: &f1,
+                    extra: &mut extra,
+                    extras_done: false,
+                };
+                while ns < ksave && plan.saveat[ns] <= t_new {
+                    let ts = plan.saveat[ns];
+                    let out = &mut saved[ns * D..][..D];
+                    if ts == t_new {
+                        out.copy_from_slice(&y_new);
+                    } else {
+                        st.evaluations += stages.fill_extras(&plan.dense, rhs, &cx, t, &y, h);
+                        stages.interpolate(&plan.dense, &y, h, (ts - t) / h, out);
+                    }
+                    ns += 1;
+                }
+            }
+            y = y_new;
+            t = t_new;
+            st.accepted += 1;
+            if plan.fsal {
+                k[0] = k[S - 1];
+            } else if need_f1 {
+                k[0] = f1;
+            }
+            if !T::all_finite(&y) || ((plan.fsal || need_f1) && !T::all_finite(&k[0])) {
+                break 'run Status::NonFinite;
+            }
+            if adaptive {
+                dt = plan
+                    .ctrl
+                    .accept(h.to_f64(), err, &mut err_old)
+                    .min(plan.dtmax);
+                if !last && dt < plan.dtmin {
+                    break 'run Status::DtMin;
+                }
+            }
+        }
+    };
+    for s in saved[ns * D..].iter_mut() {
+        *s = T::from_f64(f64::NAN);
+    }
+    end.copy_from_slice(&y);
+    st.status = status;
+    st.t = t.to_f64();
+    st
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_outputs_are_typed_errors() {
+        let shape = || "(N, K, D) = (huge)".to_string();
+        // The element count overflowed usize.
+        let e = alloc::<f64>(None, "saved", shape).unwrap_err();
+        assert!(
+            matches!(e, AdaptiveError::TooLarge { what: "saved", .. }),
+            "{e}"
+        );
+        // The element count fits, its size in bytes does not.
+        let e = alloc::<f64>(Some(usize::MAX / 4), "saved", shape).unwrap_err();
+        assert!(e.to_string().contains("too large"), "{e}");
+        assert_eq!(alloc::<f32>(Some(3), "end", shape).unwrap(), vec![0.0; 3]);
+    }
+}

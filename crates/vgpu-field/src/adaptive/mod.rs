@@ -1,0 +1,40 @@
+//! Adaptive ensembles: many trajectories of one ODE, each with its own step
+//! size, integrated by embedded explicit Runge–Kutta pairs (issue 13,
+//! "Ensembles as scientists use them").
+//!
+//! * **Tableaus as data** ([`ErkTableau`], [`DenseTableau`]): [`tsit5`],
+//!   [`dp5`], [`bs3`], [`vern7`], each with its embedded error estimate and
+//!   dense output, run by one Runge–Kutta core (diffsol's shape). Their order
+//!   conditions are checked from rooted trees ([`order_residuals`]).
+//! * **The driver** ([`AdaptiveEnsemble`] over an [`EnsembleProblem`]): per
+//!   trajectory its own span, initial state, parameter row, step size and PI
+//!   controller ([`PiController`], Hairer's [`initial_step`]); FSAL where the
+//!   pair has it; save times filled from the dense output; a [`Status`] and
+//!   step counts per trajectory ([`EnsembleSolution`]); trajectories in
+//!   parallel as [`crate::Par`] says, the same bits for any thread count.
+//! * **The right-hand side** ([`OdeRhs`]): closures through [`rhs_fn`], and any
+//!   per-trajectory [`crate::Field`] through [`FieldRhs`].
+//! * [`reference`] holds a hand-written Tsit5 Lorenz ensemble, the driver's
+//!   benchmark reference.
+
+pub mod controller;
+mod dense;
+pub mod driver;
+pub mod error;
+pub mod method;
+pub mod reference;
+pub mod rhs;
+pub mod status;
+pub mod tableaus;
+pub mod trees;
+pub mod vern7;
+
+pub use controller::{error_norm, initial_step, PiController};
+pub use driver::{AdaptiveEnsemble, EnsembleProblem};
+pub use error::AdaptiveError;
+pub use method::AdaptiveMethod;
+pub use rhs::{rhs_fn, FieldRhs, OdeRhs, RhsFn, Traj};
+pub use status::{EnsembleSolution, Status, TrajectoryStats};
+pub use tableaus::{bs3, dp5, tsit5, DenseKind, DenseTableau, ErkTableau};
+pub use trees::{order_residuals, tree_counts};
+pub use vern7::vern7;
