@@ -137,6 +137,41 @@ pub enum IrError {
         /// What collided.
         message: String,
     },
+    /// A size taken from the input (a shared sub-field's bytes per block, flux
+    /// elements, phase repetitions) is over a limit of [`crate::Limits`]; refused
+    /// before anything of that size is allocated or compiled.
+    #[error(
+        "{file}:{pos}: kernel `{kernel}`: {quantity} {value} {unit}, over the limit of {limit} {unit} (raise `Limits::{field}`)",
+        unit = .kind.unit(),
+        field = .kind.field()
+    )]
+    Limit {
+        /// Kernel name.
+        kernel: String,
+        /// Source name.
+        file: String,
+        /// The declaration that asks for it.
+        pos: Pos,
+        /// What is too large, naming the declaration (e.g. ``shared `s` takes``).
+        quantity: String,
+        /// How much it asks for (saturated at `u64::MAX`).
+        value: u64,
+        /// The limit.
+        limit: u64,
+        /// Which limit: [`crate::LimitKind::field`] names the [`crate::Limits`]
+        /// field that raises it, for front ends to name their own option.
+        kind: crate::LimitKind,
+    },
+    /// A kernel's IR is ill-formed (an operation on types it is not defined on,
+    /// an operand after its user, …): a kernel built by hand, or a bug in the
+    /// type checker. See [`crate::Kernel::validate`].
+    #[error("kernel `{kernel}` is malformed: {message}")]
+    Malformed {
+        /// Kernel name.
+        kernel: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The generated WGSL failed naga validation (a bug in the emitter).
     #[error("kernel `{kernel}`: generated WGSL does not validate: {message}")]
     Wgsl {

@@ -131,6 +131,7 @@ impl<'a> IrField<'a> {
         bdim: u32,
         gdim: u32,
     ) -> Result<Self, IrError> {
+        k.validate()?;
         args.check_complete()?;
         if k.is_phased() {
             return Err(IrError::Launch {

@@ -250,6 +250,8 @@ pub struct SharedVar {
     pub len: NodeId,
     /// Every element's initial value: a uniform node.
     pub init: NodeId,
+    /// Where it is declared (for limit errors; `0:0` when built by hand).
+    pub pos: Pos,
 }
 
 /// A flux output (`atomicAdd` target): a global accumulator, zero at launch.
@@ -261,6 +263,8 @@ pub struct FluxVar {
     pub ty: ScalarType,
     /// Its length: a uniform node (`u32`).
     pub len: NodeId,
+    /// Where it is declared (for limit errors; `0:0` when built by hand).
+    pub pos: Pos,
 }
 
 /// `d(s[index])/dt += value`: one trajectory's contribution to a shared element's rate.
@@ -323,6 +327,9 @@ pub struct Phase {
     pub drives: Vec<Drive>,
     /// Flux emissions.
     pub emits: Vec<Emit>,
+    /// Where it is declared (for limit errors; `0:0` for the body of an
+    /// unphased field or when built by hand).
+    pub pos: Pos,
 }
 
 /// A kernel: a vector field written once, run on the CPU and on GPUs.

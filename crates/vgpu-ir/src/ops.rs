@@ -4,7 +4,7 @@
 //! shifts take their amount modulo 32.
 
 use crate::kernel::{BinOp, UnOp};
-use crate::types::Value;
+use crate::types::{ScalarType, Value};
 
 /// `op(a)`, or `None` when the operation does not apply to the type.
 pub fn unary(op: UnOp, a: Value) -> Option<Value> {
@@ -165,5 +165,36 @@ pub fn fma(a: Value, b: Value, c: Value) -> Value {
         (I32(x), I32(y), I32(z)) => I32(x.wrapping_mul(y).wrapping_add(z)),
         (U32(x), U32(y), U32(z)) => U32(x.wrapping_mul(y).wrapping_add(z)),
         _ => a,
+    }
+}
+
+/// Whether `op` applies to an operand of type `t` (the type checker's rule, which
+/// [`unary`] and the evaluator rely on): `-` on signed numbers, `!` on `bool` and
+/// integers, `abs` on numbers, the other math functions on floats.
+pub fn unary_applies(op: UnOp, t: ScalarType) -> bool {
+    use ScalarType::*;
+    match op {
+        UnOp::Neg => matches!(t, F32 | F64 | I32),
+        UnOp::Not => matches!(t, Bool | I32 | U32),
+        UnOp::Abs => t != Bool,
+        _ => t.is_float(),
+    }
+}
+
+/// Whether `op` applies to operands of types `a` and `b` (the type checker's
+/// rule, which [`binary`] and the evaluator rely on): one type for both operands
+/// except a shift's amount (any integer); `&&`/`||` on `bool`; bitwise operators
+/// and shifts on integers; `pow` on floats; ordering comparisons on numbers;
+/// arithmetic, `min` and `max` on numbers.
+pub fn binary_applies(op: BinOp, a: ScalarType, b: ScalarType) -> bool {
+    use BinOp::*;
+    match op {
+        Shl | Shr => a.is_int() && b.is_int(),
+        _ if a != b => false,
+        Eq | Ne => true,
+        And | Or => a == ScalarType::Bool,
+        BitAnd | BitOr | BitXor => a.is_int(),
+        Pow => a.is_float(),
+        Lt | Le | Gt | Ge | Add | Sub | Mul | Div | Rem | Min | Max => a != ScalarType::Bool,
     }
 }

@@ -25,8 +25,14 @@ pub fn parse(file: &str, src: &str) -> Result<Vec<FieldDecl>, IrError> {
     Ok(fields)
 }
 
-/// Deepest nesting of expressions accepted (keeps the parser's stack bounded).
-const MAX_DEPTH: u32 = 200;
+/// The deepest expression the language accepts: the longest path from an
+/// expression to a leaf, where parentheses, unary and binary operators, calls
+/// and indices each count one level, and so does each operator of a
+/// left-nested chain (`x + x + … + x` with N operators is N deep). It bounds
+/// the recursion of the parser and of every later pass over the syntax tree
+/// (type checking, lowering, dropping), so hostile input cannot overflow the
+/// stack; deeper input is a parse error naming this limit and the place.
+pub const MAX_EXPR_DEPTH: u32 = 256;
 
 struct Parser<'a> {
     file: &'a str,
@@ -232,14 +238,14 @@ impl Parser<'_> {
                     }
                 }
                 self.punct("..")?;
-                let count = self.unary()?;
+                let count = self.unary()?.0;
                 Some((var, count))
             } else {
                 None
             };
             let over = if self.is_kw("over") {
                 self.bump();
-                Some(self.unary()?)
+                Some(self.unary()?.0)
             } else {
                 None
             };
@@ -368,17 +374,55 @@ impl Parser<'_> {
     }
 
     fn expr(&mut self) -> Result<Expr, IrError> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            self.depth -= 1;
-            return Err(self.expected(&format!("an expression nested at most {MAX_DEPTH} deep")));
+        Ok(self.expr_h()?.0)
+    }
+
+    /// The error for an expression nested deeper than [`MAX_EXPR_DEPTH`] at `pos`.
+    fn too_deep(&self, pos: Pos) -> IrError {
+        IrError::Parse {
+            file: self.file.to_string(),
+            pos,
+            expected: format!(
+                "an expression nested at most {MAX_EXPR_DEPTH} deep (parentheses, operators, \
+                 calls and indices each count one level, each operator of a chain too: \
+                 split long chains with `let`)"
+            ),
+            found: self
+                .toks
+                .iter()
+                .find(|t| t.pos == pos)
+                .map_or_else(|| "a deeper one".into(), |t| t.tok.describe()),
         }
+    }
+
+    /// Enters one level of the parser's own recursion.
+    fn enter(&mut self) -> Result<(), IrError> {
+        if self.depth >= MAX_EXPR_DEPTH {
+            return Err(self.too_deep(self.pos()));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// A node of height `h` (a leaf has height 1), refused above [`MAX_EXPR_DEPTH`].
+    fn node(&self, kind: ExprKind, pos: Pos, h: u32) -> Result<(Expr, u32), IrError> {
+        if h > MAX_EXPR_DEPTH {
+            return Err(self.too_deep(pos));
+        }
+        Ok((Expr { kind, pos }, h))
+    }
+
+    /// An expression and its height (the longest path from it to a leaf).
+    fn expr_h(&mut self) -> Result<(Expr, u32), IrError> {
+        self.enter()?;
         let r = self.binary(0);
         self.depth -= 1;
         r
     }
 
-    fn binary(&mut self, min_level: usize) -> Result<Expr, IrError> {
+    /// The binary operator at the cursor, with its precedence level (0 binds
+    /// least: `||`, then `&&`, comparisons, `|`, `^`, `&`, shifts, `+ -`, `* / %`).
+    fn peek_binop(&self) -> Option<(usize, BinOp)> {
         const LEVELS: &[&[(&str, BinOp)]] = &[
             &[("||", BinOp::Or)],
             &[("&&", BinOp::And)],
@@ -397,37 +441,50 @@ impl Parser<'_> {
             &[("+", BinOp::Add), ("-", BinOp::Sub)],
             &[("*", BinOp::Mul), ("/", BinOp::Div), ("%", BinOp::Rem)],
         ];
-        if min_level == LEVELS.len() {
-            return self.unary();
-        }
-        let mut lhs = self.binary(min_level + 1)?;
-        loop {
-            let op = LEVELS[min_level]
-                .iter()
-                .find(|(s, _)| self.is_punct(s))
-                .map(|(_, op)| *op);
-            let Some(op) = op else { break };
-            let pos = self.pos();
-            self.bump();
-            let rhs = self.binary(min_level + 1)?;
-            // Comparisons do not chain: `a < b < c` is an error, not `(a < b) < c`.
-            if op.is_comparison() {
-                if let Some(p) = LEVELS[min_level].iter().find(|(s, _)| self.is_punct(s)) {
-                    return Err(self.expected(&format!(
-                        "no second comparison `{}` (comparisons do not chain; use `&&`)",
-                        p.0
-                    )));
-                }
-            }
-            lhs = Expr {
-                kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
-                pos,
-            };
-        }
-        Ok(lhs)
+        let Tok::Punct(p) = self.peek() else {
+            return None;
+        };
+        LEVELS
+            .iter()
+            .enumerate()
+            .find_map(|(level, ops)| ops.iter().find(|(s, _)| s == p).map(|(_, op)| (level, *op)))
     }
 
-    fn unary(&mut self) -> Result<Expr, IrError> {
+    /// Operators binding at least as tightly as `min_level`, left-associative,
+    /// by precedence climbing: a chain is built in a loop, and the parser
+    /// recurses only where precedence rises (at most once per level).
+    fn binary(&mut self, min_level: usize) -> Result<(Expr, u32), IrError> {
+        let (mut lhs, mut h) = self.unary()?;
+        while let Some((level, op)) = self.peek_binop() {
+            if level < min_level {
+                break;
+            }
+            let pos = self.pos();
+            self.bump();
+            let (rhs, rh) = self.binary(level + 1)?;
+            // Comparisons do not chain: `a < b < c` is an error, not `(a < b) < c`.
+            if op.is_comparison() {
+                if let Some((l, next)) = self.peek_binop() {
+                    if l == level {
+                        return Err(self.expected(&format!(
+                            "no second comparison `{}` (comparisons do not chain; use `&&`)",
+                            next.symbol()
+                        )));
+                    }
+                }
+            }
+            // A left-nested chain is as deep as it is long: counted here, so
+            // that every later pass over the tree recurses a bounded depth.
+            (lhs, h) = self.node(
+                ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                pos,
+                1 + h.max(rh),
+            )?;
+        }
+        Ok((lhs, h))
+    }
+
+    fn unary(&mut self) -> Result<(Expr, u32), IrError> {
         let pos = self.pos();
         let op = if self.is_punct("-") {
             Some(UnaryOp::Neg)
@@ -438,39 +495,25 @@ impl Parser<'_> {
         };
         if let Some(op) = op {
             self.bump();
-            self.depth += 1;
-            if self.depth > MAX_DEPTH {
-                self.depth -= 1;
-                return Err(
-                    self.expected(&format!("an expression nested at most {MAX_DEPTH} deep"))
-                );
-            }
+            self.enter()?;
             let e = self.unary();
             self.depth -= 1;
-            return Ok(Expr {
-                kind: ExprKind::Unary(op, Box::new(e?)),
-                pos,
-            });
+            let (e, h) = e?;
+            return self.node(ExprKind::Unary(op, Box::new(e)), pos, h + 1);
         }
         self.primary()
     }
 
-    fn primary(&mut self) -> Result<Expr, IrError> {
+    fn primary(&mut self) -> Result<(Expr, u32), IrError> {
         let pos = self.pos();
         match self.peek().clone() {
             Tok::Float(v) => {
                 self.bump();
-                Ok(Expr {
-                    kind: ExprKind::Float(v),
-                    pos,
-                })
+                self.node(ExprKind::Float(v), pos, 1)
             }
             Tok::Int(v) => {
                 self.bump();
-                Ok(Expr {
-                    kind: ExprKind::Int(v),
-                    pos,
-                })
+                self.node(ExprKind::Int(v), pos, 1)
             }
             Tok::IntTy(v, ty) => {
                 // `3u` is `u32(3)`, `3i` is `i32(3)`.
@@ -479,53 +522,41 @@ impl Parser<'_> {
                     kind: ExprKind::Int(v),
                     pos,
                 };
-                Ok(Expr {
-                    kind: ExprKind::Call(ty.to_string(), vec![lit]),
-                    pos,
-                })
+                self.node(ExprKind::Call(ty.to_string(), vec![lit]), pos, 2)
             }
             Tok::Punct("(") => {
                 self.bump();
-                let e = self.expr()?;
+                let e = self.expr_h()?;
                 self.punct(")")?;
                 Ok(e)
             }
             Tok::Ident(s) if s == "true" || s == "false" => {
                 self.bump();
-                Ok(Expr {
-                    kind: ExprKind::Bool(s == "true"),
-                    pos,
-                })
+                self.node(ExprKind::Bool(s == "true"), pos, 1)
             }
             Tok::Ident(s) if !is_keyword(&s) || ScalarType::from_name(&s).is_some() => {
                 self.bump();
                 if self.eat_punct("(") {
                     let mut args = Vec::new();
+                    let mut h = 0;
                     if !self.is_punct(")") {
                         loop {
-                            args.push(self.expr()?);
+                            let (a, ah) = self.expr_h()?;
+                            args.push(a);
+                            h = h.max(ah);
                             if !self.eat_punct(",") {
                                 break;
                             }
                         }
                     }
                     self.punct(")")?;
-                    Ok(Expr {
-                        kind: ExprKind::Call(s, args),
-                        pos,
-                    })
+                    self.node(ExprKind::Call(s, args), pos, h + 1)
                 } else if self.eat_punct("[") {
-                    let idx = self.expr()?;
+                    let (idx, h) = self.expr_h()?;
                     self.punct("]")?;
-                    Ok(Expr {
-                        kind: ExprKind::Index(s, Box::new(idx)),
-                        pos,
-                    })
+                    self.node(ExprKind::Index(s, Box::new(idx)), pos, h + 1)
                 } else {
-                    Ok(Expr {
-                        kind: ExprKind::Name(s),
-                        pos,
-                    })
+                    self.node(ExprKind::Name(s), pos, 1)
                 }
             }
             _ => Err(self.expected("an expression")),

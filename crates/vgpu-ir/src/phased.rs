@@ -12,6 +12,7 @@ use crate::error::IrError;
 use crate::eval::{self, Dims, Frame, Pools, Program, SharedCol, Src};
 use crate::field::IrFloat;
 use crate::kernel::{Kernel, NodeId, Phase, Update};
+use crate::limits::Limits;
 use crate::types::{ScalarType, Value};
 use std::sync::Mutex;
 use vgpu_field::phase::{
@@ -139,13 +140,15 @@ impl<'a> IrPhased<'a> {
     /// # Errors
     /// Out-of-bounds reads at uniform indices, spans that are not whole steps,
     /// unit-time phases (jumps, integer drives and emits) with `dt ≠ 1`, a
-    /// driven `bool` shared sub-field, a `bool` flux output.
+    /// driven `bool` shared sub-field, a `bool` flux output, sizes over `limits`
+    /// (checked before anything of that size is allocated or compiled).
     pub fn new(
         k: &'a Kernel,
         args: &'a Args,
         lanes: usize,
         blocks: usize,
         dt: f64,
+        limits: &Limits,
     ) -> Result<Self, IrError> {
         let launch_err = |message: String| IrError::Launch {
             kernel: k.name.clone(),
@@ -166,26 +169,32 @@ impl<'a> IrPhased<'a> {
         roots.extend(k.fluxes.iter().map(|f| f.len));
         roots.extend(k.phases.iter().filter_map(|p| p.repeat));
         let uni = eval::uniform_values(k, &k.reachable(&roots), &var, args, base)?;
-        let u32_of = |id: NodeId| match uni[id.index()] {
-            Some(Value::U32(v)) => v as usize,
-            _ => 0,
-        };
+        let sizes = limits.sizes(k, &uni)?;
         let shared = k
             .shared
             .iter()
-            .map(|s| SharedDecl {
-                name: s.name.clone(),
-                len: u32_of(s.len),
-                init: elem(uni[s.init.index()].expect("uniform")),
+            .zip(&sizes.shared)
+            .map(|(s, &len)| {
+                let init = uni[s.init.index()].ok_or_else(|| {
+                    launch_err(format!(
+                        "shared `{}`: its initial value is not uniform",
+                        s.name
+                    ))
+                })?;
+                Ok(SharedDecl {
+                    name: s.name.clone(),
+                    len: len as usize,
+                    init: elem(init),
+                })
             })
-            .collect();
+            .collect::<Result<_, IrError>>()?;
         if let Some(f) = k.fluxes.iter().find(|f| f.ty == ScalarType::Bool) {
             return Err(launch_err(format!(
                 "flux output `{}` is bool: only numbers accumulate",
                 f.name
             )));
         }
-        let flux_lens = k.fluxes.iter().map(|f| u32_of(f.len)).collect();
+        let flux_lens = sizes.flux.iter().map(|&l| l as usize).collect();
         let mut plans = Vec::new();
         let mut phases = Vec::new();
         for (pi, p) in k.phases.iter().enumerate() {
@@ -202,11 +211,8 @@ impl<'a> IrPhased<'a> {
             check_unit_time(k, p, dt)?;
             let span = p.span.expect("phased");
             let mut steps = vec![];
-            for rep in 0..p.repeat.map(u32_of).unwrap_or(1) {
-                let dims = Dims {
-                    rep: rep as u32,
-                    ..base
-                };
+            for rep in 0..sizes.repeats[pi] {
+                let dims = Dims { rep, ..base };
                 let mut roots = k.phase_roots(p);
                 roots.push(span);
                 let uni = eval::uniform_values(k, &k.reachable(&roots), &var, args, dims)?;

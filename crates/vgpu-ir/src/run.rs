@@ -8,6 +8,7 @@ use crate::error::IrError;
 use crate::eval::{self, Dims, Frame, Pools, Program};
 use crate::field::{IrField, IrFloat};
 use crate::kernel::{Kernel, NodeId};
+use crate::limits::Limits;
 use crate::phased::{steps_of, IrPhased};
 use crate::types::{ScalarType, Value};
 use rayon::prelude::*;
@@ -139,10 +140,28 @@ impl Output {
 /// Missing/unknown arguments, out-of-bounds reads (naming buffer, trajectory
 /// and place), a state that becomes NaN or infinite, a bad launch.
 pub fn run_cpu(kernel: &Kernel, args: &Args, integ: &Integration) -> Result<Output, IrError> {
+    run_cpu_with(kernel, args, integ, &Limits::default())
+}
+
+/// [`run_cpu`] with the sizes the kernel may take from its input (shared
+/// sub-field bytes, flux elements, phase repetitions) held against `limits`
+/// instead of [`Limits::default`].
+///
+/// # Errors
+/// Those of [`run_cpu`]; [`IrError::Limit`] for a size over `limits`, before
+/// anything of that size is allocated; [`IrError::Malformed`] for a kernel
+/// that fails [`Kernel::validate`].
+pub fn run_cpu_with(
+    kernel: &Kernel,
+    args: &Args,
+    integ: &Integration,
+    limits: &Limits,
+) -> Result<Output, IrError> {
+    kernel.validate()?;
     args.check_complete()?;
     match kernel.float_type() {
-        ScalarType::F64 => run_typed::<f64>(kernel, args, integ),
-        _ => run_typed::<f32>(kernel, args, integ),
+        ScalarType::F64 => run_typed::<f64>(kernel, args, integ, limits),
+        _ => run_typed::<f32>(kernel, args, integ, limits),
     }
 }
 
@@ -245,13 +264,18 @@ fn launch_error(k: &Kernel, n: usize, e: FieldError) -> IrError {
     }
 }
 
-fn run_typed<T: IrFloat>(k: &Kernel, args: &Args, integ: &Integration) -> Result<Output, IrError> {
+fn run_typed<T: IrFloat>(
+    k: &Kernel,
+    args: &Args,
+    integ: &Integration,
+    limits: &Limits,
+) -> Result<Output, IrError> {
     let cfg = integ.config(&k.name)?;
     let dim = k.states.len();
     let n = integ.n;
     let mut states = initial_states::<T>(k, args, &cfg, n)?;
     let (steps, fluxes) = if k.is_phased() {
-        run_phased::<T>(k, args, integ, &cfg, &mut states)?
+        run_phased::<T>(k, args, integ, limits, &cfg, &mut states)?
     } else {
         let steps = integ.steps(&k.name)?;
         let field = IrField::new(
@@ -293,6 +317,7 @@ fn run_phased<T: IrFloat>(
     k: &Kernel,
     args: &Args,
     integ: &Integration,
+    limits: &Limits,
     cfg: &LaunchConfig,
     states: &mut [T],
 ) -> Result<(usize, Vec<(String, Buffer)>), IrError> {
@@ -306,7 +331,7 @@ fn run_phased<T: IrFloat>(
             ),
         });
     }
-    let kernel = IrPhased::new(k, args, lanes, cfg.num_blocks(), integ.dt)?;
+    let kernel = IrPhased::new(k, args, lanes, cfg.num_blocks(), integ.dt, limits)?;
     let mut flux = kernel.flux_buffers();
     let barrier = Barrier {
         dt: integ.dt,

@@ -46,6 +46,7 @@ use crate::args::Args;
 use crate::error::IrError;
 use crate::eval::{self, Dims};
 use crate::kernel::{Builtin, Kernel, Node, NodeId, Update, Variance};
+use crate::limits::Limits;
 use crate::phased::{check_unit_time, steps_of};
 use crate::run::Integration;
 use crate::types::{ScalarType, Value};
@@ -139,6 +140,22 @@ impl PhasedLayout {
     /// a bad launch ([`IrError::Launch`]), out-of-range reads in lengths, spans
     /// or repetition counts.
     pub fn new(k: &Kernel, args: &Args, integ: &Integration) -> Result<PhasedLayout, IrError> {
+        PhasedLayout::new_with(k, args, integ, &Limits::default())
+    }
+
+    /// [`PhasedLayout::new`] with the sizes taken from the input held against
+    /// `limits` instead of [`Limits::default`].
+    ///
+    /// # Errors
+    /// Those of [`PhasedLayout::new`]; [`IrError::Limit`] for a shared, flux or
+    /// repetition size over `limits`; [`IrError::Malformed`] (see [`Kernel::validate`]).
+    pub fn new_with(
+        k: &Kernel,
+        args: &Args,
+        integ: &Integration,
+        limits: &Limits,
+    ) -> Result<PhasedLayout, IrError> {
+        k.validate()?;
         check_phased_wgsl(k)?;
         args.check_complete()?;
         let n = integ.n;
@@ -164,19 +181,13 @@ impl PhasedLayout {
         roots.extend(k.fluxes.iter().map(|f| f.len));
         roots.extend(k.phases.iter().filter_map(|p| p.repeat));
         let uni = eval::uniform_values(k, &k.reachable(&roots), &var, args, base)?;
-        let u32_of = |uni: &[Option<Value>], id: NodeId| match uni[id.index()] {
-            Some(Value::U32(v)) => v,
-            _ => 0,
-        };
-        let shared_lens = k.shared.iter().map(|s| u32_of(&uni, s.len)).collect();
-        let flux_lens = k.fluxes.iter().map(|f| u32_of(&uni, f.len)).collect();
+        let sizes = limits.sizes(k, &uni)?;
         let mut schedule = Vec::with_capacity(k.phases.len());
         let mut steps = 0usize;
-        for p in &k.phases {
+        for (p, &reps) in k.phases.iter().zip(&sizes.repeats) {
             let span = p.span.expect("a phased field's phases have spans");
             check_unit_time(k, p, dt)?;
             let reach = k.reachable(&[span]);
-            let reps = p.repeat.map(|r| u32_of(&uni, r)).unwrap_or(1);
             let mut rep_steps = Vec::with_capacity(reps as usize);
             for rep in 0..reps {
                 let uni = eval::uniform_values(k, &reach, &var, args, Dims { rep, ..base })?;
@@ -201,8 +212,8 @@ impl PhasedLayout {
             block,
             blocks,
             dt,
-            shared_lens,
-            flux_lens,
+            shared_lens: sizes.shared,
+            flux_lens: sizes.flux,
             schedule,
             steps,
         })

@@ -5,6 +5,7 @@ use super::{Binding, Ctx, Lower};
 use crate::ast::{Expr, ExprKind, UnaryOp};
 use crate::error::{IrError, Pos};
 use crate::kernel::{BinOp, Builtin, NodeId, UnOp};
+use crate::ops;
 use crate::types::{ScalarType, Value};
 
 impl Lower<'_> {
@@ -125,7 +126,7 @@ impl Lower<'_> {
                             _ => UnOp::Abs,
                         };
                         let a = self.lower_as(&args[0], t)?;
-                        self.k.unary(op, a)
+                        self.unary_at(op, a, e.pos)?
                     }
                     "min" | "max" | "pow" => {
                         let op = match f.as_str() {
@@ -135,7 +136,7 @@ impl Lower<'_> {
                         };
                         let a = self.lower_as(&args[0], t)?;
                         let b = self.lower_as(&args[1], t)?;
-                        self.k.binary(op, a, b)
+                        self.binary_at(op, a, b, e.pos)?
                     }
                     "fma" => {
                         let a = self.lower_as(&args[0], t)?;
@@ -170,7 +171,7 @@ impl Lower<'_> {
                 } else {
                     UnOp::Not
                 };
-                self.k.unary(op, a)
+                self.unary_at(op, a, e.pos)?
             }
             ExprKind::Binary(op, a, b) => {
                 let bop = *op;
@@ -183,28 +184,81 @@ impl Lower<'_> {
                         };
                         let y = self.lower_as(b, amount_ty)?;
                         let y = self.k.cast(ScalarType::U32, y);
-                        self.k.binary(bop, x, y)
+                        self.binary_at(bop, x, y, e.pos)?
                     }
                     _ if bop.is_comparison() => {
                         let ot = self.unify(e.pos, op.symbol(), self.infer(a)?, self.infer(b)?)?;
                         let ot = self.default_type(ot);
                         let x = self.lower_as(a, ot)?;
                         let y = self.lower_as(b, ot)?;
-                        self.k.binary(bop, x, y)
+                        self.binary_at(bop, x, y, e.pos)?
                     }
                     BinOp::And | BinOp::Or => {
                         let x = self.lower_as(a, ScalarType::Bool)?;
                         let y = self.lower_as(b, ScalarType::Bool)?;
-                        self.k.binary(bop, x, y)
+                        self.binary_at(bop, x, y, e.pos)?
                     }
                     _ => {
                         let x = self.lower_as(a, t)?;
                         let y = self.lower_as(b, t)?;
-                        self.k.binary(bop, x, y)
+                        self.binary_at(bop, x, y, e.pos)?
                     }
                 }
             }
         })
+    }
+
+    /// `op(a)`, or a type error at `pos` when `op` does not apply to `a`'s type:
+    /// a literal takes the type of its use, and some uses give it a type the
+    /// operator does not take (`-1` as a `u32` index, `!0` as a float).
+    fn unary_at(&mut self, op: UnOp, a: NodeId, pos: Pos) -> Result<NodeId, IrError> {
+        let t = self.k.ty(a);
+        if !ops::unary_applies(op, t) {
+            let (what, hint) = match op {
+                UnOp::Neg => (
+                    "`-`",
+                    if t == ScalarType::U32 {
+                        " (indices, lengths and counts are u32: write a negative index as i32, e.g. `-1i`)"
+                    } else {
+                        ""
+                    },
+                ),
+                UnOp::Not => ("`!`", ""),
+                _ => ("this function", ""),
+            };
+            return Err(self.err(
+                pos,
+                format!("{what} does not apply to {t}, the type this expression takes here{hint}"),
+            ));
+        }
+        Ok(self.k.unary(op, a))
+    }
+
+    /// `op(x, y)`, or a type error at `pos` when `op` does not apply to their types.
+    fn binary_at(&mut self, op: BinOp, x: NodeId, y: NodeId, pos: Pos) -> Result<NodeId, IrError> {
+        let (tx, ty) = (self.k.ty(x), self.k.ty(y));
+        if !ops::binary_applies(op, tx, ty) {
+            let hint = if tx.is_float() && !matches!(op, BinOp::Pow) {
+                " (integer operators make integers: write integer literals and convert, e.g. `f32(6i & 3i)`)"
+            } else if op == BinOp::Shl || op == BinOp::Shr {
+                " (shifts take integers)"
+            } else {
+                ""
+            };
+            let types = if tx == ty {
+                tx.to_string()
+            } else {
+                format!("{tx} and {ty}")
+            };
+            return Err(self.err(
+                pos,
+                format!(
+                    "`{}` does not apply to {types}, the type this expression takes here{hint}",
+                    op.symbol()
+                ),
+            ));
+        }
+        Ok(self.k.binary(op, x, y))
     }
 
     pub(super) fn coerce(

@@ -21,7 +21,16 @@ use std::collections::HashMap;
 /// Parses `.field` text and lowers every field in it to a [`Kernel`].
 pub fn compile_all(file: &str, src: &str) -> Result<Vec<Kernel>, IrError> {
     let fields = crate::parser::parse(file, src)?;
-    fields.iter().map(|f| lower_field(file, f)).collect()
+    fields
+        .iter()
+        .map(|f| {
+            let k = lower_field(file, f)?;
+            // The checker's output is well formed by construction; checked all
+            // the same, so that a checker bug is an error here, not a panic later.
+            k.validate()?;
+            Ok(k)
+        })
+        .collect()
 }
 
 /// Parses `.field` text holding exactly one field and lowers it.
@@ -196,6 +205,7 @@ fn lower_field(file: &str, f: &FieldDecl) -> Result<Kernel, IrError> {
                     ty: d.ty,
                     len,
                     init,
+                    pos: d.pos,
                 });
                 l.globals.insert(d.name.clone(), Binding::Shared(idx));
             }
@@ -207,6 +217,7 @@ fn lower_field(file: &str, f: &FieldDecl) -> Result<Kernel, IrError> {
                     name: d.name.clone(),
                     ty: d.ty,
                     len,
+                    pos: d.pos,
                 });
                 l.globals.insert(d.name.clone(), Binding::Flux(idx));
             }
@@ -214,7 +225,7 @@ fn lower_field(file: &str, f: &FieldDecl) -> Result<Kernel, IrError> {
         }
     }
     let has_phases = f.items.iter().any(|i| matches!(i, Item::Phase(_)));
-    let mut main = l.empty_phase("main", None, None);
+    let mut main = l.empty_phase("main", None, None, f.pos);
     let mut top_lets: Vec<(String, NodeId)> = Vec::new();
     for item in &f.items {
         match item {
@@ -265,7 +276,7 @@ fn lower_field(file: &str, f: &FieldDecl) -> Result<Kernel, IrError> {
                     Some(e) => l.lower_to(e, fty, &format!("the span of phase `{}`", p.name))?,
                     None => l.k.constant_node(Value::F64(1.0).cast(fty)),
                 };
-                let mut phase = l.empty_phase(&p.name, repeat, Some(span));
+                let mut phase = l.empty_phase(&p.name, repeat, Some(span), p.pos);
                 l.ctx = Ctx::Dynamic;
                 for s in &p.body {
                     l.stmt(s, &mut phase)?;

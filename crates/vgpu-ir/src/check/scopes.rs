@@ -38,6 +38,7 @@ impl Lower<'_> {
         name: &str,
         repeat: Option<NodeId>,
         span: Option<NodeId>,
+        pos: Pos,
     ) -> Phase {
         Phase {
             name: name.to_string(),
@@ -46,6 +47,7 @@ impl Lower<'_> {
             updates: vec![Update::Hold; self.k.states.len()],
             drives: vec![],
             emits: vec![],
+            pos,
         }
     }
 
