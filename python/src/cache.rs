@@ -1,7 +1,7 @@
 //! `VgpuCache`: matrix multiplication through VGPU's persistent kernel cache.
 
 use crate::arrays::{into_matrix, shape_str, Matrix};
-use crate::errors::gpu_err;
+use crate::errors::{check_result_size, gpu_err};
 use crate::errors::{no_panic, vgpu_error};
 use numpy::ndarray::{ArrayD, IxDyn};
 use numpy::{IntoPyArray, PyArray2, PyArrayDyn, PyReadonlyArrayDyn, PyUntypedArrayMethods};
@@ -184,6 +184,7 @@ impl PyVgpuCache {
         let b = Matrix::extract("matmul", "b", b)?;
         let (a_data, b_data) = (a.data()?, b.data()?);
         let (a_shape, b_shape) = (a.shape, b.shape);
+        check_result_size("matmul", a_shape.0, b_shape.1)?;
         let c = self.call(py, "matmul", |c| c.matmul(a_data, a_shape, b_data, b_shape))?;
         into_matrix(py, c, a_shape.0, b_shape.1)
     }
@@ -245,6 +246,7 @@ impl PyVgpuCache {
         let bias = array("matmul_bias_relu", "bias", bias, Some(1))?;
         let (a_data, w_data, b) = (a.data()?, w.data()?, slice(&bias)?);
         let (a_shape, w_shape) = (a.shape, w.shape);
+        check_result_size("matmul_bias_relu", a_shape.0, w_shape.1)?;
         let y = self.call(py, "matmul_bias_relu", |c| {
             c.matmul_bias_relu(a_data, a_shape, w_data, w_shape, b)
         })?;

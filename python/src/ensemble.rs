@@ -1,6 +1,6 @@
 //! `VGPU.ensemble`: a `.field` kernel integrated over an ensemble, numpy in and out.
 
-use crate::errors::{no_panic, vgpu_error};
+use crate::errors::{facade_error, no_panic, vgpu_error};
 use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -89,8 +89,7 @@ fn scalar(kernel: &str, name: &str, ty: ScalarType, obj: &Bound<'_, PyAny>) -> P
     Ok(v.cast(ty))
 }
 
-/// A buffer argument of element type `ty` from any array-like (flattened in C
-/// order). Floats are converted to the declared float type; an integer buffer
+/// A buffer argument of element type `ty` from a 1-D array-like. Floats are converted to the declared float type; an integer buffer
 /// takes only integer arrays.
 fn buffer<'py>(
     kernel: &str,
@@ -105,6 +104,13 @@ fn buffer<'py>(
             "kernel `{kernel}`: parameter `{name}` is not an array of numbers: {e}"
         ))
     })?;
+    let ndim: usize = arr.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        let shape = arr.getattr("shape")?.str()?.to_string();
+        return Err(PyValueError::new_err(format!(
+            "kernel `{kernel}`: parameter `{name}` must be a 1-D array, got shape {shape}"
+        )));
+    }
     let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
     let dtype = arr.getattr("dtype")?.str()?.to_string();
     let ok = match ty {
@@ -179,6 +185,14 @@ pub fn prepare(
         .detach(|| no_panic("ensemble", || compile(file, source)))
         .map_err(vgpu_error)?
         .map_err(vgpu_error)?;
+    let mut integration = Integration::new(n, t.0, t.1, dt).method(method).par(par);
+    if let Some(b) = block {
+        integration = integration.block(b);
+    }
+    // Sizes first: nothing is allocated for an ensemble beyond the limits.
+    vgpu::Limits::default()
+        .ensemble(&kernel, &integration)
+        .map_err(facade_error)?;
     let mut args = Args::new(&kernel);
     if let Some(params) = params {
         for (key, value) in params.iter() {
@@ -202,10 +216,6 @@ pub fn prepare(
         }
     }
     args.check_complete().map_err(vgpu_error)?;
-    let mut integration = Integration::new(n, t.0, t.1, dt).method(method).par(par);
-    if let Some(b) = block {
-        integration = integration.block(b);
-    }
     Ok(PreparedEnsemble {
         kernel,
         args,

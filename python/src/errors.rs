@@ -1,8 +1,8 @@
 //! Python exceptions: `vgpu.VGPUError`, and the guard that turns Rust panics into it.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
-use pyo3::PyErr;
+use pyo3::exceptions::{PyException, PyMemoryError, PyValueError};
+use pyo3::{PyErr, PyResult};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use vgpu::GpuError;
 
@@ -21,11 +21,26 @@ pub fn vgpu_error(err: impl std::fmt::Display) -> PyErr {
 }
 
 /// A facade error as a Python exception: problems with the caller's input
-/// (usage, shapes, arguments) as `ValueError`, everything else as `VGPUError`.
+/// (usage, shapes, arguments, step limits) as `ValueError`, memory beyond what
+/// the machine has as `MemoryError`, everything else as `VGPUError`.
 /// The message is the Rust error's, which names the place.
 pub fn facade_error(err: vgpu::Error) -> PyErr {
     match err {
         vgpu::Error::Usage(m) => PyValueError::new_err(m),
+        // Python has no --max-* options: the message names the need and the limit.
+        vgpu::Error::Limit {
+            quantity,
+            need,
+            limit,
+            flag,
+        } => {
+            let m = format!("{quantity} needs {need}, over the limit of {limit}");
+            if flag == "--max-memory" {
+                PyMemoryError::new_err(m)
+            } else {
+                PyValueError::new_err(m)
+            }
+        }
         vgpu::Error::Gpu(e) => gpu_err(e),
         other => vgpu_error(other),
     }
@@ -55,4 +70,15 @@ pub fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
             .unwrap_or_else(|| "unknown panic".to_string());
         format!("{what}: internal error (a VGPU bug, please report it): {msg}")
     })
+}
+
+/// Refuses, before anything is allocated, a result of `rows × cols` float32
+/// elements for `op` beyond the memory the system reports available.
+pub fn check_result_size(op: &str, rows: usize, cols: usize) -> PyResult<()> {
+    let limits = vgpu::Limits::default();
+    let what = format!("{op}: the result ({rows} × {cols} float32)");
+    limits
+        .bytes(&what, rows as u64, (cols as u64).saturating_mul(4))
+        .and_then(|b| limits.memory(&what, b))
+        .map_err(facade_error)
 }

@@ -90,7 +90,9 @@ def test_matmul_field_equals_the_sequential_loop():
     b = rng.standard_normal((k, cols)).astype(np.float32)
     c = vgpu.VGPU().ensemble(
         EXAMPLES / "matmul.field", n=m * cols, t=(0, k), dt=1, method="euler",
-        params={"a": a, "b": b, "k": k, "cols": cols}, backend="cpu",
+        # Buffers are 1-D (the kernel indexes a[row * k + kk]): matrices are
+        # passed flattened in C order, as `vgpu ensemble` takes them from a 1-D .npy.
+        params={"a": a.ravel(), "b": b.ravel(), "k": k, "cols": cols}, backend="cpu",
     )
     acc = np.zeros((m, cols), np.float32)
     for kk in range(k):
@@ -138,11 +140,31 @@ def test_params_are_converted():
     assert np.array_equal(outs[0][:, 0], 2 * x_f64.astype(np.float32))
     assert np.array_equal(outs[1][:, 0], 2 * x_int.astype(np.float32))
     assert np.array_equal(outs[1], outs[2])
-    # Non-contiguous and 2-D arrays are flattened in C order.
-    grid = np.arange(20, dtype=np.float32).reshape(4, 5)[:, ::2]  # 4x3 view
+    # A non-contiguous 1-D view is read element by element.
+    strided = np.arange(24, dtype=np.float32)[::2]
     out = v.ensemble(EXAMPLES / "scale.field", n=12, t=(0, 1), dt=1, method="euler",
-                     params={"a": 1.0, "x": grid})
-    assert np.array_equal(out[:, 0], grid.ravel())
+                     params={"a": 1.0, "x": strided})
+    assert np.array_equal(out[:, 0], strided)
+    # A 2-D array is refused with its shape, as `vgpu ensemble` refuses a 2-D .npy
+    # (it was once flattened silently).
+    grid = np.arange(20, dtype=np.float32).reshape(4, 5)
+    with pytest.raises(ValueError, match=r"`x` must be a 1-D array, got shape \(4, 5\)"):
+        v.ensemble(EXAMPLES / "scale.field", n=20, t=(0, 1), dt=1, method="euler",
+                   params={"a": 1.0, "x": grid})
+
+
+def test_hostile_sizes_are_refused_before_allocation():
+    v = vgpu.VGPU()
+    with pytest.raises(ValueError, match="at most 2\\^32 - 1"):
+        v.ensemble(EXAMPLES / "lorenz.field", n=2**32, dt=0.1, params={"rho": np.zeros(4)})
+    with pytest.raises(MemoryError, match="trajectories"):
+        v.ensemble(EXAMPLES / "lorenz.field", n=2**32 - 1, dt=0.1, params={"rho": np.zeros(4)})
+    with pytest.raises(ValueError, match="steps per trajectory"):
+        v.ensemble(EXAMPLES / "lorenz.field", n=4, t=(0, 1e10), dt=0.01,
+                   params={"rho": np.zeros(4)})
+    c = vgpu.VGPUCache(backend="cpu")
+    with pytest.raises(MemoryError, match=r"matmul: the result \(100000 × 100000 float32\)"):
+        c.matmul(np.ones((100000, 1), np.float32), np.ones((1, 100000), np.float32))
 
 
 def test_garbage_source_names_file_line_col(tmp_path):

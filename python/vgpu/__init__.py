@@ -281,7 +281,7 @@ class VGPU:
             dt: the step.
             method: ``"rk4"`` or ``"euler"``.
             params: the kernel's parameters by name: numbers for scalars, array-likes
-                for buffers (flattened in C order, converted to the declared element
+                for buffers (1-D: pass a matrix as ``m.ravel()``; converted to the declared element
                 type; integer buffers take only integer arrays).
             backend: ``None`` reads ``VGPU_BACKEND`` (default ``"auto"``), as
                 ``vgpu ensemble`` does; ``"auto"`` (the GPU when wgpu finds an
