@@ -17,7 +17,7 @@ fn gauss(t: f64) -> f64 {
     (-t * t / 2.0).exp()
 }
 
-/// y' = -t·y from y(0) = 1 and the rotation (y₀' = ω y₁, y₁' = -ω y₀), ω = p.
+/// y' = -t·y (from y(0) = 1 the solution is `gauss`).
 fn gauss_rhs() -> impl vgpu_field::adaptive::OdeRhs<f64, 1> {
     rhs_fn(|t: f64, y: &[f64; 1], _p: &[f64], dy: &mut [f64; 1]| dy[0] = -t * y[0])
 }

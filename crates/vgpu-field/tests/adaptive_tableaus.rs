@@ -148,6 +148,7 @@ fn fixed_step_orders_are_the_methods_orders() {
         let (e1, e2) = (fixed_error(m, n), fixed_error(m, 2 * n));
         let o = observed(e1, e2);
         let p = m.order() as f64;
+        eprintln!("{m}: b order {o:.3} (errors {e1:.3e} → {e2:.3e})");
         assert!(
             (o - p).abs() < 0.35,
             "{m}: observed order {o} (errors {e1:e}, {e2:e})"
@@ -161,6 +162,7 @@ fn embedded_orders_are_the_pairs_lower_orders() {
         let (e1, e2) = (embedded_error(tab, n), embedded_error(tab, 2 * n));
         let o = observed(e1, e2);
         let q = tab.embedded_order as f64;
+        eprintln!("{}: b̂ order {o:.3} (errors {e1:.3e} → {e2:.3e})", tab.name);
         assert!(
             (o - q).abs() < 0.35,
             "{} b̂: observed order {o} ({e1:e}, {e2:e})",
