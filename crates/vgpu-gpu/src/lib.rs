@@ -17,6 +17,7 @@ mod backend;
 pub mod ensemble;
 mod error;
 pub mod fused;
+mod hash;
 pub mod kernel_cache;
 pub mod matmul;
 mod runtime;

@@ -146,7 +146,7 @@ impl GpuContext {
                 }
             }));
         }
-        let adapter_hash = crate::kernel_cache::hash_parts(&[
+        let adapter_hash = crate::hash::hash_parts(&[
             summary.name.as_bytes(),
             summary.backend.as_bytes(),
             summary.driver.as_bytes(),

@@ -65,25 +65,16 @@
 //! # Ok::<(), vgpu_gpu::GpuError>(())
 //! ```
 
+mod dispatch;
+
+use crate::hash::hash_parts;
 use crate::runtime::GpuContext;
 use crate::{AdapterSummary, CacheStats, GpuError};
+use dispatch::{compile, read_back, wait_and_map};
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::hash::Hash;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// A 64-bit hash of byte strings, each prefixed by its length (so that the parts'
-/// boundaries count). Deterministic across runs (SipHash with fixed keys).
-pub(crate) fn hash_parts(parts: &[&[u8]]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    for p in parts {
-        p.len().hash(&mut h);
-        h.write(p);
-    }
-    h.finish()
-}
 
 /// Everything that changes a kernel's compiled code: the spec's digest (source,
 /// entry point, specialisation, workgroup size, constants, checks) and the adapter.
@@ -432,19 +423,11 @@ impl KernelCache {
         Ok(t / n)
     }
 
-    fn fail(&self, spec: &KernelSpec, workgroups: [u32; 3], message: String) -> GpuError {
-        if let Err(lost) = self.ctx.check_alive() {
-            return lost;
-        }
-        GpuError::Dispatch {
-            label: spec.label.to_string(),
-            workgroups,
-            message,
-        }
-    }
-
-    /// The whole dispatch path. With empty `bindings` (used by timing) the kernel's
-    /// resources from the previous call are reused as they are.
+    /// The whole dispatch path: checks, the kernel (compiled on a miss), its
+    /// resources, uploads, `repeat` passes in one submission, the wait and the
+    /// readback. With empty `bindings` (used by timing) the kernel's resources
+    /// from the previous call are reused as they are. Returns the time from
+    /// submission to completion.
     fn run(
         &mut self,
         spec: &KernelSpec,
@@ -454,409 +437,153 @@ impl KernelCache {
         readback: bool,
     ) -> Result<Duration, GpuError> {
         self.ctx.check_alive()?;
-        let limits = &self.ctx.limits;
-        let max_wg = limits.max_compute_workgroups_per_dimension;
-        if workgroups.iter().any(|&w| w > max_wg) {
-            return Err(GpuError::Dispatch {
-                label: spec.label.to_string(),
-                workgroups,
-                message: format!("more than {max_wg} workgroups in one dimension"),
-            });
-        }
+        check_launch(&self.ctx.limits, spec, bindings, workgroups)?;
         let reuse = bindings.is_empty();
-        for (index, b) in bindings.iter().enumerate() {
-            let len = b.len();
-            let max = if b.kind() == BindingKind::Uniform {
-                limits.max_uniform_buffer_binding_size
-            } else {
-                limits.max_storage_buffer_binding_size
-            }
-            .min(limits.max_buffer_size);
-            let reason = if len == 0 {
-                Some("empty (bindings need at least 4 bytes)".to_string())
-            } else if len % 4 != 0 {
-                Some(format!("{len} bytes is not a multiple of 4"))
-            } else if len > max {
-                Some(format!(
-                    "{len} bytes exceeds the device's limit of {max} bytes"
-                ))
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                return Err(GpuError::Binding {
-                    label: spec.label.to_string(),
-                    index,
-                    reason,
-                });
-            }
-        }
-
-        let key = self.key(spec);
         let kinds: Vec<BindingKind> = bindings.iter().map(Binding::kind).collect();
-        if !self.kernels.contains_key(&key) {
-            if reuse {
-                return Err(GpuError::Binding {
-                    label: spec.label.to_string(),
-                    index: 0,
-                    reason: "no bindings given and none cached".into(),
-                });
-            }
-            let start = Instant::now();
-            let kernel = compile(self.ctx, spec, &kinds)?;
-            self.stats.compile_time += start.elapsed();
-            self.stats.compiles += 1;
-            self.kernels.insert(key, kernel);
-        } else if readback || !reuse {
-            self.stats.cache_hits += 1;
-        }
-        let device = &self.ctx.device;
-        let queue = &self.ctx.queue;
-        let kernel = self.kernels.get_mut(&key).expect("inserted above");
-        if !reuse && kernel.kinds != kinds {
-            return Err(GpuError::Binding {
-                label: spec.label.to_string(),
-                index: kernel
-                    .kinds
-                    .iter()
-                    .zip(&kinds)
-                    .position(|(a, b)| a != b)
-                    .unwrap_or(kernel.kinds.len().min(kinds.len())),
-                reason: format!(
-                    "the kernel was compiled with bindings {:?}, this call gives {:?}",
-                    kernel.kinds, kinds
-                ),
-            });
-        }
-
+        let key = self.kernel_for(spec, &kinds, reuse, readback)?;
+        let ctx = self.ctx;
+        let kernel = self.kernels.get_mut(&key).expect("compiled above");
+        let device = &ctx.device;
         let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
-
-        // Buffers: allocate once, grow when a larger size comes.
-        let mut stale = kernel.bind_group.is_none();
-        let mut staging_len = 0u64;
-        for (i, b) in bindings.iter().enumerate() {
-            let len = b.len();
-            let kind = kinds[i];
-            let have = kernel.buffers[i].as_ref().map_or(0, |buf| buf.size());
-            if have < len {
-                let usage = if kind == BindingKind::Uniform {
-                    wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST
-                } else {
-                    wgpu::BufferUsages::STORAGE
-                        | wgpu::BufferUsages::COPY_DST
-                        | wgpu::BufferUsages::COPY_SRC
-                };
-                kernel.buffers[i] = Some(device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(&spec.label),
-                    size: len,
-                    usage,
-                    mapped_at_creation: false,
-                }));
-                stale = true;
-            }
-            if kernel.bound_sizes[i] != len {
-                kernel.bound_sizes[i] = len;
-                stale = true;
-            }
-            if kind.downloads() {
-                staging_len = staging_len.next_multiple_of(MAP_ALIGN) + len;
-            }
-        }
-        if stale && !reuse {
-            let entries: Vec<wgpu::BindGroupEntry<'_>> = kernel
-                .buffers
-                .iter()
-                .zip(&kernel.bound_sizes)
-                .enumerate()
-                .map(|(i, (buf, &size))| wgpu::BindGroupEntry {
-                    binding: i as u32,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: buf.as_ref().expect("allocated above"),
-                        offset: 0,
-                        size: NonZeroU64::new(size),
-                    }),
-                })
-                .collect();
-            kernel.bind_group = Some(device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(&spec.label),
-                layout: &kernel.layout,
-                entries: &entries,
-            }));
-        }
-        let staging_len = staging_len.next_multiple_of(4);
-        if readback && staging_len > 0 {
-            let have = kernel.staging.as_ref().map_or(0, |s| s.size());
-            if have < staging_len {
-                kernel.staging = Some(device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("vgpu staging"),
-                    size: staging_len,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                }));
-            }
-        }
-
-        // Uploads.
-        for (i, b) in bindings.iter().enumerate() {
-            if let Some(data) = b.upload() {
-                let buf = kernel.buffers[i].as_ref().expect("allocated above");
-                queue.write_buffer(buf, 0, data);
-                self.stats.bytes_uploaded += data.len() as u64;
-            }
-        }
-
-        // Encode: `repeat` passes, each with the pipeline and bind group set.
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some(&spec.label),
-        });
-        let bind_group = kernel.bind_group.as_ref().expect("built above");
-        for _ in 0..repeat {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(&spec.label),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&kernel.pipeline);
-            pass.set_bind_group(0, bind_group, &[]);
-            pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
-        }
-        let mut offsets = Vec::new();
-        if readback && staging_len > 0 {
-            let staging = kernel.staging.as_ref().expect("allocated above");
-            let mut off = 0u64;
-            for (i, b) in bindings.iter().enumerate() {
-                if kinds[i].downloads() {
-                    off = off.next_multiple_of(MAP_ALIGN);
-                    let buf = kernel.buffers[i].as_ref().expect("allocated above");
-                    encoder.copy_buffer_to_buffer(buf, 0, staging, off, b.len());
-                    offsets.push((i, off));
-                    off += b.len();
-                }
-            }
-        }
+        let staging_len = kernel.prepare(ctx, spec, bindings, &kinds, reuse, readback);
+        self.stats.bytes_uploaded += kernel.upload(ctx, bindings);
+        let readback = readback && staging_len > 0;
+        let (encoder, offsets) = kernel.encode(ctx, spec, bindings, workgroups, repeat, readback);
         let start = Instant::now();
-        let index = queue.submit(Some(encoder.finish()));
+        let index = ctx.queue.submit(Some(encoder.finish()));
         let val = pollster::block_on(scope_val.pop());
         let oom = pollster::block_on(scope_oom.pop());
         if let Some(e) = val.or(oom) {
-            return Err(self.fail(spec, workgroups, e.to_string()));
+            return Err(fail(ctx, spec, workgroups, e.to_string()));
         }
-
-        let mapped = Arc::new(AtomicU8::new(0));
-        let staging = if readback && staging_len > 0 {
-            let staging = kernel.staging.as_ref().expect("allocated above");
-            let flag = Arc::clone(&mapped);
-            staging
-                .slice(..staging_len)
-                .map_async(wgpu::MapMode::Read, move |r| {
-                    flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst)
-                });
-            Some(staging)
+        let staging = if readback {
+            kernel.staging.as_ref()
         } else {
             None
         };
-        // With a readback, the map callback says the submission is done; without
-        // one, ask the queue to say so.
-        let done = Arc::new(AtomicU8::new(0));
-        if staging.is_none() {
-            let done = Arc::clone(&done);
-            queue.on_submitted_work_done(move || done.store(1, Ordering::SeqCst));
-        }
-        let polled = wait(
-            device,
-            index,
-            &done,
-            &mapped,
-            staging.is_some(),
-            self.spin,
-            self.timeout,
-        );
+        let waited = wait_and_map(ctx, index, staging, staging_len, self.spin, self.timeout);
         let elapsed = start.elapsed();
-        if let Err(e) = polled {
-            if let Some(s) = staging {
-                s.unmap();
-            }
-            let msg = format!("waiting for the GPU: {e}");
-            return Err(self.fail(spec, workgroups, msg));
-        }
+        waited.map_err(|msg| fail(ctx, spec, workgroups, msg))?;
         if let Some(staging) = staging {
-            let state = mapped.load(Ordering::SeqCst);
-            if state != 1 {
-                staging.unmap();
-                let msg = if state == 0 {
-                    format!(
-                        "the readback buffer was not mapped within {:?}",
-                        self.timeout
-                    )
-                } else {
-                    "mapping the readback buffer failed".to_string()
-                };
-                return Err(self.fail(spec, workgroups, msg));
-            }
-            {
-                let view = match staging.slice(..staging_len).get_mapped_range() {
-                    Ok(v) => v,
-                    Err(e) => {
-                        staging.unmap();
-                        return Err(self.fail(spec, workgroups, e.to_string()));
-                    }
-                };
-                for &(i, off) in &offsets {
-                    let off = off as usize;
-                    match &mut bindings[i] {
-                        Binding::Write(out) | Binding::ReadWrite(out) => {
-                            let n = out.len();
-                            out.copy_from_slice(&view[off..off + n]);
-                            self.stats.bytes_downloaded += n as u64;
-                        }
-                        _ => unreachable!("only downloading bindings have offsets"),
-                    }
-                }
-            }
+            let copied = read_back(staging, staging_len, bindings, &offsets);
             staging.unmap();
+            self.stats.bytes_downloaded +=
+                copied.map_err(|msg| fail(ctx, spec, workgroups, msg))?;
         }
-        if let Some(msg) = self.ctx.take_uncaptured() {
-            return Err(self.fail(spec, workgroups, msg));
+        if let Some(msg) = ctx.take_uncaptured() {
+            return Err(fail(ctx, spec, workgroups, msg));
         }
         self.stats.gpu_dispatches += repeat as u64;
         Ok(elapsed)
     }
+
+    /// The key of `spec`'s kernel, compiled now on a miss (counted), checked
+    /// against the binding kinds it was compiled with.
+    fn kernel_for(
+        &mut self,
+        spec: &KernelSpec,
+        kinds: &[BindingKind],
+        reuse: bool,
+        readback: bool,
+    ) -> Result<KernelKey, GpuError> {
+        let key = self.key(spec);
+        match self.kernels.get(&key) {
+            None if reuse => {
+                return Err(GpuError::Binding {
+                    label: spec.label.to_string(),
+                    index: 0,
+                    reason: "no bindings given and none cached".into(),
+                })
+            }
+            None => {
+                let start = Instant::now();
+                let kernel = compile(self.ctx, spec, kinds)?;
+                self.stats.compile_time += start.elapsed();
+                self.stats.compiles += 1;
+                self.kernels.insert(key, kernel);
+            }
+            Some(kernel) => {
+                if !reuse && kernel.kinds != kinds {
+                    return Err(GpuError::Binding {
+                        label: spec.label.to_string(),
+                        index: kernel
+                            .kinds
+                            .iter()
+                            .zip(kinds)
+                            .position(|(a, b)| a != b)
+                            .unwrap_or(kernel.kinds.len().min(kinds.len())),
+                        reason: format!(
+                            "the kernel was compiled with bindings {:?}, this call gives {:?}",
+                            kernel.kinds, kinds
+                        ),
+                    });
+                }
+                if readback || !reuse {
+                    self.stats.cache_hits += 1;
+                }
+            }
+        }
+        Ok(key)
+    }
 }
 
-/// Waits for submission `index`: first by spinning on non-blocking polls for up to
-/// `spin` (a blocking fence wait can cost tens of microseconds of wake-up latency,
-/// more than a small kernel takes), then by a blocking wait of at most `timeout`.
-/// Done when the staging buffer is mapped (with `readback`), else when the queue
-/// reports the submission done; a callback that another thread's poll is about to
-/// run is waited for too.
-fn wait(
-    device: &wgpu::Device,
-    index: wgpu::SubmissionIndex,
-    done: &AtomicU8,
-    mapped: &AtomicU8,
-    readback: bool,
-    spin: Duration,
-    timeout: Duration,
-) -> Result<(), wgpu::PollError> {
-    let finished = || {
-        if readback {
-            mapped.load(Ordering::SeqCst) != 0
-        } else {
-            done.load(Ordering::SeqCst) != 0
-        }
-    };
-    let start = Instant::now();
-    while start.elapsed() < spin {
-        device.poll(wgpu::PollType::Poll)?;
-        if finished() {
-            return Ok(());
-        }
-        std::hint::spin_loop();
+/// A dispatch error naming the kernel and its workgroups, or the device loss
+/// behind it.
+fn fail(ctx: &GpuContext, spec: &KernelSpec, workgroups: [u32; 3], message: String) -> GpuError {
+    if let Err(lost) = ctx.check_alive() {
+        return lost;
     }
-    device.poll(wgpu::PollType::Wait {
-        submission_index: Some(index),
-        timeout: Some(timeout),
-    })?;
-    // The submission is done, but its callbacks may not have run yet: they run
-    // at the end of whichever poll collected them, and with several threads
-    // sharing the device (the process-wide context), that can be another
-    // thread's poll, still between collecting and firing them. Keep polling
-    // until ours has run.
-    while !finished() {
-        if start.elapsed() >= spin + timeout {
-            break;
+    GpuError::Dispatch {
+        label: spec.label.to_string(),
+        workgroups,
+        message,
+    }
+}
+
+/// Refuses a dispatch beyond the device's limits before anything is allocated:
+/// workgroups per dimension, and each binding's size (non-empty, a multiple of
+/// 4 bytes, within the uniform or storage binding limit).
+fn check_launch(
+    limits: &wgpu::Limits,
+    spec: &KernelSpec,
+    bindings: &[Binding<'_>],
+    workgroups: [u32; 3],
+) -> Result<(), GpuError> {
+    let max_wg = limits.max_compute_workgroups_per_dimension;
+    if workgroups.iter().any(|&w| w > max_wg) {
+        return Err(GpuError::Dispatch {
+            label: spec.label.to_string(),
+            workgroups,
+            message: format!("more than {max_wg} workgroups in one dimension"),
+        });
+    }
+    for (index, b) in bindings.iter().enumerate() {
+        let len = b.len();
+        let max = if b.kind() == BindingKind::Uniform {
+            limits.max_uniform_buffer_binding_size
+        } else {
+            limits.max_storage_buffer_binding_size
         }
-        device.poll(wgpu::PollType::Poll)?;
-        std::thread::yield_now();
+        .min(limits.max_buffer_size);
+        let reason = if len == 0 {
+            Some("empty (bindings need at least 4 bytes)".to_string())
+        } else if len % 4 != 0 {
+            Some(format!("{len} bytes is not a multiple of 4"))
+        } else if len > max {
+            Some(format!(
+                "{len} bytes exceeds the device's limit of {max} bytes"
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(GpuError::Binding {
+                label: spec.label.to_string(),
+                index,
+                reason,
+            });
+        }
     }
     Ok(())
-}
-
-/// Compiles `spec` (shader module, bind group layout from `kinds`, pipeline) inside
-/// a validation error scope.
-fn compile(
-    ctx: &GpuContext,
-    spec: &KernelSpec,
-    kinds: &[BindingKind],
-) -> Result<CachedKernel, GpuError> {
-    let device = &ctx.device;
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let desc = wgpu::ShaderModuleDescriptor {
-        label: Some(&spec.label),
-        source: wgpu::ShaderSource::Wgsl(std::borrow::Cow::Borrowed(&spec.wgsl)),
-    };
-    let module = if spec.runtime_checks {
-        device.create_shader_module(desc)
-    } else {
-        // SAFETY: the spec's creator promised, through the `unsafe`
-        // `KernelSpec::without_runtime_checks`, that the kernel stays in bounds
-        // and terminates.
-        unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
-    };
-    let entries: Vec<wgpu::BindGroupLayoutEntry> = kinds
-        .iter()
-        .enumerate()
-        .map(|(i, kind)| wgpu::BindGroupLayoutEntry {
-            binding: i as u32,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: match kind {
-                    BindingKind::Uniform => wgpu::BufferBindingType::Uniform,
-                    BindingKind::Read => wgpu::BufferBindingType::Storage { read_only: true },
-                    _ => wgpu::BufferBindingType::Storage { read_only: false },
-                },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        })
-        .collect();
-    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-        label: Some(&spec.label),
-        entries: &entries,
-    });
-    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-        label: Some(&spec.label),
-        bind_group_layouts: &[Some(&layout)],
-        immediate_size: 0,
-    });
-    let constants: Vec<(&str, f64)> = spec
-        .constants
-        .iter()
-        .map(|(n, v)| (n.as_str(), *v))
-        .collect();
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some(&spec.label),
-        layout: Some(&pipeline_layout),
-        module: &module,
-        entry_point: Some(&spec.entry),
-        compilation_options: wgpu::PipelineCompilationOptions {
-            constants: &constants,
-            zero_initialize_workgroup_memory: spec.zero_workgroup_memory,
-        },
-        cache: None,
-    });
-    if let Some(e) = pollster::block_on(scope.pop()) {
-        return Err(GpuError::Compile {
-            label: spec.label.to_string(),
-            entry: spec.entry.to_string(),
-            message: e.to_string(),
-        });
-    }
-    if let Some(msg) = ctx.take_uncaptured() {
-        return Err(GpuError::Compile {
-            label: spec.label.to_string(),
-            entry: spec.entry.to_string(),
-            message: msg,
-        });
-    }
-    Ok(CachedKernel {
-        pipeline,
-        layout,
-        kinds: kinds.to_vec(),
-        buffers: kinds.iter().map(|_| None).collect(),
-        bound_sizes: vec![0; kinds.len()],
-        bind_group: None,
-        staging: None,
-    })
 }
