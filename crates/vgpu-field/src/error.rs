@@ -1,6 +1,6 @@
 //! [`FieldError`]: everything the field engine refuses, naming what and where.
 
-use crate::launch::Dim3;
+use crate::dim3::Dim3;
 
 /// An error of the field engine. Each message names what went wrong and where
 /// (launch dimension, buffer and lengths, trajectory, block, thread, time).

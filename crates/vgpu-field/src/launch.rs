@@ -5,8 +5,8 @@
 //! `x + y·gx + z·gx·gy`, and the global trajectory index is
 //! `block_linear · threads_per_block + thread_linear`.
 
+pub use crate::dim3::Dim3;
 use crate::error::FieldError;
-use std::fmt;
 
 /// CUDA's per-block trajectory limit.
 pub const MAX_THREADS_PER_BLOCK: u64 = 1024;
@@ -14,77 +14,6 @@ pub const MAX_THREADS_PER_BLOCK: u64 = 1024;
 pub const MAX_BLOCK_DIM: [u64; 3] = [1024, 1024, 64];
 /// CUDA's per-axis grid limits (x, y, z).
 pub const MAX_GRID_DIM: [u64; 3] = [(1 << 31) - 1, 65535, 65535];
-
-/// A 3-D extent or index, as CUDA's `dim3` / `uint3`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Dim3 {
-    /// Fastest-varying axis.
-    pub x: u32,
-    /// Middle axis.
-    pub y: u32,
-    /// Slowest-varying axis.
-    pub z: u32,
-}
-
-impl Dim3 {
-    /// `(x, y, z)`.
-    pub const fn new(x: u32, y: u32, z: u32) -> Self {
-        Dim3 { x, y, z }
-    }
-
-    /// `(x, 1, 1)`, a 1-D extent.
-    pub const fn linear(x: u32) -> Self {
-        Dim3 { x, y: 1, z: 1 }
-    }
-
-    /// `x·y·z`, the number of points of this extent.
-    pub const fn count(self) -> u64 {
-        self.x as u64 * self.y as u64 * self.z as u64
-    }
-
-    /// The linear index of `idx` inside extent `self` (x fastest).
-    pub const fn linearize(self, idx: Dim3) -> u64 {
-        idx.x as u64 + self.x as u64 * (idx.y as u64 + self.y as u64 * idx.z as u64)
-    }
-
-    /// The 3-D index of linear index `i` inside extent `self` (x fastest).
-    /// Requires every component of `self` to be non-zero.
-    pub const fn delinearize(self, i: u64) -> Dim3 {
-        let x = (i % self.x as u64) as u32;
-        let rest = i / self.x as u64;
-        let y = (rest % self.y as u64) as u32;
-        let z = (rest / self.y as u64) as u32;
-        Dim3 { x, y, z }
-    }
-
-    fn axes(self) -> [u64; 3] {
-        [self.x as u64, self.y as u64, self.z as u64]
-    }
-}
-
-impl fmt::Display for Dim3 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "({}, {}, {})", self.x, self.y, self.z)
-    }
-}
-
-impl From<u32> for Dim3 {
-    fn from(x: u32) -> Self {
-        Dim3::linear(x)
-    }
-}
-
-impl From<(u32, u32)> for Dim3 {
-    fn from((x, y): (u32, u32)) -> Self {
-        Dim3::new(x, y, 1)
-    }
-}
-
-impl From<(u32, u32, u32)> for Dim3 {
-    fn from((x, y, z): (u32, u32, u32)) -> Self {
-        Dim3::new(x, y, z)
-    }
-}
 
 /// A validated `<<<grid, block>>>`: `grid.count() · block.count()` trajectories.
 ///

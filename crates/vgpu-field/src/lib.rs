@@ -31,6 +31,7 @@ pub mod error;
 pub mod executor;
 pub mod field;
 pub mod flux;
+mod dim3;
 pub mod launch;
 pub mod lorenz;
 pub mod par;

@@ -43,6 +43,9 @@ pub enum Error {
     /// A `.field` kernel: parse, type, argument or launch error (names the place).
     #[error(transparent)]
     Ir(#[from] vgpu_ir::IrError),
+    /// An adaptive ensemble's options or shapes (naming the option or the shapes).
+    #[error(transparent)]
+    Adaptive(#[from] vgpu_field::adaptive::AdaptiveError),
     /// A GPU ensemble failure that is neither the kernel's (`Ir`) nor the
     /// device's (`Gpu`); those two arrive as their own variants.
     #[error(transparent)]
