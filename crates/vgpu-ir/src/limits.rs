@@ -29,6 +29,10 @@ pub struct Limits {
     /// Repetitions of phases (`phase p for j in 0..K`), summed over a kernel's
     /// phases: each one is a compiled segment of the launch. Default 2^16 (65,536).
     pub max_phase_repetitions: u64,
+    /// Steps per trajectory of a phased field, over all its phases and
+    /// repetitions (each phase's span, from the input, over the launch's `dt`).
+    /// Default 2^32 - 1, what the GPU's schedule words hold.
+    pub max_phase_steps: u64,
 }
 
 /// Which of [`Limits`] a size was held against (in [`IrError::Limit`]).
@@ -41,6 +45,8 @@ pub enum LimitKind {
     FluxElements,
     /// [`Limits::max_phase_repetitions`].
     PhaseRepetitions,
+    /// [`Limits::max_phase_steps`].
+    PhaseSteps,
 }
 
 impl LimitKind {
@@ -50,6 +56,7 @@ impl LimitKind {
             LimitKind::SharedBytes => "max_shared_bytes",
             LimitKind::FluxElements => "max_flux_elements",
             LimitKind::PhaseRepetitions => "max_phase_repetitions",
+            LimitKind::PhaseSteps => "max_phase_steps",
         }
     }
     /// The unit of the size and the limit.
@@ -58,6 +65,7 @@ impl LimitKind {
             LimitKind::SharedBytes => "bytes per block",
             LimitKind::FluxElements => "elements",
             LimitKind::PhaseRepetitions => "repetitions",
+            LimitKind::PhaseSteps => "steps",
         }
     }
     /// The limit's value in `limits`.
@@ -66,6 +74,7 @@ impl LimitKind {
             LimitKind::SharedBytes => limits.max_shared_bytes,
             LimitKind::FluxElements => limits.max_flux_elements,
             LimitKind::PhaseRepetitions => limits.max_phase_repetitions,
+            LimitKind::PhaseSteps => limits.max_phase_steps,
         }
     }
 }
@@ -76,6 +85,7 @@ impl Default for Limits {
             max_shared_bytes: 48 * 1024,
             max_flux_elements: 1 << 26,
             max_phase_repetitions: 1 << 16,
+            max_phase_steps: u32::MAX as u64,
         }
     }
 }
@@ -101,6 +111,27 @@ fn elem_bytes(t: ScalarType) -> u128 {
 }
 
 impl Limits {
+    /// Checks `total`, the steps of phased `k` up to and including phase
+    /// `phase`, against [`Limits::max_phase_steps`].
+    ///
+    /// # Errors
+    /// [`IrError::Limit`] naming the phase.
+    pub(crate) fn check_steps(&self, k: &Kernel, phase: usize, total: u128) -> Result<(), IrError> {
+        if total <= self.max_phase_steps as u128 {
+            return Ok(());
+        }
+        let p = &k.phases[phase];
+        Err(IrError::Limit {
+            kernel: k.name.clone(),
+            file: k.source.clone(),
+            pos: p.pos,
+            quantity: format!("phase `{}` brings the steps of a trajectory to", p.name),
+            value: u64::try_from(total).unwrap_or(u64::MAX),
+            limit: self.max_phase_steps,
+            kind: LimitKind::PhaseSteps,
+        })
+    }
+
     /// The lengths and repetition counts of `k` from its uniform values `uni`
     /// (every shared and flux length and repetition count computed), checked.
     ///

@@ -197,6 +197,7 @@ impl<'a> IrPhased<'a> {
         let flux_lens = sizes.flux.iter().map(|&l| l as usize).collect();
         let mut plans = Vec::new();
         let mut phases = Vec::new();
+        let mut total_steps = 0u128;
         for (pi, p) in k.phases.iter().enumerate() {
             if let Some(d) = p
                 .drives
@@ -218,7 +219,10 @@ impl<'a> IrPhased<'a> {
                 let uni = eval::uniform_values(k, &k.reachable(&roots), &var, args, dims)?;
                 let span_v = uni[span.index()].map(|v| v.as_f64()).unwrap_or(f64::NAN);
                 let what = format!("the span of phase `{}`", p.name);
-                steps.push(steps_of(&k.name, span_v, dt, &what)?);
+                let s = steps_of(&k.name, span_v, dt, &what)?;
+                total_steps = total_steps.saturating_add(s as u128);
+                limits.check_steps(k, pi, total_steps)?;
+                steps.push(s);
                 plans.push(Plan {
                     prog: Program::build(k, &k.phase_roots(p), &var, &uni),
                     phase: pi,

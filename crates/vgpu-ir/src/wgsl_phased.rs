@@ -184,7 +184,7 @@ impl PhasedLayout {
         let sizes = limits.sizes(k, &uni)?;
         let mut schedule = Vec::with_capacity(k.phases.len());
         let mut steps = 0usize;
-        for (p, &reps) in k.phases.iter().zip(&sizes.repeats) {
+        for (pi, (p, &reps)) in k.phases.iter().zip(&sizes.repeats).enumerate() {
             let span = p.span.expect("a phased field's phases have spans");
             check_unit_time(k, p, dt)?;
             let reach = k.reachable(&[span]);
@@ -194,6 +194,7 @@ impl PhasedLayout {
                 let span_v = uni[span.index()].map(|v| v.as_f64()).unwrap_or(f64::NAN);
                 let what = format!("the span of phase `{}`", p.name);
                 let s = steps_of(&k.name, span_v, dt, &what)?;
+                limits.check_steps(k, pi, steps as u128 + s as u128)?;
                 let s32 = u32::try_from(s).map_err(|_| {
                     launch_err(
                         k,
@@ -203,7 +204,7 @@ impl PhasedLayout {
                         ),
                     )
                 })?;
-                steps += s;
+                steps = steps.saturating_add(s);
                 rep_steps.push(s32);
             }
             schedule.push(rep_steps);

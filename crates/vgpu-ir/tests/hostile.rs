@@ -208,3 +208,33 @@ fn raised_limits_let_a_larger_launch_through() {
     };
     vgpu_ir::run_cpu_with(&k, &a, &unit(4, 4), &limits).unwrap();
 }
+
+#[test]
+fn phase_steps_over_the_limit_are_refused_before_running() {
+    // 10^10 unit steps would run for hours: refused up front, naming the phase.
+    let e = limit_err(
+        "field f() {\n    state x = 1.0;\n    phase p over 1e10 { d(x)/dt = 0.0; }\n}",
+        |_| {},
+        4,
+        4,
+    );
+    let m = e.to_string();
+    assert!(m.starts_with("k.field:3:5:"), "{m}");
+    assert!(m.contains("`p`") && m.contains("max_phase_steps"), "{m}");
+}
+
+#[test]
+fn a_hand_built_ill_typed_kernel_is_refused_not_run() {
+    // `-` on a u32, built with the IR's own builders: the evaluator would have
+    // nothing to compute it with; run_cpu refuses the kernel instead.
+    let mut k = compile("k.field", "field f() { state x = 1.0; d(x)/dt = x; }").unwrap();
+    let tid = k.builtin(vgpu_ir::Builtin::Thread);
+    let neg = k.unary(vgpu_ir::kernel::UnOp::Neg, tid);
+    let idx = k.cast(vgpu_ir::ScalarType::F32, neg);
+    k.phases[0].updates[0] = vgpu_ir::Update::Rate(idx);
+    let e = run(&k, &Args::new(&k)).unwrap_err();
+    assert!(
+        matches!(e, IrError::Malformed { .. }) && e.to_string().contains("Neg"),
+        "{e}"
+    );
+}
