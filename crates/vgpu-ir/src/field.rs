@@ -123,7 +123,8 @@ impl<'a> IrField<'a> {
     /// Binds `k` (unphased) to `args` for a launch of `n` trajectories in blocks of `bdim`.
     ///
     /// # Errors
-    /// Missing arguments, out-of-bounds reads at uniform indices, a phased kernel.
+    /// Missing arguments, out-of-bounds reads at uniform indices, a phased kernel,
+    /// a kernel that fails [`Kernel::validate`] ([`IrError::Malformed`]).
     pub fn new(
         k: &'a Kernel,
         args: &'a Args,
