@@ -7,6 +7,7 @@
 use crate::Error;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use vgpu_ir::{Integration, Kernel, ScalarType};
 
 /// Limits on what one command may ask of this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +21,11 @@ pub struct Limits {
     /// CPU worker threads; default and ceiling: the machine's hardware threads.
     pub max_threads: usize,
 }
+
+/// Copies of each state component an ensemble may hold at once on the host:
+/// the state, the RK stages (up to 4), the start of the step, the result and
+/// its converted copy for the output.
+const STATE_COPIES: u64 = 8;
 
 /// The default of [`Limits::max_steps`].
 pub const DEFAULT_MAX_STEPS: u64 = 1_000_000_000;
@@ -131,6 +137,36 @@ impl Limits {
             ),
             n => (n, None),
         }
+    }
+
+    /// Refuses, before any allocation, an ensemble of more than 2³² − 1
+    /// trajectories, more steps per trajectory than [`Limits::max_steps`]
+    /// (fields without phases; phased fields take their spans from the kernel),
+    /// or more host memory than [`Limits::max_memory`] for its states, RK
+    /// scratch, outputs and per-trajectory parameters.
+    pub fn ensemble(&self, k: &Kernel, integ: &Integration) -> Result<(), Error> {
+        let n = integ.n;
+        if n > u32::MAX as usize {
+            return Err(Error::Usage(format!(
+                "n = {n}: at most 2^32 - 1 trajectories"
+            )));
+        }
+        if !k.is_phased() {
+            let steps = integ.steps(&k.name)?;
+            self.steps(
+                &format!("t = {}..{} with dt = {}", integ.t0, integ.t1, integ.dt),
+                steps as u64,
+            )?;
+        }
+        let elem: u64 = if k.float_type() == ScalarType::F64 {
+            8
+        } else {
+            4
+        };
+        let per_traj = (k.states.len() as u64 * STATE_COPIES + k.params.len() as u64) * elem;
+        let what = format!("{n} trajectories of {} states", k.states.len());
+        let bytes = self.bytes(&what, n as u64, per_traj)?;
+        self.memory(&what, bytes)
     }
 
     /// Checks a `.npy` file before it is read: a regular file (not a device or

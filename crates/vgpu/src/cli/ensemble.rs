@@ -69,11 +69,6 @@ pub struct EnsembleArgs {
     pub max_steps: u64,
 }
 
-/// Bytes of host memory per state component and trajectory an ensemble may
-/// hold at once: the state, the RK stages (up to 4), the start of the step,
-/// the result and its converted copy for the output file.
-const STATE_COPIES: u64 = 8;
-
 /// The limits of this run: the machine's, with `--max-memory` and `--max-steps`.
 fn limits(a: &EnsembleArgs) -> Result<Limits, vgpu::Error> {
     let mut l = Limits {
@@ -84,34 +79,6 @@ fn limits(a: &EnsembleArgs) -> Result<Limits, vgpu::Error> {
         l.max_memory = parse_size(m).map_err(|e| usage(format!("--max-memory {e}")))?;
     }
     Ok(l)
-}
-
-/// Refuses, before any allocation, an ensemble whose trajectories, steps or
-/// memory exceed the limits.
-fn check_size(
-    a: &EnsembleArgs,
-    k: &Kernel,
-    integ: &Integration,
-    l: &Limits,
-) -> Result<(), vgpu::Error> {
-    if a.n > u32::MAX as usize {
-        return Err(usage(format!("--n {}: at most 2^32 - 1 trajectories", a.n)));
-    }
-    if !k.is_phased() {
-        let steps = integ.steps(&k.name)?;
-        l.steps(&format!("--t {} with --dt {}", a.t, a.dt), steps as u64)?;
-    }
-    let elem: u64 = if k.float_type() == ScalarType::F64 {
-        8
-    } else {
-        4
-    };
-    let per_traj = (k.states.len() as u64 * STATE_COPIES + k.params.len() as u64) * elem;
-    let bytes = l.bytes(&format!("--n {}", a.n), a.n as u64, per_traj)?;
-    l.memory(
-        &format!("--n {} trajectories of {} states", a.n, k.states.len()),
-        bytes,
-    )
 }
 
 fn usage(m: impl Into<String>) -> vgpu::Error {
@@ -326,7 +293,7 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         par,
         progress: None,
     };
-    check_size(&a, &k, &integ, &limits)?;
+    limits.ensemble(&k, &integ)?;
     let args = build_args(&k, &a.params, a.n, &limits)?;
     let backend = vgpu::resolve_backend(a.backend.as_deref())?;
     let dim = k.states.len();
