@@ -27,11 +27,11 @@
 
 pub mod adaptive;
 pub mod demos;
+mod dim3;
 pub mod error;
 pub mod executor;
 pub mod field;
 pub mod flux;
-mod dim3;
 pub mod launch;
 pub mod lorenz;
 pub mod par;

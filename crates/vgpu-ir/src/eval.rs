@@ -181,7 +181,12 @@ fn pool_of(t: ScalarType) -> usize {
 
 impl Program {
     /// Compiles the nodes reachable from `roots`, with uniform values baked in.
-    pub fn build(k: &Kernel, roots: &[NodeId], var: &[Variance], uni: &[Option<Value>]) -> Program {
+    pub(crate) fn build(
+        k: &Kernel,
+        roots: &[NodeId],
+        var: &[Variance],
+        uni: &[Option<Value>],
+    ) -> Program {
         let nodes = k.reachable(roots);
         let mut p = Program {
             lane: vec![],
@@ -299,7 +304,7 @@ pub(crate) enum SharedCol {
 }
 
 impl SharedCol {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             SharedCol::F32(v) => v.len(),
             SharedCol::F64(v) => v.len(),
@@ -307,7 +312,7 @@ impl SharedCol {
             SharedCol::Bool(v) => v.len(),
         }
     }
-    pub fn get(&self, i: usize, ty: ScalarType) -> Value {
+    pub(crate) fn get(&self, i: usize, ty: ScalarType) -> Value {
         match self {
             SharedCol::F32(v) => Value::F32(v[i]),
             SharedCol::F64(v) => Value::F64(v[i]),
@@ -355,7 +360,7 @@ pub(crate) struct Fault {
 }
 
 impl Fault {
-    pub fn into_error(self, k: &Kernel, first: usize, bdim: u32) -> IrError {
+    pub(crate) fn into_error(self, k: &Kernel, first: usize, bdim: u32) -> IrError {
         let name = if self.shared {
             &k.shared[self.which as usize].name
         } else {

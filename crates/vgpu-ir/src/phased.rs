@@ -142,7 +142,7 @@ impl<'a> IrPhased<'a> {
     /// unit-time phases (jumps, integer drives and emits) with `dt ≠ 1`, a
     /// driven `bool` shared sub-field, a `bool` flux output, sizes over `limits`
     /// (checked before anything of that size is allocated or compiled).
-    pub fn new(
+    pub(crate) fn new(
         k: &'a Kernel,
         args: &'a Args,
         lanes: usize,
@@ -252,7 +252,7 @@ impl<'a> IrPhased<'a> {
     }
 
     /// Zeroed flux buffers, one per flux output (none is `bool`: refused by [`IrPhased::new`]).
-    pub fn flux_buffers(&self) -> Vec<FluxBuffer> {
+    pub(crate) fn flux_buffers(&self) -> Vec<FluxBuffer> {
         self.k
             .fluxes
             .iter()
@@ -262,7 +262,7 @@ impl<'a> IrPhased<'a> {
     }
 
     /// The flux outputs by name, as buffers.
-    pub fn flux_outputs(&self, bufs: Vec<FluxBuffer>) -> Vec<(String, Buffer)> {
+    pub(crate) fn flux_outputs(&self, bufs: Vec<FluxBuffer>) -> Vec<(String, Buffer)> {
         self.k
             .fluxes
             .iter()
@@ -280,12 +280,12 @@ impl<'a> IrPhased<'a> {
     }
 
     /// Steps per trajectory over all phases.
-    pub fn total_steps(&self) -> usize {
+    pub(crate) fn total_steps(&self) -> usize {
         self.phases.iter().flat_map(|p| &p.steps).sum()
     }
 
     /// The evaluation fault behind a launch error, if the error stands for one.
-    pub fn take_fault(&self, e: &FieldError) -> Option<IrError> {
+    pub(crate) fn take_fault(&self, e: &FieldError) -> Option<IrError> {
         if !matches!(e, FieldError::Invalid { .. }) {
             return None;
         }

@@ -208,7 +208,7 @@ pub(super) struct PhaseWork<T> {
 }
 
 impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
-    pub fn work(&self) -> PhaseWork<T> {
+    pub(super) fn work(&self) -> PhaseWork<T> {
         let dim = self.kernel.dim();
         let len = dim * self.cfg.threads_per_block() + self.kernel.shared_len();
         PhaseWork {
@@ -223,7 +223,7 @@ impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
         }
     }
 
-    pub fn run_block(
+    pub(super) fn run_block(
         &self,
         w: &mut PhaseWork<T>,
         block: usize,

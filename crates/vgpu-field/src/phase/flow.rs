@@ -316,7 +316,7 @@ pub(super) struct FlowJob<'a, T: Real, K: FlowKernel<T> + ?Sized> {
 }
 
 impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
-    pub fn work(&self) -> FlowWork<T, K::Scratch> {
+    pub(super) fn work(&self) -> FlowWork<T, K::Scratch> {
         let lanes = self.launch.cfg.threads_per_block();
         let len = lanes * self.kernel.dim();
         let tableau = self.launch.barrier.method.tableau();
@@ -339,7 +339,7 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
         }
     }
 
-    pub fn run_block(
+    pub(super) fn run_block(
         &self,
         w: &mut FlowWork<T, K::Scratch>,
         block: usize,

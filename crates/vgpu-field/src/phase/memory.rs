@@ -111,7 +111,7 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    pub fn new(decls: &[SharedDecl]) -> Layout {
+    pub(crate) fn new(decls: &[SharedDecl]) -> Layout {
         let mut sizes = [0usize; 4];
         let places = decls
             .iter()
@@ -130,7 +130,7 @@ impl Layout {
     }
 
     /// A block's memory at its initial values.
-    pub fn initial(&self, decls: &[SharedDecl]) -> SharedMem {
+    pub(crate) fn initial(&self, decls: &[SharedDecl]) -> SharedMem {
         let mut m = SharedMem {
             f32s: vec![0.0; self.sizes[0]],
             f64s: vec![0.0; self.sizes[1]],
@@ -265,7 +265,7 @@ pub(crate) enum TypedLog {
 }
 
 impl TypedLog {
-    pub fn for_buffer(b: &FluxBuffer) -> TypedLog {
+    pub(crate) fn for_buffer(b: &FluxBuffer) -> TypedLog {
         match b {
             FluxBuffer::F32(_) => TypedLog::F32(FluxLog::new()),
             FluxBuffer::F64(_) => TypedLog::F64(FluxLog::new()),
@@ -274,7 +274,7 @@ impl TypedLog {
         }
     }
     /// Records `amount` (of the log's type, checked by the caller) for `index`.
-    pub fn push(&mut self, index: usize, amount: Elem) {
+    pub(crate) fn push(&mut self, index: usize, amount: Elem) {
         match (self, amount) {
             (TypedLog::F32(l), Elem::F32(a)) => l.push(index, a),
             (TypedLog::F64(l), Elem::F64(a)) => l.push(index, a),
@@ -283,7 +283,7 @@ impl TypedLog {
             (log, a) => unreachable!("{a:?} into a {log:?}: types are checked at emission"),
         }
     }
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             TypedLog::F32(l) => l.len(),
             TypedLog::F64(l) => l.len(),
@@ -292,7 +292,7 @@ impl TypedLog {
         }
     }
     /// Adds the emissions to `acc` (the buffer this log was made for), in order.
-    pub fn apply(&self, acc: &mut FluxBuffer) {
+    pub(crate) fn apply(&self, acc: &mut FluxBuffer) {
         match (self, acc) {
             (TypedLog::F32(l), FluxBuffer::F32(a)) => l.apply(a),
             (TypedLog::F64(l), FluxBuffer::F64(a)) => l.apply(a),

@@ -4,13 +4,13 @@
 use vgpu_gpu::{BackendChoice, KernelCache, VgpuCache};
 
 /// Whether CI demands a GPU (`VGPU_REQUIRE_GPU=1`): then a missing adapter fails.
-pub fn gpu_required() -> bool {
+pub(crate) fn gpu_required() -> bool {
     std::env::var("VGPU_REQUIRE_GPU").is_ok_and(|v| v == "1")
 }
 
 /// A `VgpuCache` on the GPU, or `None` (with a printed line) when there is no
 /// adapter and `VGPU_REQUIRE_GPU` is not 1.
-pub fn gpu_cache(test: &str) -> Option<VgpuCache> {
+pub(crate) fn gpu_cache(test: &str) -> Option<VgpuCache> {
     match VgpuCache::with_backend(BackendChoice::Gpu) {
         Ok(c) => Some(c),
         Err(e) if !gpu_required() => {
@@ -24,7 +24,7 @@ pub fn gpu_cache(test: &str) -> Option<VgpuCache> {
 }
 
 /// A generic `KernelCache` on the GPU, or `None` as for [`gpu_cache`].
-pub fn kernel_cache(test: &str) -> Option<KernelCache> {
+pub(crate) fn kernel_cache(test: &str) -> Option<KernelCache> {
     match KernelCache::new() {
         Ok(c) => Some(c),
         Err(e) if !gpu_required() => {
@@ -38,7 +38,7 @@ pub fn kernel_cache(test: &str) -> Option<KernelCache> {
 }
 
 /// Deterministic pseudo-random f32 in [-1, 1) (SplitMix64).
-pub fn random(len: usize, seed: u64) -> Vec<f32> {
+pub(crate) fn random(len: usize, seed: u64) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
     (0..len)
         .map(|_| {
@@ -53,7 +53,7 @@ pub fn random(len: usize, seed: u64) -> Vec<f32> {
 }
 
 /// The product in f64, the plain triple loop: the reference both executors are held to.
-pub fn reference(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
+pub(crate) fn reference(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
     let mut c = vec![0.0f64; m * n];
     for i in 0..m {
         for p in 0..k {
@@ -67,7 +67,7 @@ pub fn reference(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64>
 }
 
 /// ‖got − want‖_F / ‖want‖_F.
-pub fn rel_frobenius(got: &[f32], want: &[f64]) -> f64 {
+pub(crate) fn rel_frobenius(got: &[f32], want: &[f64]) -> f64 {
     assert_eq!(got.len(), want.len());
     let num: f64 = got
         .iter()
@@ -79,7 +79,7 @@ pub fn rel_frobenius(got: &[f32], want: &[f64]) -> f64 {
 }
 
 /// ‖x − y‖_F / ‖y‖_F between two f32 results.
-pub fn rel_frobenius_f32(x: &[f32], y: &[f32]) -> f64 {
+pub(crate) fn rel_frobenius_f32(x: &[f32], y: &[f32]) -> f64 {
     let y64: Vec<f64> = y.iter().map(|&v| v as f64).collect();
     rel_frobenius(x, &y64)
 }

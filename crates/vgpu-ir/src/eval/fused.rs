@@ -238,7 +238,7 @@ impl Builder<'_> {
 impl Plan {
     /// Groups `prog.vary` into chains for states of type `ty`; `rates` are the
     /// sources of `dh/dt` (one per state component).
-    pub fn build(prog: &Program, rates: &[Src], ty: ScalarType) -> Plan {
+    pub(crate) fn build(prog: &Program, rates: &[Src], ty: ScalarType) -> Plan {
         let vary = &prog.vary[..];
         let slots = prog.slots[super::pool_of(ty)] as usize;
         let mut uses = vec![0u32; slots];
@@ -350,28 +350,28 @@ impl Plan {
     }
 
     /// The float type the chains compute in.
-    pub fn ty(&self) -> ScalarType {
+    pub(crate) fn ty(&self) -> ScalarType {
         self.ty
     }
 
     /// Whether rate `k` is written by a chain (so it needs no copy).
-    pub fn is_direct(&self, k: usize) -> bool {
+    pub(crate) fn is_direct(&self, k: usize) -> bool {
         self.direct[k]
     }
 
     /// Chains and the nodes they compute.
-    pub fn chains(&self) -> (usize, usize) {
+    pub(crate) fn chains(&self) -> (usize, usize) {
         (self.chains, self.steps.len())
     }
 
     /// Whether a chain reads the stage time (constant 0 of [`Plan::const_columns`]).
-    pub fn reads_time(&self) -> bool {
+    pub(crate) fn reads_time(&self) -> bool {
         self.time
     }
 
     /// The constants broadcast over a chunk (`CHUNK` copies each); entry 0
     /// (the time) is refreshed at every evaluation.
-    pub fn const_columns<T: IrFloat>(&self) -> Vec<T> {
+    pub(crate) fn const_columns<T: IrFloat>(&self) -> Vec<T> {
         self.consts
             .iter()
             .flat_map(|v| std::iter::repeat_n(T::from_value(*v), CHUNK))
@@ -415,7 +415,7 @@ pub(crate) struct Resolved {
 
 impl Resolved {
     /// Resolves `plan` for blocks of `lanes` lanes (pool columns `lanes` wide).
-    pub fn new(plan: &Plan, lanes: usize) -> Resolved {
+    pub(crate) fn new(plan: &Plan, lanes: usize) -> Resolved {
         let op = |l: Loc| {
             let (base, off, mask) = match l {
                 Loc::Pool(c) => (POOL, c as usize * lanes, usize::MAX),
