@@ -1,5 +1,10 @@
 //! Runs every case folder of the repository's ptx-cases/ (real nvcc PTX, outputs from an
-//! H200) and of tests/cases (planted bugs that the checker must report).
+//! H200), of ptx-cases/corpus/<suite>/ (public CUDA code: cuda-samples, CUB primitives) and
+//! of tests/cases (planted bugs that the checker must report).
+//!
+//! A corpus case whose case.json has a `"known_failure": "<reason>"` key is a bug VGPU has
+//! not fixed yet: it must still fail, so that the list stays honest (when one passes, the
+//! test says to remove the key).
 
 use std::path::{Path, PathBuf};
 
@@ -63,4 +68,58 @@ fn planted_bug_cases_are_reported() {
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases")),
         6,
     );
+}
+
+fn corpus_root() -> PathBuf {
+    shared_cases_root().join("corpus")
+}
+
+fn known_failure(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("case.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("known_failure")?.as_str().map(str::to_owned)
+}
+
+#[test]
+fn corpus_cases_pass_except_known_failures() {
+    let root = corpus_root();
+    assert!(root.is_dir(), "{} is missing", root.display());
+    let mut suites: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    suites.sort();
+    let (mut total, mut known) = (0usize, 0usize);
+    let mut failed = Vec::new();
+    let mut fixed = Vec::new();
+    for s in &suites {
+        for d in case_dirs(s) {
+            total += 1;
+            let kf = known_failure(&d);
+            let r = run_case(&d, &ExecOptions::default());
+            let passed = matches!(&r, Ok(r) if r.passed());
+            match (&kf, passed) {
+                (None, true) => {}
+                (None, false) => failed.push(match r {
+                    Err(e) => format!("{}: {e}", d.display()),
+                    Ok(r) => format!(
+                        "{}: error {:?}, buffers {:?}",
+                        d.display(),
+                        r.error.map(|e| e.to_string()),
+                        r.buffers
+                    ),
+                }),
+                (Some(_), false) => known += 1,
+                (Some(why), true) => fixed.push(format!(
+                    "{} passes now: remove its \"known_failure\" ({why}) from case.json and from ptx-cases/corpus/README.md",
+                    d.display()
+                )),
+            }
+        }
+    }
+    assert!(total >= 60, "{}: {total} corpus cases, expected at least 60", root.display());
+    assert!(failed.is_empty(), "failed corpus cases:\n{}", failed.join("\n"));
+    assert!(fixed.is_empty(), "{}", fixed.join("\n"));
+    eprintln!("corpus: {total} cases, {} pass, {known} known failures", total - known);
 }
