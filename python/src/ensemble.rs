@@ -11,7 +11,7 @@ use vgpu::ir::{compile, Args, Buffer, Integration, Kernel, Method, Par, ScalarTy
 use vgpu::{Dispatcher, EnsembleJob, EnsembleRun};
 
 /// Everything an ensemble launch needs, checked and converted (no Python objects).
-pub struct PreparedEnsemble {
+pub(crate) struct PreparedEnsemble {
     /// The compiled kernel.
     pub kernel: Kernel,
     /// Its arguments.
@@ -26,7 +26,7 @@ impl PreparedEnsemble {
     /// Runs the job (no GIL needed) through the facade's [`Dispatcher`], which
     /// holds the GPU kernel cache (a kernel compiles once per `VGPU` object) and
     /// decides the backend and the CPU fallback exactly as `vgpu ensemble` does.
-    pub fn run(&self, dispatcher: &Mutex<Dispatcher>) -> Result<EnsembleRun, vgpu::Error> {
+    pub(crate) fn run(&self, dispatcher: &Mutex<Dispatcher>) -> Result<EnsembleRun, vgpu::Error> {
         let mut d = dispatcher.lock().map_err(|_| {
             vgpu::Error::Usage("VGPU is unusable: an earlier call panicked".to_string())
         })?;
@@ -36,6 +36,7 @@ impl PreparedEnsemble {
             integration: &self.integration,
             backend: self.backend,
             kernel_time: None,
+            limits: Default::default(),
         })
     }
 }
@@ -168,7 +169,7 @@ fn buffer<'py>(
 
 /// Compiles `source` (named `file` in messages) and converts the arguments.
 #[allow(clippy::too_many_arguments)]
-pub fn prepare(
+pub(crate) fn prepare(
     py: Python<'_>,
     source: &str,
     file: &str,
@@ -225,7 +226,7 @@ pub fn prepare(
 }
 
 /// A buffer as a numpy array of the given shape.
-pub fn buffer_to_numpy(py: Python<'_>, b: Buffer, shape: &[usize]) -> PyResult<Py<PyAny>> {
+pub(crate) fn buffer_to_numpy(py: Python<'_>, b: Buffer, shape: &[usize]) -> PyResult<Py<PyAny>> {
     fn arr<T: numpy::Element>(py: Python<'_>, v: Vec<T>, shape: &[usize]) -> PyResult<Py<PyAny>> {
         let a = v.into_pyarray(py);
         Ok(a.reshape(shape)?.into_any().unbind())
@@ -239,7 +240,7 @@ pub fn buffer_to_numpy(py: Python<'_>, b: Buffer, shape: &[usize]) -> PyResult<P
 }
 
 /// The result as (states (n, dim), {flux name: 1-D array}, backend).
-pub fn result_to_python(
+pub(crate) fn result_to_python(
     py: Python<'_>,
     r: EnsembleRun,
 ) -> PyResult<(Py<PyAny>, Py<PyDict>, &'static str)> {

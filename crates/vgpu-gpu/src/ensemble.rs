@@ -15,7 +15,7 @@ use crate::kernel_cache::{Binding, KernelCache, KernelSpec};
 use std::time::{Duration, Instant};
 use vgpu_ir::wgsl::{emit_wgsl, meta_words};
 use vgpu_ir::wgsl_phased::{emit_wgsl_phased, fault_error, PhasedLayout};
-use vgpu_ir::{Args, Buffer, Integration, IrError, Kernel, ScalarType};
+use vgpu_ir::{Args, Buffer, Integration, IrError, Kernel, Limits, ScalarType};
 
 /// Invocations per workgroup of generated ensemble kernels.
 pub const ENSEMBLE_WORKGROUP: u32 = 64;
@@ -186,8 +186,9 @@ impl Prepared {
         k: &Kernel,
         args: &Args,
         integ: &Integration,
+        limits: &Limits,
     ) -> Result<Prepared, IrError> {
-        let layout = PhasedLayout::new(k, args, integ)?;
+        let layout = PhasedLayout::new_with(k, args, integ, limits)?;
         let spec = phased_spec(cache, k, integ, &layout)?;
         Ok(Prepared {
             spec,
@@ -225,10 +226,26 @@ pub fn run_ensemble_gpu(
     integ: &Integration,
     timing: Option<u32>,
 ) -> Result<GpuEnsemble, EnsembleError> {
+    run_ensemble_gpu_with(cache, k, args, integ, timing, &Limits::default())
+}
+
+/// [`run_ensemble_gpu`] with the front end's size limits (shared and flux
+/// sizes, phase repetitions and steps) given rather than the defaults.
+///
+/// # Errors
+/// As [`run_ensemble_gpu`], and [`IrError::Limit`] for a size beyond `limits`.
+pub fn run_ensemble_gpu_with(
+    cache: &mut KernelCache,
+    k: &Kernel,
+    args: &Args,
+    integ: &Integration,
+    timing: Option<u32>,
+    limits: &Limits,
+) -> Result<GpuEnsemble, EnsembleError> {
     let start = Instant::now();
     args.check_complete()?;
     let p = if k.is_phased() {
-        Prepared::phased(cache, k, args, integ)?
+        Prepared::phased(cache, k, args, integ, limits)?
     } else {
         Prepared::unphased(k, args, integ)?
     };

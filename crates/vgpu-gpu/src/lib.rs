@@ -25,7 +25,7 @@ mod stats;
 mod vgpu_cache;
 
 pub use backend::{ActiveBackend, BackendChoice};
-pub use ensemble::{run_ensemble_gpu, EnsembleError, GpuEnsemble};
+pub use ensemble::{run_ensemble_gpu, run_ensemble_gpu_with, EnsembleError, GpuEnsemble};
 pub use error::GpuError;
 pub use kernel_cache::{Binding, KernelCache, KernelKey, KernelSpec};
 pub use matmul::tile::Tile;

@@ -11,7 +11,8 @@
 //! let integration = vgpu::Integration::new(1024, 0.0, 1.0, 1e-3);
 //! let mut d = Dispatcher::new();
 //! let job = EnsembleJob { kernel: &k, args: &args, integration: &integration,
-//!                         backend: resolve_backend(None)?, kernel_time: None };
+//!                         backend: resolve_backend(None)?, kernel_time: None,
+//!                         limits: Default::default() };
 //! let run = d.ensemble(&job)?;
 //! println!("{} ({} fallbacks)", run.backend, d.cpu_fallbacks());
 //! # Ok::<(), vgpu::Error>(())
@@ -19,8 +20,8 @@
 
 use crate::Error;
 use std::time::{Duration, Instant};
-use vgpu_gpu::{run_ensemble_gpu, ActiveBackend, EnsembleError, KernelCache};
-use vgpu_ir::{run_cpu, Args, Buffer, Integration, Kernel};
+use vgpu_gpu::{run_ensemble_gpu_with, ActiveBackend, EnsembleError, KernelCache};
+use vgpu_ir::{run_cpu_with, Args, Buffer, Integration, Kernel};
 
 /// Which executor a launch is asked to use: `cpu`, `gpu` or `auto`.
 ///
@@ -62,6 +63,9 @@ pub struct EnsembleJob<'a> {
     pub backend: Backend,
     /// GPU only: also time the kernel alone over this many dispatches.
     pub kernel_time: Option<u32>,
+    /// The front end's size limits (shared and flux sizes, phase repetitions
+    /// and steps), the same on both backends.
+    pub limits: vgpu_ir::Limits,
 }
 
 /// What an ensemble launch produced, and where.
@@ -124,7 +128,10 @@ impl Dispatcher {
                 Err(e) if e.cpu_can_run() => {
                     self.cpu_fallbacks += 1;
                     Some(match e {
-                        EnsembleError::Gpu(e) => format!("the GPU failed or is absent ({e})"),
+                        EnsembleError::Gpu(e @ vgpu_gpu::GpuError::NoAdapter { .. }) => {
+                            format!("no GPU ({e})")
+                        }
+                        EnsembleError::Gpu(e) => format!("the GPU failed ({e})"),
                         e => e.to_string(),
                     })
                 }
@@ -132,7 +139,7 @@ impl Dispatcher {
             },
         };
         let start = Instant::now();
-        let out = run_cpu(job.kernel, job.args, job.integration)?;
+        let out = run_cpu_with(job.kernel, job.args, job.integration, &job.limits)?;
         Ok(EnsembleRun {
             backend: ActiveBackend::Cpu,
             adapter: format!("{} threads", job.integration.par.threads()),
@@ -160,7 +167,14 @@ impl Dispatcher {
             Some(c) => c,
             slot @ None => slot.insert(KernelCache::new()?),
         };
-        let r = run_ensemble_gpu(cache, k, job.args, job.integration, job.kernel_time)?;
+        let r = run_ensemble_gpu_with(
+            cache,
+            k,
+            job.args,
+            job.integration,
+            job.kernel_time,
+            &job.limits,
+        )?;
         Ok(EnsembleRun {
             backend: ActiveBackend::Gpu,
             adapter: cache.adapter().to_string(),

@@ -289,11 +289,37 @@ fn auto_runs_on_the_cpu_what_the_gpu_cannot_hold() {
             .args(["ensemble"])
             .arg(&file)
             .args(["--n", "512", "--t", "0:1", "--dt", "0.25", "--json"])
-            .args(["--param", "x=linspace:0:1", "--backend", backend, "--out"])
+            .args(["--param", "x=linspace:0:1", "--backend", backend])
+            // 400,000 bytes of shared memory: over CUDA's 48 KiB default limit.
+            .args(["--max-shared-bytes", "400000", "--out"])
             .arg(out)
             .output()
             .unwrap()
     };
+    // Without the option the limit is named, with the option that raises it.
+    let o = vgpu()
+        .args(["ensemble"])
+        .arg(&file)
+        .args([
+            "--n",
+            "512",
+            "--t",
+            "0:1",
+            "--dt",
+            "0.25",
+            "--backend",
+            "cpu",
+        ])
+        .args(["--param", "x=linspace:0:1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("over the limit of 49152 bytes per block")
+            && err.contains("--max-shared-bytes"),
+        "{err}"
+    );
     let (auto_out, cpu_out) = (tmp("big_auto.npy"), tmp("big_cpu.npy"));
     let o = run("auto", &auto_out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -25,6 +25,7 @@ fn job<'a>(
         integration: integ,
         backend: b,
         kernel_time: None,
+        limits: Default::default(),
     }
 }
 

@@ -67,6 +67,40 @@ pub struct EnsembleArgs {
     /// Steps per trajectory the run may take.
     #[arg(long, default_value_t = vgpu::limits::DEFAULT_MAX_STEPS)]
     pub max_steps: u64,
+    /// Bytes of shared sub-fields per block (default 49152, CUDA's static limit).
+    #[arg(long)]
+    pub max_shared_bytes: Option<u64>,
+    /// Elements of flux outputs, all together (default 2^26).
+    #[arg(long)]
+    pub max_flux_elements: Option<u64>,
+    /// Phase repetitions (`phase p for j in 0..K`), summed (default 2^16).
+    #[arg(long)]
+    pub max_phase_repetitions: Option<u64>,
+    /// Steps per trajectory of a phased field (default 2^32 - 1).
+    #[arg(long)]
+    pub max_phase_steps: Option<u64>,
+}
+
+/// The front end's limits: the defaults, raised or lowered by the options.
+fn ir_limits(a: &EnsembleArgs) -> vgpu::ir::Limits {
+    let d = vgpu::ir::Limits::default();
+    vgpu::ir::Limits {
+        max_shared_bytes: a.max_shared_bytes.unwrap_or(d.max_shared_bytes),
+        max_flux_elements: a.max_flux_elements.unwrap_or(d.max_flux_elements),
+        max_phase_repetitions: a.max_phase_repetitions.unwrap_or(d.max_phase_repetitions),
+        max_phase_steps: a.max_phase_steps.unwrap_or(d.max_phase_steps),
+    }
+}
+
+/// A front-end limit error with the option of this command that raises it.
+fn name_the_option(e: vgpu::Error) -> vgpu::Error {
+    match e {
+        vgpu::Error::Ir(vgpu::ir::IrError::Limit { kind, .. }) => {
+            let flag = format!("--{}", kind.field().replace('_', "-"));
+            vgpu::Error::Usage(format!("{e} [vgpu ensemble: {flag}]"))
+        }
+        e => e,
+    }
 }
 
 /// The limits of this run: the machine's, with `--max-memory` and `--max-steps`.
@@ -322,8 +356,10 @@ pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
             integration: &integ,
             backend,
             kernel_time: a.kernel_time,
+            limits: ir_limits(&a),
         })
-    })?;
+    })
+    .map_err(name_the_option)?;
     let note = run
         .fallback
         .as_deref()
