@@ -10,6 +10,17 @@ use serde::Deserialize;
 
 use crate::error::{FaultClass, PtxError};
 use crate::launch::{ExecOptions, KernelArg, LaunchConfig, LaunchStats, Module};
+use crate::limits::{self, read_file_limited, MAX_CASE_JSON_BYTES};
+
+/// How the case runner treats the files a case.json names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CaseOptions {
+    /// Allow the PTX module and buffer files a case names to lie anywhere
+    /// (`vgpu ptx run --allow-outside`). By default each must lie, after every
+    /// symbolic link is resolved, inside the case's folder or its parent
+    /// folder (the repository's cases share `../kernels.ptx`).
+    pub allow_outside: bool,
+}
 
 /// A case.json.
 #[derive(Debug, Clone, Deserialize)]
@@ -121,6 +132,8 @@ pub struct CaseReport {
     pub expect_error: Option<String>,
     /// The launch's statistics (when it completed).
     pub stats: Option<LaunchStats>,
+    /// The PTX module the case ran (resolved, with symbolic links followed).
+    pub ptx_path: PathBuf,
 }
 
 impl CaseReport {
@@ -148,19 +161,59 @@ fn elem_size(dtype: &str) -> Option<usize> {
     })
 }
 
-fn read_bin(dir: &Path, file: &str, bytes: usize) -> Result<Vec<u8>, PtxError> {
-    let p = dir.join(file);
-    let data = std::fs::read(&p).map_err(|e| PtxError::Case {
-        path: p.display().to_string(),
-        msg: e.to_string(),
-    })?;
-    if data.len() != bytes {
+/// Reads buffer file `file` of a case: a regular file of exactly `bytes`
+/// bytes (never read further than that).
+fn read_bin(
+    dir: &Path,
+    file: &str,
+    bytes: u64,
+    what: &str,
+    copts: &CaseOptions,
+) -> Result<Vec<u8>, PtxError> {
+    let p = resolve(dir, file, what, copts)?;
+    let data = read_file_limited(&p, bytes, what)?;
+    if data.len() as u64 != bytes {
         return Err(PtxError::Case {
             path: p.display().to_string(),
-            msg: format!("{} bytes, the case says {bytes}", data.len()),
+            msg: format!("{what}: {} bytes, the case says {bytes}", data.len()),
         });
     }
     Ok(data)
+}
+
+/// The file `name` of the case in folder `dir`, with symbolic links resolved.
+/// Unless `copts.allow_outside`, it must lie inside the case's folder or that
+/// folder's parent (both resolved); the file is not opened otherwise.
+pub fn resolve(
+    dir: &Path,
+    name: &str,
+    what: &str,
+    copts: &CaseOptions,
+) -> Result<PathBuf, PtxError> {
+    let joined = dir.join(name);
+    let cerr = |msg: String| PtxError::Case {
+        path: joined.display().to_string(),
+        msg,
+    };
+    let target = joined
+        .canonicalize()
+        .map_err(|e| cerr(format!("{what}: {e}")))?;
+    if copts.allow_outside {
+        return Ok(target);
+    }
+    let case_dir = dir
+        .canonicalize()
+        .map_err(|e| cerr(format!("the case's folder: {e}")))?;
+    let root = case_dir.parent().unwrap_or(&case_dir);
+    if !target.starts_with(root) {
+        return Err(cerr(format!(
+            "{what} resolves to {}, outside the case's folder and its parent ({}); \
+             --allow-outside (CaseOptions::allow_outside) allows it",
+            target.display(),
+            root.display()
+        )));
+    }
+    Ok(target)
 }
 
 /// Element `i` of a raw buffer as f64, and as an ordered integer for ulp distances.
@@ -248,27 +301,46 @@ pub fn compare(
     r
 }
 
-/// Reads a case.json.
+/// Reads a case.json: a regular file of at most [`MAX_CASE_JSON_BYTES`].
 pub fn load_case(path: &Path) -> Result<Case, PtxError> {
-    let text = std::fs::read_to_string(path).map_err(|e| PtxError::Case {
+    let bytes = read_file_limited(path, MAX_CASE_JSON_BYTES, "case.json")?;
+    parse_case(&bytes).map_err(|msg| PtxError::Case {
         path: path.display().to_string(),
-        msg: e.to_string(),
-    })?;
-    serde_json::from_str(&text).map_err(|e| PtxError::Case {
-        path: path.display().to_string(),
-        msg: e.to_string(),
+        msg,
     })
 }
 
-/// Runs the case at `path` (a case.json, or a folder holding one).
+/// Parses the bytes of a case.json (UTF-8 JSON of the [`Case`] format).
+pub fn parse_case(bytes: &[u8]) -> Result<Case, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 text ({e})"))?;
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+/// Runs the case at `path` (a case.json, or a folder holding one), its files
+/// confined to the case's folder and its parent (see [`CaseOptions`]).
 pub fn run_case(path: &Path, opts: &ExecOptions) -> Result<CaseReport, PtxError> {
+    run_case_with(path, opts, &CaseOptions::default())
+}
+
+/// Runs the case at `path` with `copts`. Every size the case declares (buffer
+/// lengths × element sizes, their total, the launch geometry) is checked
+/// against `opts.limits` before anything is allocated, and files are read only
+/// up to the size their declaration implies.
+pub fn run_case_with(
+    path: &Path,
+    opts: &ExecOptions,
+    copts: &CaseOptions,
+) -> Result<CaseReport, PtxError> {
     let path = if path.is_dir() {
         path.join("case.json")
     } else {
         path.to_path_buf()
     };
     let case = load_case(&path)?;
-    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
     let cerr = |msg: String| PtxError::Case {
         path: path.display().to_string(),
         msg,
@@ -278,16 +350,32 @@ pub fn run_case(path: &Path, opts: &ExecOptions) -> Result<CaseReport, PtxError>
             return Err(cerr(format!("unknown expect_error class `{c}`")));
         }
     }
-    let module = Module::from_file(&dir.join(&case.ptx))?;
-    let names: Vec<&String> = case.buffers.keys().collect();
-    let mut bufs = Vec::new();
+    let ptx_path = resolve(&dir, &case.ptx, "`ptx`", copts)?;
+    // Sizes first, all of them, before the module or any buffer is read.
+    let l = &opts.limits;
+    let mut sizes = Vec::new();
     for (name, b) in &case.buffers {
         let es = elem_size(&b.dtype)
             .ok_or_else(|| cerr(format!("buffer `{name}`: unknown dtype `{}`", b.dtype)))?;
-        let bytes = es * b.len;
+        let what = format!(
+            "{}: buffer `{name}` ({} × {})",
+            path.display(),
+            b.len,
+            b.dtype
+        );
+        let bytes = l.bytes(&what, b.len as u64, es as u64)?;
+        l.memory(&what, bytes)?;
+        sizes.push(bytes);
+    }
+    let total = limits::sum(l, &format!("{}: the buffers", path.display()), &sizes)?;
+    l.memory(&format!("{}: the buffers", path.display()), total)?;
+    let module = Module::from_file(&ptx_path)?;
+    let names: Vec<&String> = case.buffers.keys().collect();
+    let mut bufs = Vec::new();
+    for ((name, b), &bytes) in case.buffers.iter().zip(&sizes) {
         bufs.push(match &b.init {
-            Some(f) => read_bin(&dir, f, bytes)?,
-            None => vec![0u8; bytes],
+            Some(f) => read_bin(&dir, f, bytes, &format!("buffer `{name}` init"), copts)?,
+            None => vec![0u8; bytes as usize],
         });
     }
     let mut args = Vec::new();
@@ -319,6 +407,7 @@ pub fn run_case(path: &Path, opts: &ExecOptions) -> Result<CaseReport, PtxError>
         error: None,
         expect_error: case.expect_error.clone(),
         stats: None,
+        ptx_path,
     };
     match module.launch(&case.entry, &cfg, &args, &mut bufs, &opts) {
         Err(e @ PtxError::Fault(_)) => report.error = Some(e),
@@ -328,7 +417,8 @@ pub fn run_case(path: &Path, opts: &ExecOptions) -> Result<CaseReport, PtxError>
     if report.error.is_none() {
         for ((name, b), got) in case.buffers.iter().zip(&bufs) {
             if let Some(f) = &b.expect {
-                let want = read_bin(&dir, f, got.len())?;
+                let what = format!("buffer `{name}` expect");
+                let want = read_bin(&dir, f, got.len() as u64, &what, copts)?;
                 report.buffers.push(compare(
                     name, &b.dtype, got, &want, case.exact, case.rtol, case.atol,
                 ));

@@ -146,6 +146,19 @@ pub enum PtxError {
     /// A runtime fault the checker found.
     #[error("{0}")]
     Fault(Box<Fault>),
+    /// A size taken from input exceeds a resource limit ([`crate::limits`]),
+    /// refused before anything was allocated.
+    #[error("{quantity} needs {need}, over the limit of {limit} (raise it with {flag})")]
+    Limit {
+        /// What was asked for (names the geometry, buffer or file it came from).
+        quantity: String,
+        /// How much it needs.
+        need: String,
+        /// The limit in force.
+        limit: String,
+        /// The option of `vgpu ptx run` that raises the limit.
+        flag: &'static str,
+    },
     /// A case.json or buffer file problem.
     #[error("{path}: {msg}")]
     Case {

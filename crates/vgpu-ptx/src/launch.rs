@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use crate::ast;
 use crate::error::PtxError;
 use crate::exec::{run_block, BlockOut, LaunchCtx, Scratch};
+use crate::limits::{self, human_bytes, Limits};
 use crate::memory::{GlobalMem, Region, BUFFER_BASE, BUFFER_GAP};
 use crate::program::Kernel;
 use crate::types::Ty;
@@ -25,6 +26,8 @@ pub struct ExecOptions {
     pub trace: Option<TraceTarget>,
     /// Run blocks in parallel on all cores (results are the same either way).
     pub parallel: bool,
+    /// Resource limits checked before anything is allocated (threads, memory).
+    pub limits: Limits,
 }
 
 impl Default for ExecOptions {
@@ -34,6 +37,7 @@ impl Default for ExecOptions {
             watchdog: DEFAULT_WATCHDOG,
             trace: None,
             parallel: true,
+            limits: Limits::default(),
         }
     }
 }
@@ -132,12 +136,27 @@ impl Module {
         })
     }
 
-    /// Reads and parses a .ptx file.
+    /// Reads and parses a .ptx file: a regular file of at most
+    /// [`limits::MAX_PTX_FILE_BYTES`], UTF-8, whose first token (after
+    /// whitespace and comments) is the `.version` directive that begins every
+    /// PTX module (PTX ISA, "PTX module directives"). A file that is not PTX
+    /// by that test is refused naming only its path: no error quotes its
+    /// contents. Parse errors in a PTX file name the file, line and column and
+    /// may quote the offending token.
     pub fn from_file(path: &std::path::Path) -> Result<Module, PtxError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PtxError::Case {
+        let ferr = |msg: &str| PtxError::Case {
             path: path.display().to_string(),
-            msg: e.to_string(),
-        })?;
+            msg: msg.to_string(),
+        };
+        let bytes = limits::read_file_limited(path, limits::MAX_PTX_FILE_BYTES, "PTX module")?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| ferr("not a PTX module: not UTF-8 text (its contents are not shown)"))?;
+        if !starts_with_version(&text) {
+            return Err(ferr(
+                "not a PTX module: it does not begin with a `.version` directive \
+                 (its contents are not shown)",
+            ));
+        }
         Module::parse(&text, &path.display().to_string())
     }
 
@@ -174,6 +193,27 @@ impl Module {
     }
 }
 
+/// Whether `text`, past whitespace and `//` and `/* */` comments, begins
+/// with the token `.version`.
+fn starts_with_version(text: &str) -> bool {
+    let mut t = text;
+    loop {
+        t = t.trim_start();
+        if let Some(r) = t.strip_prefix("//") {
+            t = r.find('\n').map_or("", |i| &r[i..]);
+        } else if let Some(r) = t.strip_prefix("/*") {
+            match r.find("*/") {
+                Some(i) => t = &r[i + 2..],
+                None => return false,
+            }
+        } else {
+            return t
+                .strip_prefix(".version")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_whitespace()));
+        }
+    }
+}
+
 /// Launches `k` with `args` over `buffers` (global memory; updated in place).
 ///
 /// Blocks run in parallel. Atomics whose old value is never read are flux: they
@@ -191,31 +231,7 @@ pub fn launch(
         entry: k.name.clone(),
         msg,
     };
-    if cfg.block.contains(&0) || cfg.grid.contains(&0) {
-        return Err(lerr(format!(
-            "empty geometry: grid {:?}, block {:?}",
-            cfg.grid, cfg.block
-        )));
-    }
-    let nthreads = cfg.block.iter().map(|&v| v as u64).product::<u64>();
-    if nthreads > 1024 || cfg.block[2] > 64 {
-        return Err(lerr(format!(
-            "block {:?} has {nthreads} threads; at most 1024 (z at most 64)",
-            cfg.block
-        )));
-    }
-    let shared_total = k.shared_static as u64 + cfg.shared_bytes as u64;
-    if shared_total > 228 * 1024 {
-        return Err(lerr(format!(
-            "{shared_total} bytes of shared memory per block; at most 228 KiB"
-        )));
-    }
-    if k.local_bytes > 512 * 1024 {
-        return Err(lerr(format!(
-            "{} bytes of local memory per thread; at most 512 KiB",
-            k.local_bytes
-        )));
-    }
+    check_launch(k, cfg, buffers, opts)?;
     if args.len() != k.params.len() {
         return Err(lerr(format!(
             "{} arguments given, the kernel has {} parameters",
@@ -271,6 +287,7 @@ pub fn launch(
         opts,
     };
     let [gx, gy, gz] = cfg.grid;
+    // At most 2^31 - 1 × 65535 × 65535 (checked), and at most max_threads.
     let nblocks = gx as u64 * gy as u64 * gz as u64;
     let bid = |b: u64| {
         [
@@ -335,4 +352,138 @@ pub fn launch(
         *b = gmem.regions[n_globals + i].to_bytes();
     }
     Ok(stats)
+}
+
+/// The geometry, the traced thread and every size the launch will allocate,
+/// checked before anything is: CUDA's limits on grid and block, the total
+/// thread count against [`Limits::max_threads`], and the memory of the copies
+/// of the buffers, one result slot per block and each worker's scratch
+/// (shared memory and its checker shadow, local memory, registers) against
+/// [`Limits::max_memory`]. All arithmetic is overflow-checked.
+fn check_launch(
+    k: &Kernel,
+    cfg: &LaunchConfig,
+    buffers: &[Vec<u8>],
+    opts: &ExecOptions,
+) -> Result<(), PtxError> {
+    let lerr = |msg: String| PtxError::Launch {
+        entry: k.name.clone(),
+        msg,
+    };
+    if cfg.block.contains(&0) || cfg.grid.contains(&0) {
+        return Err(lerr(format!(
+            "empty geometry: grid {:?}, block {:?}",
+            cfg.grid, cfg.block
+        )));
+    }
+    let nthreads = cfg.block.iter().map(|&v| v as u64).product::<u64>();
+    if nthreads > 1024 || cfg.block[2] > 64 {
+        return Err(lerr(format!(
+            "block {:?} has {nthreads} threads; at most 1024 (z at most 64)",
+            cfg.block
+        )));
+    }
+    if cfg.grid[0] > i32::MAX as u32 || cfg.grid[1] > 65535 || cfg.grid[2] > 65535 {
+        return Err(lerr(format!(
+            "grid {:?}: at most 2147483647 × 65535 × 65535 blocks (CUDA's limits)",
+            cfg.grid
+        )));
+    }
+    let shared_total = k.shared_static as u64 + cfg.shared_bytes as u64;
+    if shared_total > 228 * 1024 {
+        return Err(lerr(format!(
+            "{shared_total} bytes of shared memory per block; at most 228 KiB"
+        )));
+    }
+    if k.local_bytes > 512 * 1024 {
+        return Err(lerr(format!(
+            "{} bytes of local memory per thread; at most 512 KiB",
+            k.local_bytes
+        )));
+    }
+    if let Some(t) = &opts.trace {
+        let inside = |i: [u32; 3], d: [u32; 3]| i.iter().zip(&d).all(|(a, b)| a < b);
+        if !inside(t.block, cfg.grid) {
+            return Err(lerr(format!(
+                "the traced block ({},{},{}) is outside the grid {:?}",
+                t.block[0], t.block[1], t.block[2], cfg.grid
+            )));
+        }
+        if !inside(t.thread, cfg.block) {
+            return Err(lerr(format!(
+                "the traced thread ({},{},{}) is outside the block {:?} ({nthreads} threads per block)",
+                t.thread[0], t.thread[1], t.thread[2], cfg.block
+            )));
+        }
+    }
+    let l = &opts.limits;
+    let geometry = format!(
+        "launch of `{}` (grid {:?}, block {:?})",
+        k.name, cfg.grid, cfg.block
+    );
+    // Cannot overflow: at most 2^31 · 2^32 blocks.
+    let nblocks = cfg.grid.iter().map(|&v| v as u64).product::<u64>();
+    let threads = nblocks
+        .checked_mul(nthreads)
+        .ok_or_else(|| PtxError::Limit {
+            quantity: geometry.clone(),
+            need: format!("{nblocks} × {nthreads} threads (more than 2^64)"),
+            limit: format!("{} threads", l.max_threads),
+            flag: "--max-threads",
+        })?;
+    l.threads(&geometry, threads)?;
+    // Memory: the buffers' copies (global memory, then the bytes written back),
+    // one result slot per block, and one scratch per worker.
+    let buffer_bytes = limits::sum(
+        l,
+        "the launch's buffers",
+        &buffers.iter().map(|b| b.len() as u64).collect::<Vec<_>>(),
+    )?;
+    let globals = k.globals.iter().map(|g| g.bytes.len() as u64).sum::<u64>();
+    let slot = std::mem::size_of::<Option<Result<crate::exec::BlockOut, PtxError>>>() as u64;
+    let slots = l.bytes(
+        &format!("{geometry}: one result slot per block"),
+        nblocks,
+        slot,
+    )?;
+    let nwarps = nthreads.div_ceil(32);
+    let scratch = limits::sum(
+        l,
+        &format!("{geometry}: per-worker scratch"),
+        &[
+            shared_total * (1 + crate::race::SHADOW_BYTES_PER_BYTE),
+            nthreads * k.local_bytes as u64,
+            nwarps * 32 * 8 * k.regs.len().max(1) as u64,
+        ],
+    )?;
+    let workers = if k.needs_ordered_blocks || !opts.parallel {
+        1
+    } else {
+        rayon::current_num_threads() as u64
+    };
+    let scratch = l.bytes(&format!("{geometry}: per-worker scratch"), workers, scratch)?;
+    let need = limits::sum(
+        l,
+        &geometry,
+        &[buffer_bytes, buffer_bytes, globals, slots, scratch],
+    )?;
+    l.memory(&geometry, need).map_err(|e| match e {
+        PtxError::Limit {
+            quantity,
+            need,
+            limit,
+            flag,
+        } => PtxError::Limit {
+            quantity: format!(
+                "{quantity} ({} of buffers, {} of per-block result slots, {} of scratch)",
+                human_bytes(buffer_bytes),
+                human_bytes(slots),
+                human_bytes(scratch)
+            ),
+            need,
+            limit,
+            flag,
+        },
+        e => e,
+    })
 }

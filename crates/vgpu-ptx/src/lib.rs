@@ -29,6 +29,7 @@ mod float;
 mod half_ops;
 mod launch;
 mod lexer;
+pub mod limits;
 mod memory;
 pub mod parser;
 mod program;
@@ -40,11 +41,12 @@ mod types;
 mod warp_ops;
 pub mod workload;
 
-pub use case::{run_case, BufferReport, Case, CaseReport};
+pub use case::{run_case, run_case_with, BufferReport, Case, CaseOptions, CaseReport};
 pub use error::{Fault, FaultClass, PtxError};
 pub use launch::{
     launch, ExecOptions, KernelArg, LaunchConfig, LaunchStats, Module, TraceStep, TraceTarget,
     DEFAULT_WATCHDOG,
 };
+pub use limits::Limits;
 pub use program::{Kernel, ParamInfo, RegInfo};
 pub use types::Ty;

@@ -71,6 +71,10 @@ pub(crate) struct Shadow {
     pub pending: Option<PendingRead>,
 }
 
+/// Bytes of checker shadow per byte of shared memory (what a launch's memory
+/// estimate counts).
+pub(crate) const SHADOW_BYTES_PER_BYTE: u64 = 3 * std::mem::size_of::<Access>() as u64 + 9;
+
 impl Shadow {
     /// A shadow of `size` bytes for a block of `nwarps` warps.
     pub(crate) fn new(size: usize, nwarps: usize) -> Shadow {

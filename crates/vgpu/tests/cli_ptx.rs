@@ -263,3 +263,181 @@ fn folder_run_reports_every_case_and_continues_past_failures() {
     );
     assert!(out.contains("3 cases: 1 pass, 1 fail, 1 error"), "{out}");
 }
+
+/// `vgpu ptx run kernels.ptx --entry scale` with `extra` options.
+fn run_scale(extra: &[&str]) -> (i32, String, String) {
+    let ptx = cases().join("kernels.ptx");
+    let mut a = vec!["ptx", "run", ptx.to_str().unwrap(), "--entry", "scale"];
+    a.extend_from_slice(extra);
+    vgpu(&a)
+}
+
+#[test]
+fn hostile_sizes_are_refused_naming_the_limit_and_the_option() {
+    // A result slot per block used to be allocated for 2^31 blocks: an abort.
+    let (code, _, err) = run_scale(&[
+        "--grid",
+        "2147483648",
+        "--block",
+        "1",
+        "--arg",
+        "zeros:f32:4:z.npy",
+        "--arg",
+        "f32:1",
+        "--arg",
+        "s32:4",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("2147483647"), "{err}");
+    let (code, _, err) = run_scale(&[
+        "--grid",
+        "2147483647",
+        "--block",
+        "1",
+        "--max-memory",
+        "64M",
+        "--arg",
+        "zeros:f32:4:z.npy",
+        "--arg",
+        "f32:1",
+        "--arg",
+        "s32:4",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("result slot") && err.contains("64.0 MiB") && err.contains("--max-memory"),
+        "{err}"
+    );
+    let (code, _, err) = run_scale(&[
+        "--grid",
+        "65536,65535,2",
+        "--block",
+        "1",
+        "--arg",
+        "zeros:f32:4:z.npy",
+        "--arg",
+        "f32:1",
+        "--arg",
+        "s32:4",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--max-threads"), "{err}");
+    // 10^10 zeros, and 2^62 × 4 bytes (wraps to 0 unchecked).
+    let d = tmp("hostile-sizes");
+    let out = d.join("out.bin");
+    let zeros = format!("zeros:f32:10000000000:{}", out.display());
+    let (code, _, err) = run_scale(&[
+        "--grid",
+        "1",
+        "--block",
+        "32",
+        "--max-memory",
+        "1G",
+        "--arg",
+        &zeros,
+        "--arg",
+        "f32:1",
+        "--arg",
+        "s32:4",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("zeros:f32:10000000000") && err.contains("--max-memory"),
+        "{err}"
+    );
+    let zeros = format!("zeros:f32:4611686018427387904:{}", out.display());
+    let (code, _, err) = run_scale(&[
+        "--grid", "1", "--block", "32", "--arg", &zeros, "--arg", "f32:1", "--arg", "s32:4",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("2^64"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_device_as_a_buffer_file_is_not_read() {
+    let d = tmp("device");
+    let z = d.join("zero.bin");
+    let _ = std::fs::remove_file(&z);
+    std::os::unix::fs::symlink("/dev/zero", &z).unwrap();
+    let (code, _, err) = run_scale(&[
+        "--grid",
+        "1",
+        "--block",
+        "32",
+        "--arg",
+        z.to_str().unwrap(),
+        "--arg",
+        "f32:1",
+        "--arg",
+        "s32:4",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+}
+
+#[test]
+fn trace_of_a_thread_outside_the_launch_is_an_error() {
+    let c = cases().join("scale");
+    let (code, out, err) = vgpu(&["ptx", "trace", c.to_str().unwrap(), "--thread", "999"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains("(999,0,0)") && err.contains("256 threads per block"),
+        "{out}\n{err}"
+    );
+}
+
+#[test]
+fn a_case_naming_a_file_outside_it_is_refused_without_its_contents() {
+    let d = tmp("outside");
+    let secret = d.join("secret.txt");
+    std::fs::write(&secret, "TOPSECRET-token\n").unwrap();
+    let case = d.join("cases/c");
+    std::fs::create_dir_all(&case).unwrap();
+    let json = std::fs::read_to_string(cases().join("scale/case.json"))
+        .unwrap()
+        .replace("../kernels.ptx", secret.to_str().unwrap());
+    std::fs::write(case.join("case.json"), json).unwrap();
+    std::fs::copy(cases().join("scale/x.bin"), case.join("x.bin")).unwrap();
+    let (code, out, err) = vgpu(&["ptx", "run", case.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("outside the case's folder") && err.contains("--allow-outside"),
+        "{err}"
+    );
+    let (code, out, err) = vgpu(&["ptx", "run", case.to_str().unwrap(), "--allow-outside"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains("not a PTX module"), "{err}");
+    assert!(
+        !err.contains("TOPSECRET") && !out.contains("TOPSECRET"),
+        "{out}\n{err}"
+    );
+    // /etc/hostname, the campaign's example.
+    if let Ok(host) = std::fs::read_to_string("/etc/hostname") {
+        let json = std::fs::read_to_string(cases().join("scale/case.json"))
+            .unwrap()
+            .replace("../kernels.ptx", "/etc/hostname");
+        std::fs::write(case.join("case.json"), json).unwrap();
+        for extra in [&[][..], &["--allow-outside"][..]] {
+            let mut a = vec!["ptx", "run", case.to_str().unwrap()];
+            a.extend_from_slice(extra);
+            let (code, out, err) = vgpu(&a);
+            assert_eq!(code, 2, "{out}");
+            let h = host.trim();
+            assert!(h.is_empty() || !err.contains(h), "{err}");
+        }
+    }
+    // A case under a memory limit too small for its buffer: the flag raises it.
+    let (code, _, err) = vgpu(&[
+        "ptx",
+        "run",
+        cases().join("scale").to_str().unwrap(),
+        "--max-memory",
+        "1K",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("buffer `x`") && err.contains("--max-memory"),
+        "{err}"
+    );
+}

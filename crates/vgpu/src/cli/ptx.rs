@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use ndarray::ArrayD;
 use ndarray_npy::{read_npy, write_npy};
+use vgpu::limits::{parse_size, Limits};
 use vgpu::ptx::{self, ExecOptions, KernelArg, LaunchConfig, Module, TraceTarget};
 use vgpu::Error;
 
 /// `vgpu ptx …` subcommands.
 #[derive(Debug, Subcommand)]
-pub enum PtxCommand {
+pub(crate) enum PtxCommand {
     /// Run a case (case.json, its folder, or a folder of case folders) and compare
     /// with the expected outputs; or run FILE.ptx with --entry/--grid/--block/--arg.
     /// Exit status 0 exactly when every case passes.
@@ -23,7 +24,7 @@ pub enum PtxCommand {
 
 /// Options of `vgpu ptx run`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// A case.json, a case folder, a folder of case folders, or a .ptx file.
     pub input: PathBuf,
     #[command(flatten)]
@@ -32,7 +33,7 @@ pub struct RunArgs {
 
 /// Options of `vgpu ptx trace`.
 #[derive(Debug, Args)]
-pub struct TraceArgs {
+pub(crate) struct TraceArgs {
     /// A case.json (or its folder) or a .ptx file.
     pub input: PathBuf,
     /// The traced thread's block index `X,Y,Z`.
@@ -47,7 +48,7 @@ pub struct TraceArgs {
 
 /// Launch options shared by `run` and `trace`.
 #[derive(Debug, Args)]
-pub struct LaunchArgs {
+pub(crate) struct LaunchArgs {
     /// The .entry to launch (for a .ptx input).
     #[arg(long)]
     pub entry: Option<String>,
@@ -79,6 +80,18 @@ pub struct LaunchArgs {
     /// Run blocks one at a time (results are identical; for debugging).
     #[arg(long)]
     pub sequential: bool,
+    /// Host memory one launch (or case) may allocate: buffers, their copies,
+    /// per-block result slots, per-worker scratch, e.g. `4G`, `512M`
+    /// (default: the memory the system reports available).
+    #[arg(long, value_parser = parse_size)]
+    pub max_memory: Option<u64>,
+    /// Threads one launch may run, grid × block (default 2^32).
+    #[arg(long, default_value_t = ptx::limits::DEFAULT_MAX_THREADS)]
+    pub max_threads: u64,
+    /// Let a case.json name files outside its folder and that folder's parent
+    /// (by default each file must lie there after symbolic links are resolved).
+    #[arg(long)]
+    pub allow_outside: bool,
 }
 
 fn parse_dim3(s: &str) -> Result<[u32; 3], String> {
@@ -107,17 +120,33 @@ fn parse_index3(s: &str) -> Result<[u32; 3], String> {
 
 impl LaunchArgs {
     fn options(&self) -> ExecOptions {
+        let mut limits = ptx::Limits {
+            max_threads: self.max_threads,
+            ..ptx::Limits::default()
+        };
+        if let Some(m) = self.max_memory {
+            limits.max_memory = m;
+        }
         ExecOptions {
             check: !self.no_check,
             watchdog: self.watchdog,
             trace: None,
             parallel: !self.sequential,
+            limits,
+        }
+    }
+
+    /// The facade's limits for the buffers this command reads or creates.
+    fn host_limits(&self, opts: &ExecOptions) -> Limits {
+        Limits {
+            max_memory: opts.limits.max_memory,
+            ..Limits::default()
         }
     }
 }
 
 /// `vgpu ptx …`.
-pub fn run(cmd: PtxCommand) -> Result<ExitCode, Error> {
+pub(crate) fn run(cmd: PtxCommand) -> Result<ExitCode, Error> {
     match cmd {
         PtxCommand::Run(a) => run_cmd(&a.input, &a.launch, None),
         PtxCommand::Trace(a) => {
@@ -165,8 +194,11 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
     // (its PTX does not parse, a buffer file is missing), is reported with its
     // reason and counted, and the next one runs.
     let (mut pass, mut fail, mut error) = (0usize, 0usize, 0usize);
+    let copts = ptx::CaseOptions {
+        allow_outside: la.allow_outside,
+    };
     for c in &cases {
-        let r = match ptx::run_case(c, &opts) {
+        let r = match ptx::run_case_with(c, &opts, &copts) {
             Ok(r) => r,
             Err(e) if cases.len() > 1 => {
                 println!("case {}\n  ERROR: {e}", c.display());
@@ -181,11 +213,8 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
             fail += 1;
         }
         if trace.is_some() {
-            let case = ptx::case::load_case(&r.path)?;
-            let src =
-                std::fs::read_to_string(r.path.parent().unwrap_or(Path::new(".")).join(&case.ptx))
-                    .ok();
             if let Some(s) = &r.stats {
+                let src = ptx_source(&r.ptx_path);
                 print!("{}", ptx::trace::format_trace(&s.trace, src.as_deref()));
             }
         }
@@ -206,6 +235,14 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The text of a PTX module that already parsed (to show traced lines), read
+/// within the same bound as [`Module::from_file`].
+fn ptx_source(path: &Path) -> Option<String> {
+    ptx::limits::read_file_limited(path, ptx::limits::MAX_PTX_FILE_BYTES, "PTX module")
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
 }
 
 fn print_report(r: &ptx::CaseReport) -> bool {
@@ -308,6 +345,13 @@ fn static_dtype(d: &str) -> Option<&'static str> {
         .find(|x| *x == d)
 }
 
+/// `held + bytes`, refused beyond the memory limit.
+fn hold(limits: &Limits, what: &str, held: u64, bytes: u64) -> Result<u64, Error> {
+    let total = held.saturating_add(bytes);
+    limits.memory(what, total)?;
+    Ok(total)
+}
+
 fn run_ptx_file(path: &Path, la: &LaunchArgs, opts: &ExecOptions) -> Result<ExitCode, Error> {
     let usage = |m: &str| Error::Usage(m.to_string());
     let entry = la
@@ -321,6 +365,9 @@ fn run_ptx_file(path: &Path, la: &LaunchArgs, opts: &ExecOptions) -> Result<Exit
         .block
         .ok_or_else(|| usage("a .ptx input needs --block X,Y,Z"))?;
     let module = Module::from_file(path)?;
+    let limits = la.host_limits(opts);
+    // Host memory of the buffers read or created so far (overflow-checked).
+    let mut held = 0u64;
     let mut args = Vec::new();
     let mut bufs: Vec<Vec<u8>> = Vec::new();
     let mut specs: Vec<BufSpec> = Vec::new();
@@ -351,7 +398,10 @@ fn run_ptx_file(path: &Path, la: &LaunchArgs, opts: &ExecOptions) -> Result<Exit
                 .map_err(|_| bad(format!("`{}` is not a length", parts[1])))?;
             let p = PathBuf::from(parts[2]);
             let npy = p.extension().is_some_and(|e| e == "npy");
-            bufs.push(vec![0u8; len * dtype_size(dt).expect("known")]);
+            let what = format!("--arg {i} `zeros:{dt}:{len}`");
+            let bytes = limits.bytes(&what, len as u64, dtype_size(dt).expect("known") as u64)?;
+            held = hold(&limits, &what, held, bytes)?;
+            bufs.push(vec![0u8; bytes as usize]);
             specs.push(BufSpec {
                 path: p,
                 npy_dtype: npy.then_some(dt),
@@ -361,6 +411,11 @@ fn run_ptx_file(path: &Path, la: &LaunchArgs, opts: &ExecOptions) -> Result<Exit
             let p = PathBuf::from(a);
             match p.extension().and_then(|e| e.to_str()) {
                 Some("npy") => {
+                    let shape = limits.npy(&p)?;
+                    let count = shape.iter().product::<u64>();
+                    let what = format!("--arg {i} `{}`", p.display());
+                    // At most 8 bytes per element.
+                    held = hold(&limits, &what, held, limits.bytes(&what, count, 8)?)?;
                     let (bytes, dt, shape) = npy_read(&p)?;
                     bufs.push(bytes);
                     specs.push(BufSpec {
@@ -370,11 +425,14 @@ fn run_ptx_file(path: &Path, la: &LaunchArgs, opts: &ExecOptions) -> Result<Exit
                     });
                 }
                 Some("bin") => {
-                    let bytes = std::fs::read(&p).map_err(|e| Error::Io {
-                        path: p.display().to_string(),
-                        source: e,
-                    })?;
+                    let room = limits.max_memory.saturating_sub(held);
+                    let what = format!(
+                        "--arg {i} (at most {} left by --max-memory)",
+                        vgpu::limits::human_bytes(room)
+                    );
+                    let bytes = ptx::limits::read_file_limited(&p, room, &what)?;
                     let n = bytes.len();
+                    held += n as u64;
                     bufs.push(bytes);
                     specs.push(BufSpec {
                         path: p,
@@ -412,7 +470,7 @@ fn run_ptx_file(path: &Path, la: &LaunchArgs, opts: &ExecOptions) -> Result<Exit
         println!("wrote {}", out.display());
     }
     if opts.trace.is_some() {
-        let src = std::fs::read_to_string(path).ok();
+        let src = ptx_source(path);
         print!("{}", ptx::trace::format_trace(&stats.trace, src.as_deref()));
     }
     println!("{} thread-instructions", stats.thread_instructions);

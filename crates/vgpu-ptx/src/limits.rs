@@ -1,0 +1,202 @@
+//! Resource limits of a launch and of the case runner: every size taken from
+//! input (grid × block, buffer lengths × element size, shared and local bytes,
+//! the per-block result slots of a launch, the length of a file) is computed
+//! with overflow-checked arithmetic and compared with an explicit limit
+//! **before** anything is allocated. A refusal is a [`PtxError::Limit`] naming
+//! the quantity, what it needs, the limit and the option that raises it.
+//!
+//! Files are read only when they are regular files (never a device or a pipe,
+//! which could be read forever), and never past the size their declaration
+//! implies.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::PtxError;
+
+/// The default of [`Limits::max_threads`]: 2³² threads in one launch.
+pub const DEFAULT_MAX_THREADS: u64 = 1 << 32;
+
+/// The largest case.json the case runner reads: 16 MiB.
+pub const MAX_CASE_JSON_BYTES: u64 = 16 << 20;
+
+/// The largest `.ptx` file [`crate::Module::from_file`] reads: 256 MiB.
+pub const MAX_PTX_FILE_BYTES: u64 = 256 << 20;
+
+/// Limits on what one launch (or one case) may ask of this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of host memory a launch or case may allocate: its buffers, the
+    /// copies the launch works on, each worker's shared/local/register scratch
+    /// and one result slot per block (`--max-memory`). Default: the memory the
+    /// system reports available (`MemAvailable` of `/proc/meminfo`), or
+    /// unlimited where the system does not say.
+    pub max_memory: u64,
+    /// Threads of one launch, grid × block (`--max-threads`); default
+    /// [`DEFAULT_MAX_THREADS`].
+    pub max_threads: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_memory: available_memory().unwrap_or(u64::MAX),
+            max_threads: DEFAULT_MAX_THREADS,
+        }
+    }
+}
+
+/// The memory the system reports available to new allocations
+/// (`MemAvailable` of `/proc/meminfo`), in bytes; `None` where there is none.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// `bytes` as a short human figure (`1.5 GiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+impl Limits {
+    /// `count × size` bytes, overflow-checked, for `what`.
+    pub fn bytes(&self, what: &str, count: u64, size: u64) -> Result<u64, PtxError> {
+        count.checked_mul(size).ok_or_else(|| PtxError::Limit {
+            quantity: what.to_string(),
+            need: format!("{count} × {size} bytes (more than 2^64)"),
+            limit: human_bytes(self.max_memory),
+            flag: "--max-memory",
+        })
+    }
+
+    /// Refuses `bytes` of host memory for `what` beyond [`Limits::max_memory`].
+    pub fn memory(&self, what: &str, bytes: u64) -> Result<(), PtxError> {
+        if bytes > self.max_memory {
+            return Err(PtxError::Limit {
+                quantity: what.to_string(),
+                need: human_bytes(bytes),
+                limit: format!("{} of memory", human_bytes(self.max_memory)),
+                flag: "--max-memory",
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses a launch of more than [`Limits::max_threads`] threads.
+    pub fn threads(&self, what: &str, threads: u64) -> Result<(), PtxError> {
+        if threads > self.max_threads {
+            return Err(PtxError::Limit {
+                quantity: what.to_string(),
+                need: format!("{threads} threads"),
+                limit: format!("{} threads", self.max_threads),
+                flag: "--max-threads",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The sum of `parts`, overflow-checked, for `what`.
+pub(crate) fn sum(limits: &Limits, what: &str, parts: &[u64]) -> Result<u64, PtxError> {
+    parts
+        .iter()
+        .try_fold(0u64, |a, &b| a.checked_add(b))
+        .ok_or_else(|| PtxError::Limit {
+            quantity: what.to_string(),
+            need: "more than 2^64 bytes".into(),
+            limit: human_bytes(limits.max_memory),
+            flag: "--max-memory",
+        })
+}
+
+/// Reads `path` only if it is a regular file of at most `max` bytes (checked
+/// on its metadata first, and again while reading, so a file that grows is
+/// still read no further than `max + 1` bytes). `what` names the file's role in
+/// the error (`case.json`, `buffer `x` init`, …). No error quotes the file's
+/// contents.
+pub fn read_file_limited(path: &Path, max: u64, what: &str) -> Result<Vec<u8>, PtxError> {
+    let ferr = |msg: String| PtxError::Case {
+        path: path.display().to_string(),
+        msg,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| ferr(format!("{what}: {e}")))?;
+    if !meta.is_file() {
+        return Err(ferr(format!(
+            "{what}: not a regular file (a device, pipe or folder is not read)"
+        )));
+    }
+    let too_big = |len: String| {
+        ferr(format!(
+            "{what}: {len}, more than the {} this file may hold",
+            human_bytes(max)
+        ))
+    };
+    if meta.len() > max {
+        return Err(too_big(human_bytes(meta.len())));
+    }
+    let f = std::fs::File::open(path).map_err(|e| ferr(format!("{what}: {e}")))?;
+    let mut data = Vec::with_capacity(meta.len() as usize);
+    f.take(max.saturating_add(1))
+        .read_to_end(&mut data)
+        .map_err(|e| ferr(format!("{what}: {e}")))?;
+    if data.len() as u64 > max {
+        return Err(too_big("it grew while being read".into()));
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn products_and_sums_overflow_into_errors() {
+        let l = Limits {
+            max_memory: 1 << 30,
+            max_threads: 1 << 20,
+        };
+        assert_eq!(l.bytes("x", 1 << 20, 4).unwrap(), 4 << 20);
+        let e = l.bytes("buffer `x`", 1 << 62, 8).unwrap_err().to_string();
+        assert!(e.contains("buffer `x`") && e.contains("2^64"), "{e}");
+        assert!(sum(&l, "s", &[u64::MAX, 1]).is_err());
+        let e = l.memory("buffers", 2 << 30).unwrap_err().to_string();
+        assert!(
+            e.contains("2.0 GiB") && e.contains("1.0 GiB") && e.contains("--max-memory"),
+            "{e}"
+        );
+        let e = l.threads("grid", 1 << 21).unwrap_err().to_string();
+        assert!(
+            e.contains("1048576 threads") && e.contains("--max-threads"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn devices_and_long_files_are_not_read() {
+        let e = read_file_limited(Path::new("/dev/zero"), 1 << 20, "buffer")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let dir = std::env::temp_dir().join(format!("vgpu-ptx-limits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("ten.bin");
+        std::fs::write(&p, [7u8; 10]).unwrap();
+        assert_eq!(read_file_limited(&p, 10, "b").unwrap(), vec![7u8; 10]);
+        let e = read_file_limited(&p, 9, "b").unwrap_err().to_string();
+        assert!(e.contains("10 B") && e.contains("9 B"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
