@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 /// A borrowed, C-contiguous float32 matrix: its data and its (rows, columns).
-pub struct Matrix<'py> {
+pub(crate) struct Matrix<'py> {
     array: PyReadonlyArray2<'py, f32>,
     /// (rows, columns).
     pub shape: (usize, usize),
@@ -17,7 +17,7 @@ impl<'py> Matrix<'py> {
     /// (`"matmul"`, `"a"`) name it in the error. Wrong dtype, dimension count or
     /// layout raise `ValueError`, a non-array `TypeError`. (`vgpu.VGPUCache`
     /// converts array-likes before calling, so only direct callers see these.)
-    pub fn extract(op: &str, name: &str, obj: &Bound<'py, PyAny>) -> PyResult<Self> {
+    pub(crate) fn extract(op: &str, name: &str, obj: &Bound<'py, PyAny>) -> PyResult<Self> {
         let array: PyReadonlyArray2<'py, f32> = match obj.extract() {
             Ok(a) => a,
             Err(_) => {
@@ -50,7 +50,7 @@ impl<'py> Matrix<'py> {
     }
 
     /// The row-major data (no copy).
-    pub fn data(&self) -> PyResult<&[f32]> {
+    pub(crate) fn data(&self) -> PyResult<&[f32]> {
         self.array
             .as_slice()
             .map_err(|e| PyValueError::new_err(format!("array is not contiguous: {e}")))
@@ -58,7 +58,7 @@ impl<'py> Matrix<'py> {
 }
 
 /// A vector of `rows × cols` row-major values as a numpy array, without copying.
-pub fn into_matrix<'py>(
+pub(crate) fn into_matrix<'py>(
     py: Python<'py>,
     data: Vec<f32>,
     rows: usize,
@@ -75,7 +75,7 @@ pub fn into_matrix<'py>(
 }
 
 /// A shape as numpy prints it: `(3, 4)`, `(5,)`.
-pub fn shape_str(dims: &[usize]) -> String {
+pub(crate) fn shape_str(dims: &[usize]) -> String {
     match dims {
         [d] => format!("({d},)"),
         _ => format!(

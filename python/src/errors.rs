@@ -16,7 +16,7 @@ create_exception!(
 );
 
 /// A `VGPUError` carrying `err`'s message.
-pub fn vgpu_error(err: impl std::fmt::Display) -> PyErr {
+pub(crate) fn vgpu_error(err: impl std::fmt::Display) -> PyErr {
     VGPUError::new_err(err.to_string())
 }
 
@@ -24,7 +24,7 @@ pub fn vgpu_error(err: impl std::fmt::Display) -> PyErr {
 /// (usage, shapes, arguments, step limits) as `ValueError`, memory beyond what
 /// the machine has as `MemoryError`, everything else as `VGPUError`.
 /// The message is the Rust error's, which names the place.
-pub fn facade_error(err: vgpu::Error) -> PyErr {
+pub(crate) fn facade_error(err: vgpu::Error) -> PyErr {
     match err {
         vgpu::Error::Usage(m) => PyValueError::new_err(m),
         // Python has no --max-* options: the message names the need and the limit.
@@ -48,7 +48,7 @@ pub fn facade_error(err: vgpu::Error) -> PyErr {
 
 /// A `GpuError` as a Python exception: bad shapes and backend names are the
 /// caller's `ValueError`, everything else a `VGPUError`.
-pub fn gpu_err(e: GpuError) -> PyErr {
+pub(crate) fn gpu_err(e: GpuError) -> PyErr {
     match e {
         GpuError::ShapeMismatch { .. }
         | GpuError::EmptyMatrix { .. }
@@ -61,7 +61,7 @@ pub fn gpu_err(e: GpuError) -> PyErr {
 
 /// Runs `f`, turning a panic into an `Err` with the panic's message, so that no
 /// panic crosses into Python (a panic is a VGPU bug; the message says so).
-pub fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
+pub(crate) fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
         let msg = payload
             .downcast_ref::<&str>()
@@ -74,7 +74,7 @@ pub fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
 
 /// Refuses, before anything is allocated, a result of `rows × cols` float32
 /// elements for `op` beyond the memory the system reports available.
-pub fn check_result_size(op: &str, rows: usize, cols: usize) -> PyResult<()> {
+pub(crate) fn check_result_size(op: &str, rows: usize, cols: usize) -> PyResult<()> {
     let limits = vgpu::Limits::default();
     let what = format!("{op}: the result ({rows} × {cols} float32)");
     limits

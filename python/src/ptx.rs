@@ -8,7 +8,7 @@ use std::path::Path;
 use vgpu::ptx::{run_case, CaseReport, ExecOptions};
 
 /// Runs the case whose `case.json` is `path` (or the folder holding it).
-pub fn ptx_case<'py>(
+pub(crate) fn ptx_case<'py>(
     py: Python<'py>,
     path: &str,
     check: bool,

@@ -12,14 +12,14 @@ use vgpu::field::{Method, Par};
 use vgpu::Dispatcher;
 
 /// Parses an integrator name (`"euler"`, `"rk4"`), as a `ValueError` when unknown.
-pub fn parse_method(name: &str) -> PyResult<Method> {
+pub(crate) fn parse_method(name: &str) -> PyResult<Method> {
     name.parse::<Method>().map_err(|_| {
         PyValueError::new_err(format!("method={name:?}: expected \"euler\" or \"rk4\""))
     })
 }
 
 /// `threads`: `None` for rayon's current pool, `0` for one per core, `1` sequential.
-pub fn parse_threads(threads: Option<usize>) -> Par {
+pub(crate) fn parse_threads(threads: Option<usize>) -> Par {
     match threads {
         None => Par::Auto,
         Some(1) => Par::Seq,

@@ -118,8 +118,19 @@ fn corpus_cases_pass_except_known_failures() {
             }
         }
     }
-    assert!(total >= 60, "{}: {total} corpus cases, expected at least 60", root.display());
-    assert!(failed.is_empty(), "failed corpus cases:\n{}", failed.join("\n"));
+    assert!(
+        total >= 60,
+        "{}: {total} corpus cases, expected at least 60",
+        root.display()
+    );
+    assert!(
+        failed.is_empty(),
+        "failed corpus cases:\n{}",
+        failed.join("\n")
+    );
     assert!(fixed.is_empty(), "{}", fixed.join("\n"));
-    eprintln!("corpus: {total} cases, {} pass, {known} known failures", total - known);
+    eprintln!(
+        "corpus: {total} cases, {} pass, {known} known failures",
+        total - known
+    );
 }

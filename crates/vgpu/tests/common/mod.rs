@@ -6,7 +6,7 @@ use std::process::Command;
 
 /// Runs `vgpu ARGS…` with `env` added to the environment; returns the exit
 /// code (-1 when killed by a signal), stdout and stderr.
-pub fn vgpu_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+pub(crate) fn vgpu_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_vgpu"))
         .args(args)
         .envs(env.iter().copied())
@@ -20,6 +20,6 @@ pub fn vgpu_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
 }
 
 /// Runs `vgpu ARGS…`; returns the exit code, stdout and stderr.
-pub fn vgpu(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn vgpu(args: &[&str]) -> (i32, String, String) {
     vgpu_env(args, &[])
 }
