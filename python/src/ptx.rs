@@ -2,10 +2,11 @@
 //! VGPU's SIMT field executor, its report as Python values.
 
 use crate::errors::{no_panic, vgpu_error};
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::Path;
-use vgpu::ptx::{run_case, CaseReport, ExecOptions};
+use vgpu::ptx::{run_case, CaseReport, ExecOptions, PtxError};
 
 /// Runs the case whose `case.json` is `path` (or the folder holding it).
 pub(crate) fn ptx_case<'py>(
@@ -28,8 +29,35 @@ pub(crate) fn ptx_case<'py>(
     let report = py
         .detach(|| no_panic("ptx_case", || run_case(&json, &opts)))
         .map_err(vgpu_error)?
-        .map_err(vgpu_error)?;
+        .map_err(ptx_error)?;
     report_dict(py, &report)
+}
+
+/// A PTX error as a Python exception: a size beyond the memory limit as
+/// `MemoryError`, beyond another limit (threads) or a launch the case
+/// describes wrongly (geometry, arguments, traced thread) as `ValueError`,
+/// everything else (parse errors, faults, files) as `VGPUError`. Sizes are
+/// refused before anything is allocated, so a huge grid or buffer never
+/// aborts the interpreter.
+fn ptx_error(e: PtxError) -> PyErr {
+    match e {
+        // Python has no --max-* options: the message names the need and the limit.
+        PtxError::Limit {
+            quantity,
+            need,
+            limit,
+            flag,
+        } => {
+            let m = format!("{quantity} needs {need}, over the limit of {limit}");
+            if flag == "--max-memory" {
+                PyMemoryError::new_err(m)
+            } else {
+                PyValueError::new_err(m)
+            }
+        }
+        e @ PtxError::Launch { .. } => PyValueError::new_err(e.to_string()),
+        other => vgpu_error(other),
+    }
 }
 
 fn report_dict<'py>(py: Python<'py>, r: &CaseReport) -> PyResult<Bound<'py, PyDict>> {

@@ -41,13 +41,15 @@ def test_case_json_path_and_options():
 @needs_cases
 def test_wrong_expectation_is_reported_not_raised(tmp_path):
     # A copy of the saxpy case whose expected output is the input: it runs and fails.
+    # (A case's files must lie in its folder or that folder's parent: copies.)
     src = CASES / "saxpy"
     case = json.loads((src / "case.json").read_text())
-    case["ptx"] = str((src / case["ptx"]).resolve())
+    (tmp_path / "kernels.ptx").write_bytes((src / case["ptx"]).read_bytes())
+    case["ptx"] = "kernels.ptx"
     for buf in case["buffers"].values():
         for key in ("init", "expect"):
             if buf.get(key):
-                buf[key] = str((src / buf[key]).resolve())
+                (tmp_path / buf[key]).write_bytes((src / buf[key]).read_bytes())
     case["buffers"]["y"]["expect"] = case["buffers"]["y"]["init"]
     (tmp_path / "case.json").write_text(json.dumps(case))
     r = vgpu.VGPU().ptx_case(tmp_path)
@@ -79,3 +81,38 @@ def test_garbage_ptx_names_file_line_col(tmp_path):
 def test_missing_case_is_vgpu_error(tmp_path):
     with pytest.raises(vgpu.VGPUError):
         vgpu.VGPU().ptx_case(tmp_path / "nothing" / "case.json")
+
+
+def hostile_case(folder, grid=(1, 1, 1), length=4, ptx="bad.ptx"):
+    write_case(folder, "  ret;")
+    case = json.loads((folder / "case.json").read_text())
+    case.update(grid=list(grid), ptx=ptx,
+                args=[{"kind": "buffer", "name": "b"}],
+                buffers={"b": {"dtype": "f32", "len": length}})
+    (folder / "case.json").write_text(json.dumps(case))
+    return folder / "case.json"
+
+
+def test_hostile_sizes_raise_not_abort(tmp_path):
+    # Sizes are checked before anything is allocated: the interpreter survives.
+    assert vgpu.VGPU().ptx_case(hostile_case(tmp_path))["passed"]
+    with pytest.raises(ValueError, match="2147483647"):
+        vgpu.VGPU().ptx_case(hostile_case(tmp_path, grid=(2**31, 1, 1)))
+    with pytest.raises(ValueError, match="threads"):
+        vgpu.VGPU().ptx_case(hostile_case(tmp_path, grid=(2**31 - 1, 65535, 65535)))
+    with pytest.raises(MemoryError, match="result slot"):
+        vgpu.VGPU().ptx_case(hostile_case(tmp_path, grid=(2**31 - 1, 1, 1)))
+    with pytest.raises(MemoryError, match="buffer `b`"):
+        vgpu.VGPU().ptx_case(hostile_case(tmp_path, length=10**15))
+    with pytest.raises(MemoryError, match=r"2\^64"):
+        vgpu.VGPU().ptx_case(hostile_case(tmp_path, length=2**62))
+
+
+def test_files_outside_the_case_are_refused(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET\n")
+    case = tmp_path / "cases" / "c"
+    case.mkdir(parents=True)
+    with pytest.raises(vgpu.VGPUError, match="outside the case's folder") as e:
+        vgpu.VGPU().ptx_case(hostile_case(case, ptx=str(secret)))
+    assert "TOPSECRET" not in str(e.value)
