@@ -8,6 +8,7 @@
 pub mod dispatch;
 mod error;
 pub mod limits;
+pub mod output;
 pub use dispatch::{resolve_backend, Dispatcher, EnsembleJob, EnsembleRun};
 pub use error::Error;
 pub use limits::Limits;

@@ -50,6 +50,8 @@ enum BenchCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Ctrl-C while outputs are written removes their partial files.
+    vgpu::output::remove_pending_on_interrupt();
     let result: Result<ExitCode, vgpu::Error> = match cli.command {
         Command::Demo(args) => cli::demo::run(args),
         Command::Ptx(p) => cli::ptx::run(p),

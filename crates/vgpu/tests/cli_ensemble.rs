@@ -494,3 +494,66 @@ fn threads_are_capped_at_the_machine_with_a_note() {
     assert!(o.status.success(), "{stderr}");
     assert!(stderr.contains("--threads 100000 capped at"), "{stderr}");
 }
+
+#[test]
+fn an_interrupted_run_leaves_no_output_file() {
+    let dir = tmp("interrupt");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("end.npy");
+    // Long enough (several seconds on two cores) to be interrupted mid-run.
+    let mut child = lorenz("262144", "0:20")
+        .args(["--backend", "cpu", "--out"])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_failed_write_leaves_no_partial_file() {
+    let dir = tmp("failed-write");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // The states go to dir/end.npy; the flux output `total` to
+    // dir/end.total.npy, which is a directory here, so its write fails.
+    std::fs::create_dir_all(dir.join("end.total.npy")).unwrap();
+    let out = dir.join("end.npy");
+    let o = vgpu()
+        .args([
+            "ensemble",
+            &example("tree_sum.field"),
+            "--n",
+            "256",
+            "--t",
+            "0:0",
+        ])
+        .args(["--dt", "1", "--method", "euler", "--block", "128"])
+        .args(["--param", "x=linspace:0:1", "--param", "steps=7"])
+        .args(["--backend", "cpu", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("end.total.npy"), "{stderr}");
+    assert!(
+        !out.exists(),
+        "the states were renamed although the set failed"
+    );
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["end.total.npy"], "{names:?}");
+}

@@ -10,7 +10,7 @@ use vgpu::field::Par;
 
 /// Options of `vgpu bench lorenz`.
 #[derive(Debug, Args)]
-pub struct LorenzArgs {
+pub(crate) struct LorenzArgs {
     /// Trajectories (ρ = linspace(0, 21, N)).
     #[arg(long, default_value_t = 262_144)]
     pub n: usize,
@@ -81,7 +81,7 @@ fn best_of(
 }
 
 /// Runs the benchmark and prints its figures.
-pub fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
+pub(crate) fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
     if args.n == 0 {
         return Err(vgpu::Error::Usage(
             "bench lorenz: --n must be at least 1".into(),

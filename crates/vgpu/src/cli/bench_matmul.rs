@@ -12,7 +12,7 @@ use vgpu::gpu::{matmul_cpu, BackendChoice, Tile, VgpuCache};
 
 /// Which executor to benchmark.
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum BackendArg {
+pub(crate) enum BackendArg {
     /// `VGPU_BACKEND`, default auto.
     Auto,
     /// The GPU (an error if there is none).
@@ -23,7 +23,7 @@ pub enum BackendArg {
 
 /// Options of `vgpu bench matmul`.
 #[derive(Debug, Args)]
-pub struct MatmulArgs {
+pub(crate) struct MatmulArgs {
     /// Matrix size: C(N×N) = A(N×N)·B(N×N).
     #[arg(long)]
     n: usize,
@@ -70,7 +70,7 @@ fn data(len: usize, seed: u64) -> Vec<f32> {
 }
 
 /// Runs the benchmark.
-pub fn run(args: MatmulArgs) -> Result<ExitCode, vgpu::Error> {
+pub(crate) fn run(args: MatmulArgs) -> Result<ExitCode, vgpu::Error> {
     let n = args.n;
     if n == 0 {
         return Err(vgpu::Error::Usage("--n must be positive".into()));

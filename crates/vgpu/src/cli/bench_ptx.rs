@@ -14,7 +14,7 @@ use vgpu::ptx::{ExecOptions, Kernel, Module};
 
 /// Options of `vgpu bench ptx`.
 #[derive(Debug, Args)]
-pub struct PtxBenchArgs {
+pub(crate) struct PtxBenchArgs {
     /// The nvcc module with `matmul_naive` and `lorenz_rk4` (default: the
     /// repository's `ptx-cases/kernels.ptx`, built into the binary).
     #[arg(long)]
@@ -179,7 +179,7 @@ fn lorenz(m: &Module, a: &PtxBenchArgs, opts: &ExecOptions) -> Result<Row, vgpu:
 const DEFAULT_PTX: &str = include_str!("../../../../ptx-cases/kernels.ptx");
 
 /// Runs the benchmark and prints its figures.
-pub fn run(a: PtxBenchArgs) -> Result<ExitCode, vgpu::Error> {
+pub(crate) fn run(a: PtxBenchArgs) -> Result<ExitCode, vgpu::Error> {
     if a.matmul_n == 0 || a.lorenz_n == 0 {
         return Err(vgpu::Error::Usage(
             "bench ptx: --matmul-n and --lorenz-n must be at least 1".into(),

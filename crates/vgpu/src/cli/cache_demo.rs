@@ -48,7 +48,7 @@ fn rel_frobenius(x: &[f32], y: &[f32]) -> f64 {
 }
 
 /// Runs the demo; exit code 1 if any result differs from the CPU's.
-pub fn run() -> Result<ExitCode, vgpu::Error> {
+pub(crate) fn run() -> Result<ExitCode, vgpu::Error> {
     let mut cache = VgpuCache::new()?;
     println!("{}", cache.adapter_line());
     let mut rng = Rng(2024);

@@ -7,7 +7,7 @@ use vgpu::field::{Method, Par};
 
 /// Options of `vgpu demo`.
 #[derive(Debug, Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Elements of the 1-D demos (scale, relax, reverse, tree-sum, histogram).
     #[arg(long, default_value_t = 32_768)]
     pub n: usize,
@@ -47,7 +47,7 @@ fn parse_shape(s: &str) -> Result<(usize, usize, usize), String> {
 }
 
 /// Runs every demo; exit status 0 if all pass, 1 if any fails or errs.
-pub fn run(args: DemoArgs) -> Result<ExitCode, vgpu::Error> {
+pub(crate) fn run(args: DemoArgs) -> Result<ExitCode, vgpu::Error> {
     let opts = DemoOptions {
         n: args.n,
         mat: args.mat,

@@ -14,11 +14,12 @@ use vgpu::field::executor::Progress;
 use vgpu::field::{Method, Par};
 use vgpu::ir::{compile_file, Arg, Args, Buffer, Integration, Kernel, ScalarType, Value};
 use vgpu::limits::parse_size;
+use vgpu::output::OutputSet;
 use vgpu::{Dispatcher, EnsembleJob, Limits};
 
 /// Options of `vgpu ensemble`.
 #[derive(Debug, ClapArgs)]
-pub struct EnsembleArgs {
+pub(crate) struct EnsembleArgs {
     /// The `.field` file (one field).
     pub file: PathBuf,
     /// Trajectories.
@@ -223,45 +224,49 @@ fn build_args(
     Ok(args)
 }
 
+/// Writes the endpoint states (`out`, an (n, dim) array) and each flux output
+/// (`STEM.NAME.npy`) whole or not at all: under temporary names first, renamed
+/// together once all are written ([`OutputSet`]).
 fn write_outputs(
-    out: &PathBuf,
+    out: &std::path::Path,
     n: usize,
     dim: usize,
     states: &Buffer,
     fluxes: &[(String, Buffer)],
 ) -> Result<(), vgpu::Error> {
-    let werr = |path: &PathBuf, e: String| vgpu::Error::Io {
-        path: path.display().to_string(),
-        source: std::io::Error::other(e),
-    };
-    match states {
-        Buffer::F64(v) => write_npy(
-            out,
-            &Array2::from_shape_vec((n, dim), v.to_vec()).map_err(|e| werr(out, e.to_string()))?,
-        ),
-        other => {
-            let v: Vec<f32> = (0..other.len())
-                .map(|i| other.get(i).as_f64() as f32)
-                .collect();
-            write_npy(
-                out,
-                &Array2::from_shape_vec((n, dim), v).map_err(|e| werr(out, e.to_string()))?,
-            )
+    let mut set = OutputSet::new();
+    set.write(out, |tmp| {
+        match states {
+            Buffer::F64(v) => write_npy(
+                tmp,
+                &Array2::from_shape_vec((n, dim), v.to_vec()).map_err(|e| e.to_string())?,
+            ),
+            other => {
+                let v: Vec<f32> = (0..other.len())
+                    .map(|i| other.get(i).as_f64() as f32)
+                    .collect();
+                write_npy(
+                    tmp,
+                    &Array2::from_shape_vec((n, dim), v).map_err(|e| e.to_string())?,
+                )
+            }
         }
-    }
-    .map_err(|e| werr(out, e.to_string()))?;
+        .map_err(|e| e.to_string())
+    })?;
     let stem = out.with_extension("");
     for (name, b) in fluxes {
         let path = PathBuf::from(format!("{}.{name}.npy", stem.display()));
-        let r = match b {
-            Buffer::F32(v) => write_npy(&path, &Array1::from(v.to_vec())),
-            Buffer::F64(v) => write_npy(&path, &Array1::from(v.to_vec())),
-            Buffer::I32(v) => write_npy(&path, &Array1::from(v.to_vec())),
-            Buffer::U32(v) => write_npy(&path, &Array1::from(v.to_vec())),
-        };
-        r.map_err(|e| werr(&path, e.to_string()))?;
+        set.write(&path, |tmp| {
+            match b {
+                Buffer::F32(v) => write_npy(tmp, &Array1::from(v.to_vec())),
+                Buffer::F64(v) => write_npy(tmp, &Array1::from(v.to_vec())),
+                Buffer::I32(v) => write_npy(tmp, &Array1::from(v.to_vec())),
+                Buffer::U32(v) => write_npy(tmp, &Array1::from(v.to_vec())),
+            }
+            .map_err(|e| e.to_string())
+        })?;
     }
-    Ok(())
+    set.commit()
 }
 
 /// Runs `f`, handing it a [`Progress`] counter when `draw`, and meanwhile draws
@@ -300,7 +305,7 @@ fn with_progress<R>(draw: bool, f: impl FnOnce(Option<Progress>) -> R) -> R {
 }
 
 /// Runs `vgpu ensemble`.
-pub fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
+pub(crate) fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
     let k = compile_file(&a.file)?;
     let (t0, t1) = parse_span(&a.t)?;
     let method: Method = a

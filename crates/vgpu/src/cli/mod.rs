@@ -1,8 +1,8 @@
 //! One module per subcommand of the `vgpu` command.
-pub mod bench_lorenz;
-pub mod bench_matmul;
-pub mod bench_ptx;
-pub mod cache_demo;
-pub mod demo;
-pub mod ensemble;
-pub mod ptx;
+pub(crate) mod bench_lorenz;
+pub(crate) mod bench_matmul;
+pub(crate) mod bench_ptx;
+pub(crate) mod cache_demo;
+pub(crate) mod demo;
+pub(crate) mod ensemble;
+pub(crate) mod ptx;

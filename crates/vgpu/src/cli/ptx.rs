@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use ndarray::ArrayD;
 use ndarray_npy::{read_npy, write_npy};
 use vgpu::limits::{parse_size, Limits};
+use vgpu::output::OutputSet;
 use vgpu::ptx::{self, ExecOptions, KernelArg, LaunchConfig, Module, TraceTarget};
 use vgpu::Error;
 
@@ -455,18 +456,23 @@ fn run_ptx_file(path: &Path, la: &LaunchArgs, opts: &ExecOptions) -> Result<Exit
         shared_bytes: la.shared_bytes,
     };
     let stats = module.launch(entry, &cfg, &args, &mut bufs, opts)?;
+    // Every buffer is written whole or not at all, and all of them together
+    // (an input written back in place is never left half-written).
+    let mut outputs = OutputSet::new();
+    let mut written = Vec::new();
     for (b, s) in bufs.iter().zip(&specs) {
         let out = match &la.out_dir {
             Some(d) => d.join(s.path.file_name().unwrap_or_default()),
             None => s.path.clone(),
         };
-        match s.npy_dtype {
-            Some(dt) => npy_write(&out, b, dt, &s.shape)?,
-            None => std::fs::write(&out, b).map_err(|e| Error::Io {
-                path: out.display().to_string(),
-                source: e,
-            })?,
-        }
+        outputs.write(&out, |tmp| match s.npy_dtype {
+            Some(dt) => npy_write(tmp, b, dt, &s.shape).map_err(|e| e.to_string()),
+            None => std::fs::write(tmp, b).map_err(|e| e.to_string()),
+        })?;
+        written.push(out);
+    }
+    outputs.commit()?;
+    for out in written {
         println!("wrote {}", out.display());
     }
     if opts.trace.is_some() {
