@@ -37,6 +37,7 @@ pub mod lorenz;
 pub mod par;
 pub mod phase;
 pub mod real;
+pub mod resources;
 pub mod stepper;
 pub mod tableau;
 

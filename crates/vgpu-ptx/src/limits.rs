@@ -46,80 +46,53 @@ impl Default for Limits {
     }
 }
 
-/// The memory the system reports available to new allocations
-/// (`MemAvailable` of `/proc/meminfo`), in bytes; `None` where there is none.
-pub fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
-}
+pub use vgpu_field::resources::{available_memory, human_bytes};
+use vgpu_field::resources::{check_count, MemoryBudget, Refusal};
 
-/// `bytes` as a short human figure (`1.5 GiB`).
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
+impl From<Refusal> for PtxError {
+    fn from(r: Refusal) -> Self {
+        PtxError::Limit {
+            quantity: r.quantity,
+            need: r.need,
+            limit: r.limit,
+            flag: r.flag,
+        }
     }
 }
 
 impl Limits {
+    fn budget(&self) -> MemoryBudget {
+        MemoryBudget {
+            max_bytes: self.max_memory,
+            flag: "--max-memory",
+        }
+    }
+
     /// `count × size` bytes, overflow-checked, for `what`.
     pub fn bytes(&self, what: &str, count: u64, size: u64) -> Result<u64, PtxError> {
-        count.checked_mul(size).ok_or_else(|| PtxError::Limit {
-            quantity: what.to_string(),
-            need: format!("{count} × {size} bytes (more than 2^64)"),
-            limit: human_bytes(self.max_memory),
-            flag: "--max-memory",
-        })
+        Ok(self.budget().bytes(what, count, size)?)
     }
 
     /// Refuses `bytes` of host memory for `what` beyond [`Limits::max_memory`].
     pub fn memory(&self, what: &str, bytes: u64) -> Result<(), PtxError> {
-        if bytes > self.max_memory {
-            return Err(PtxError::Limit {
-                quantity: what.to_string(),
-                need: human_bytes(bytes),
-                limit: format!("{} of memory", human_bytes(self.max_memory)),
-                flag: "--max-memory",
-            });
-        }
-        Ok(())
+        Ok(self.budget().check(what, bytes)?)
     }
 
     /// Refuses a launch of more than [`Limits::max_threads`] threads.
     pub fn threads(&self, what: &str, threads: u64) -> Result<(), PtxError> {
-        if threads > self.max_threads {
-            return Err(PtxError::Limit {
-                quantity: what.to_string(),
-                need: format!("{threads} threads"),
-                limit: format!("{} threads", self.max_threads),
-                flag: "--max-threads",
-            });
-        }
-        Ok(())
+        Ok(check_count(
+            what,
+            threads,
+            self.max_threads,
+            "threads",
+            "--max-threads",
+        )?)
     }
 }
 
 /// The sum of `parts`, overflow-checked, for `what`.
 pub(crate) fn sum(limits: &Limits, what: &str, parts: &[u64]) -> Result<u64, PtxError> {
-    parts
-        .iter()
-        .try_fold(0u64, |a, &b| a.checked_add(b))
-        .ok_or_else(|| PtxError::Limit {
-            quantity: what.to_string(),
-            need: "more than 2^64 bytes".into(),
-            limit: human_bytes(limits.max_memory),
-            flag: "--max-memory",
-        })
+    Ok(limits.budget().sum(what, parts)?)
 }
 
 /// Reads `path` only if it is a regular file of at most `max` bytes (checked

@@ -40,28 +40,17 @@ impl Default for Limits {
     }
 }
 
-/// The memory the system reports available to new allocations
-/// (`MemAvailable` of `/proc/meminfo`), in bytes; `None` where there is none.
-pub fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
-}
+pub use vgpu_field::resources::{available_memory, human_bytes};
+use vgpu_field::resources::{check_count, MemoryBudget, Refusal};
 
-/// `bytes` as a short human figure (`1.5 GiB`).
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
+impl From<Refusal> for Error {
+    fn from(r: Refusal) -> Self {
+        Error::Limit {
+            quantity: r.quantity,
+            need: r.need,
+            limit: r.limit,
+            flag: r.flag,
+        }
     }
 }
 
@@ -87,40 +76,32 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 impl Limits {
+    fn budget(&self) -> MemoryBudget {
+        MemoryBudget {
+            max_bytes: self.max_memory,
+            flag: "--max-memory",
+        }
+    }
+
     /// `count × size` bytes, overflow-checked, for `what`.
     pub fn bytes(&self, what: &str, count: u64, size: u64) -> Result<u64, Error> {
-        count.checked_mul(size).ok_or_else(|| Error::Limit {
-            quantity: what.to_string(),
-            need: format!("{count} × {size} bytes (more than 2^64)"),
-            limit: human_bytes(self.max_memory),
-            flag: "--max-memory",
-        })
+        Ok(self.budget().bytes(what, count, size)?)
     }
 
     /// Refuses `bytes` of host memory for `what` beyond [`Limits::max_memory`].
     pub fn memory(&self, what: &str, bytes: u64) -> Result<(), Error> {
-        if bytes > self.max_memory {
-            return Err(Error::Limit {
-                quantity: what.to_string(),
-                need: human_bytes(bytes),
-                limit: format!("{} available", human_bytes(self.max_memory)),
-                flag: "--max-memory",
-            });
-        }
-        Ok(())
+        Ok(self.budget().check(what, bytes)?)
     }
 
     /// Refuses more than [`Limits::max_steps`] steps per trajectory.
     pub fn steps(&self, what: &str, steps: u64) -> Result<(), Error> {
-        if steps > self.max_steps {
-            return Err(Error::Limit {
-                quantity: what.to_string(),
-                need: format!("{steps} steps per trajectory"),
-                limit: format!("{} steps", self.max_steps),
-                flag: "--max-steps",
-            });
-        }
-        Ok(())
+        Ok(check_count(
+            what,
+            steps,
+            self.max_steps,
+            "steps per trajectory",
+            "--max-steps",
+        )?)
     }
 
     /// The worker threads to use for `asked` (0: one per hardware thread), and
