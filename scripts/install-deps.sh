@@ -2,7 +2,8 @@
 # Installs what a fresh machine lacks to build and test VGPU:
 #  - lavapipe (mesa-vulkan-drivers): a real Vulkan device on the CPU, so the wgpu
 #    code paths are tested for real without a GPU;
-#  - Python packages for the Python package and the reference benchmarks.
+#  - Python packages for the Python package and the reference benchmarks;
+#  - rustfmt and clippy (the test command's gates) where rustup lacks them.
 # Idempotent: skips what is already there. Needs root (or sudo) for apt.
 set -euo pipefail
 
@@ -13,6 +14,15 @@ if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
   sudo_if_needed apt-get update -qq
   DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
+
+# The format and lint gates of scripts/test.sh.
+for tool in fmt clippy; do
+  if ! cargo "$tool" --version >/dev/null 2>&1; then
+    comp=$([ "$tool" = fmt ] && echo rustfmt || echo clippy)
+    echo "install-deps: rustup component add $comp"
+    rustup component add "$comp"
+  fi
+done
 
 py=${PYTHON:-python3}
 need=()

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Runs every VGPU test: the Rust workspace (unit, integration, doc and CLI tests,
-# GPU tests on lavapipe when no GPU is present) and the Python package's pytest suite.
+# Runs every VGPU test: the format and lint gates (rustfmt, clippy with warnings as
+# errors), the Rust workspace (unit, integration, doc and CLI tests, GPU tests on
+# lavapipe when no GPU is present) and the Python package's pytest suite.
 # Installs what a fresh machine lacks first (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== cargo test --workspace"
 cargo test --workspace --all-targets
