@@ -113,16 +113,37 @@ fn the_corpus_decodes_and_every_line_prefix_is_handled() {
         for e in m.entries() {
             m.kernel(e).unwrap_or_else(|e| panic!("{e}"));
         }
-        // Every truncation at a line boundary, and inside the line.
+        // Truncations at line boundaries and inside the line: every line of a
+        // small module; every k-th line of a large one (k = ⌈√n⌉, from an
+        // offset that depends on the module, plus its last lines), so a module
+        // of n lines costs O(n·√n) parsed bytes instead of O(n²).
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let stride = prefix_stride(lines.len());
+        let offset = name.len() % stride;
         let mut at = 0;
-        for l in text.split_inclusive('\n') {
-            exercise(&text[..at]);
-            let mid = (at + l.len() / 2..=at + l.len())
-                .find(|&i| text.is_char_boundary(i))
-                .unwrap_or(at);
-            exercise(&text[..mid]);
+        for (i, l) in lines.iter().enumerate() {
+            if i % stride == offset || i + 3 >= lines.len() {
+                exercise(&text[..at]);
+                let mid = (at + l.len() / 2..=at + l.len())
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(at);
+                exercise(&text[..mid]);
+            }
             at += l.len();
         }
+    }
+}
+
+/// Modules up to this many lines have every line prefix parsed.
+const EXHAUSTIVE_LINES: usize = 200;
+
+/// The step between the line prefixes parsed for a module of `n` lines: 1 up to
+/// [`EXHAUSTIVE_LINES`], then ⌈√n⌉.
+fn prefix_stride(n: usize) -> usize {
+    if n <= EXHAUSTIVE_LINES {
+        1
+    } else {
+        (1..).find(|k| k * k >= n).unwrap_or(1)
     }
 }
 
