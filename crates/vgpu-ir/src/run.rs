@@ -5,7 +5,7 @@
 
 use crate::args::{Args, Buffer};
 use crate::error::IrError;
-use crate::eval::{self, Dims, Frame, Pools, Program};
+use crate::eval::{self, Dims, Frame, Pools, Program, StateCols};
 use crate::field::{IrField, IrFloat};
 use crate::kernel::{Kernel, NodeId};
 use crate::limits::Limits;
@@ -237,10 +237,11 @@ fn initial_states<T: IrFloat>(
     Ok(states)
 }
 
-fn to_buffer<T: IrFloat>(v: Vec<T>) -> Buffer {
-    match T::TYPE {
-        ScalarType::F64 => Buffer::F64(v.iter().map(|x| x.to_f64()).collect()),
-        _ => Buffer::F32(v.iter().map(|x| x.to_f64() as f32).collect()),
+/// The final states as a buffer of their own type: one copy, no conversion.
+fn to_buffer<T: IrFloat>(v: &[T]) -> Buffer {
+    match T::cols(v) {
+        StateCols::F32(s) => Buffer::F32(s.into()),
+        StateCols::F64(s) => Buffer::F64(s.into()),
     }
 }
 
@@ -305,7 +306,7 @@ fn run_typed<T: IrFloat>(
     Ok(Output {
         n,
         dim,
-        states: to_buffer(states),
+        states: to_buffer(&states),
         fluxes,
         steps,
     })

@@ -118,10 +118,59 @@ fn bench_lorenz_json_has_the_keys_and_the_library_checksum() {
         .unwrap(),
     );
     assert_eq!(v["checksum"].as_f64().unwrap(), want);
-    // The references compute the same bits, so the same checksum.
-    assert_eq!(v["reference_scalar"]["checksum"].as_f64().unwrap(), want);
-    assert_eq!(v["reference_lanes"]["checksum"].as_f64().unwrap(), want);
-    assert!(v["reference_lanes"]["field_ratio"].as_f64().unwrap() > 0.0);
+    // Every variant computes the same bits, so the same checksum, in each type.
+    for key in ["hand", "scalar", "field_api", "field_file"] {
+        assert_eq!(v["f32"][key]["checksum"].as_f64().unwrap(), want, "{key}");
+        let f = &v["f32"][key];
+        assert!(f["whole_s"].as_f64().unwrap() >= f["kernel_s"].as_f64().unwrap());
+    }
+    let hand64 = v["f64"]["hand"]["checksum"].as_f64().unwrap();
+    assert_ne!(hand64, want);
+    for key in ["field_api", "field_file"] {
+        assert_eq!(v["f64"][key]["checksum"].as_f64().unwrap(), hand64, "{key}");
+    }
+    for ty in ["f32", "f64"] {
+        let r = &v[ty]["field_file_vs_hand"];
+        assert!(r["kernel"].as_f64().unwrap() > 0.0 && r["whole"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn bench_lorenz_only_runs_one_variant_and_writes_its_endpoints() {
+    let dir = std::env::temp_dir().join(format!("vgpu-cli-bench-only-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut sums = vec![];
+    for variant in ["hand", "field-file"] {
+        let out = dir.join(format!("{variant}.npy"));
+        let (code, stdout, err) = vgpu(&[
+            "bench",
+            "lorenz",
+            "--n",
+            "100",
+            "--threads",
+            "1",
+            "--precision",
+            "f64",
+            "--only",
+            variant,
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+        assert_eq!(v["precision"], "f64");
+        assert!(v["whole_s"].as_f64().unwrap() >= v["kernel_s"].as_f64().unwrap());
+        sums.push(v["checksum"].as_f64().unwrap());
+        // An (N, 3) array of f64: the header, then 300 values.
+        let bytes = std::fs::read(&out).unwrap();
+        assert!(bytes.len() > 300 * 8 && bytes.starts_with(b"\x93NUMPY"));
+    }
+    assert_eq!(sums[0], sums[1]);
+    let (code, _, err) = vgpu(&["bench", "lorenz", "--n", "10", "--only", "field-file"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("one float type"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -1,12 +1,21 @@
-//! `vgpu bench lorenz`: the Lorenz ensemble through the field API and as
-//! `examples/lorenz.field` through the kernel-IR evaluator, beside the
-//! hand-written Rust + rayon loops, in one run.
+//! `vgpu bench lorenz`: the Lorenz ensemble three ways in one run, in `f32` and
+//! `f64`: the hand-written Rust + rayon loop, the Rust field API, and
+//! `examples/lorenz.field` through the kernel-IR evaluator (`vgpu ensemble`'s
+//! CPU path). Each is timed twice: its *kernel* (the call that integrates) and
+//! its *whole run* (set-up + compile + arguments + kernel + writing the
+//! endpoints as `.npy`), the figure a user of a command waits for.
+//! `--only VARIANT` runs one variant's whole run once, so that the variants can
+//! also be timed as whole processes from outside (`/usr/bin/time`).
 
 use clap::Args;
+use ndarray::ArrayView2;
+use ndarray_npy::write_npy;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
-use vgpu::field::lorenz::{self, LorenzProblem};
-use vgpu::field::Par;
+use vgpu::field::lorenz::{self, LorenzProblem, REFERENCE_LANES};
+use vgpu::field::{Ctx, Field, FieldError, Launch, LaunchConfig, Method, Par, PerTrajectory, Real};
+use vgpu::ir::{Arg, Buffer};
 
 /// Options of `vgpu bench lorenz`.
 #[derive(Debug, Args)]
@@ -20,64 +29,440 @@ pub(crate) struct LorenzArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Trajectories per block of the field launch.
+    /// Trajectories per block of the field launches.
     #[arg(long, default_value_t = 256)]
     pub block: u32,
     /// Timed runs of each variant; the fastest counts.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
-    /// Skip the hand-written reference loops (field version only).
+    /// Float types: f32, f64 or both.
+    #[arg(long, default_value = "both")]
+    pub precision: String,
+    /// Skip the hand-written reference loops.
     #[arg(long)]
     pub no_reference: bool,
     /// Skip the `.field` variant (examples/lorenz.field through the IR evaluator).
     #[arg(long)]
     pub no_ir: bool,
+    /// Run only this variant's whole run, once (hand, field-api, field-file or
+    /// scalar), and print its stage times: for timing whole processes side by side.
+    #[arg(long, value_name = "VARIANT")]
+    pub only: Option<String>,
+    /// With `--only`: write the endpoints here (default: a temporary file,
+    /// removed afterwards).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// `examples/lorenz.field`, the same problem in the field language.
 const LORENZ_FIELD: &str = include_str!("../../../../examples/lorenz.field");
 
-/// The problem as `examples/lorenz.field` run by the kernel-IR evaluator
-/// (`vgpu ensemble`'s CPU path), endpoints trajectory-major.
-fn lorenz_ir(p: &LorenzProblem, block: u32, par: Par) -> Result<Vec<f32>, vgpu::Error> {
-    let k = vgpu::compile("examples/lorenz.field", LORENZ_FIELD)?;
-    let mut args = vgpu::Args::new(&k);
-    args.buffer("rho", p.rho())?;
-    let dt = p.dt as f64;
-    let integ = vgpu::Integration::new(p.n, 0.0, p.steps as f64 * dt, dt)
-        .method(vgpu::field::Method::Rk4)
-        .block(block)
-        .par(par);
-    match vgpu::run_cpu(&k, &args, &integ)?.states {
-        vgpu::ir::Buffer::F32(v) => Ok(v.to_vec()),
-        other => Err(vgpu::Error::Usage(format!(
-            "bench lorenz: lorenz.field gave {:?} states, expected f32",
-            other.ty()
-        ))),
+/// `examples/lorenz.field` with `f64` states and ρ (the same text otherwise).
+const LORENZ_FIELD_F64: &str = "field lorenz64(rho: f64[]) {
+    state x: f64 = 1.0, y: f64 = 0.0, z: f64 = 0.0;
+    d(x)/dt = 10.0 * (y - x);
+    d(y)/dt = x * (rho[i] - z) - y;
+    d(z)/dt = x * y - 8.0 / 3.0 * z;
+}";
+
+/// The float types the benchmark runs in.
+trait Float: Real {
+    /// The `.field` source of the problem in this type.
+    const SOURCE: &'static str;
+    /// The endpoints of an IR run, if they are of this type.
+    fn of_buffer(b: &Buffer) -> Option<&[Self]>;
+    /// Writes `v` (`n × 3`) as an `.npy` array.
+    fn write(path: &Path, v: &[Self]) -> Result<(), String>;
+    /// `v` itself when `Self` is `f32` (moved, not copied).
+    fn own(v: Vec<f32>) -> Option<Vec<Self>>;
+}
+
+macro_rules! float {
+    ($t:ty, $var:ident, $src:expr, $own:expr) => {
+        impl Float for $t {
+            const SOURCE: &'static str = $src;
+            fn of_buffer(b: &Buffer) -> Option<&[$t]> {
+                match b {
+                    Buffer::$var(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn write(path: &Path, v: &[$t]) -> Result<(), String> {
+                let a = ArrayView2::from_shape((v.len() / 3, 3), v).map_err(|e| e.to_string())?;
+                write_npy(path, &a).map_err(|e| e.to_string())
+            }
+            fn own(v: Vec<f32>) -> Option<Vec<$t>> {
+                $own(v)
+            }
+        }
+    };
+}
+float!(f32, F32, LORENZ_FIELD, Some);
+float!(f64, F64, LORENZ_FIELD_F64, |_| None);
+
+/// The problem's constants in `T` (rounded once from the `f32` problem's
+/// definitions, as `T` arithmetic computes them).
+#[derive(Clone, Copy, Debug)]
+struct Consts<T> {
+    sigma: T,
+    beta: T,
+    dt: T,
+    u0: [T; 3],
+}
+
+fn consts<T: Real>() -> Consts<T> {
+    Consts {
+        sigma: T::from_f64(10.0),
+        beta: T::from_f64(8.0) / T::from_f64(3.0),
+        dt: T::from_f64(0.001),
+        u0: [T::ONE, T::ZERO, T::ZERO],
     }
 }
 
-struct Timed {
-    seconds: f64,
+/// `ρ_i` as numpy's `linspace(0, 21, n)` computes it, in `f64`, then rounded to `T`.
+fn rho<T: Real>(n: usize) -> Vec<T> {
+    let step = if n > 1 { 21.0 / (n - 1) as f64 } else { 0.0 };
+    (0..n).map(|i| T::from_f64(i as f64 * step)).collect()
+}
+
+/// The Lorenz field in `T` for the field API; ρ is the parameter buffer.
+#[derive(Clone, Copy, Debug)]
+struct LorenzT<T> {
+    sigma: T,
+    beta: T,
+}
+
+impl<T: Real> Field<T, 3> for LorenzT<T> {
+    type Params = [T];
+    #[inline(always)]
+    fn eval(&self, _t: T, u: &[T; 3], _u0: &[T; 3], c: &Ctx<'_, '_, [T]>, du: &mut [T; 3]) {
+        let r = c.params()[c.global()];
+        du[0] = self.sigma * (u[1] - u[0]);
+        du[1] = u[0] * (r - u[2]) - u[1];
+        du[2] = u[0] * u[1] - self.beta * u[2];
+    }
+}
+
+/// The field API in `T` (for `f32` the library's [`lorenz::lorenz_field`]).
+fn field_api<T: Real>(n: usize, steps: usize, block: u32, par: Par) -> Result<Vec<T>, FieldError> {
+    let c = consts::<T>();
+    let cfg = LaunchConfig::linear(n, block)?;
+    let total = cfg.total_threads();
+    let mut r = rho::<T>(n);
+    r.resize(total, T::ZERO);
+    let mut u: Vec<T> = c.u0.iter().copied().cycle().take(3 * total).collect();
+    let f = PerTrajectory(LorenzT {
+        sigma: c.sigma,
+        beta: c.beta,
+    });
+    Launch::new(cfg)
+        .method(Method::Rk4)
+        .dt(0.001)
+        .steps(steps)
+        .par(par)
+        .run(&f, &r[..], &mut u)?;
+    u.truncate(3 * n);
+    Ok(u)
+}
+
+/// The hand-written loop of [`lorenz::lorenz_reference_lanes`] in any float
+/// type: chunks of 16 trajectories, each component a fixed-size array the
+/// compiler vectorises, groups of chunks spread over `par.threads()` threads.
+fn hand_lanes<T: Real>(n: usize, steps: usize, par: Par) -> Result<Vec<T>, FieldError> {
+    const L: usize = REFERENCE_LANES;
+    let c = consts::<T>();
+    let rho = rho::<T>(n);
+    let mut out = vec![T::ZERO; 3 * n];
+    let (s, b, dt, u0) = (c.sigma, c.beta, c.dt, c.u0);
+    let (half, full) = (dt * T::from_f64(0.5), dt * T::ONE);
+    let (w0, w1) = (
+        dt * (T::ONE / T::from_f64(6.0)),
+        dt * (T::ONE / T::from_f64(3.0)),
+    );
+    #[inline(always)]
+    fn rhs<T: Real>(s: T, b: T, r: &[T; L], u: &[[T; L]; 3], du: &mut [[T; L]; 3]) {
+        for l in 0..L {
+            du[0][l] = s * (u[1][l] - u[0][l]);
+            du[1][l] = u[0][l] * (r[l] - u[2][l]) - u[1][l];
+            du[2][l] = u[0][l] * u[1][l] - b * u[2][l];
+        }
+    }
+    #[inline(always)]
+    fn stage<T: Real>(u: &[[T; L]; 3], k: &[[T; L]; 3], h: T) -> [[T; L]; 3] {
+        std::array::from_fn(|i| std::array::from_fn(|l| u[i][l] + h * k[i][l]))
+    }
+    let chunk = move |o: &mut [T], r: &[T]| {
+        let m = r.len();
+        let mut rr = [T::ZERO; L];
+        rr[..m].copy_from_slice(r);
+        let mut u: [[T; L]; 3] = std::array::from_fn(|i| [u0[i]; L]);
+        let (mut k1, mut k2, mut k3, mut k4) = (
+            [[T::ZERO; L]; 3],
+            [[T::ZERO; L]; 3],
+            [[T::ZERO; L]; 3],
+            [[T::ZERO; L]; 3],
+        );
+        for _ in 0..steps {
+            rhs(s, b, &rr, &u, &mut k1);
+            rhs(s, b, &rr, &stage(&u, &k1, half), &mut k2);
+            rhs(s, b, &rr, &stage(&u, &k2, half), &mut k3);
+            rhs(s, b, &rr, &stage(&u, &k3, full), &mut k4);
+            for i in 0..3 {
+                for l in 0..L {
+                    u[i][l] += w0 * k1[i][l] + w1 * k2[i][l] + w1 * k3[i][l] + w0 * k4[i][l];
+                }
+            }
+        }
+        for l in 0..m {
+            for i in 0..3 {
+                o[3 * l + i] = u[i][l];
+            }
+        }
+    };
+    // Groups of 16 chunks (256 trajectories) handed out to `threads` scoped
+    // threads as they ask for work (the balance rayon's work stealing gives).
+    let threads = par.threads().max(1);
+    let work = std::sync::Mutex::new(out.chunks_mut(3 * L * 16).zip(rho.chunks(L * 16)));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let next = work.lock().map(|mut w| w.next());
+                let Ok(Some((o, r))) = next else { break };
+                for (o, r) in o.chunks_mut(3 * L).zip(r.chunks(L)) {
+                    chunk(o, r);
+                }
+            });
+        }
+    });
+    Ok(out)
+}
+
+/// The variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    /// The hand-written 16-lane loop (for `f32` the library's own).
+    Hand,
+    /// The hand-written scalar loop (`f32` only, the library's).
+    Scalar,
+    /// The Rust field API.
+    FieldApi,
+    /// `examples/lorenz.field` through `vgpu ensemble`'s CPU path.
+    FieldFile,
+}
+
+impl Variant {
+    fn parse(s: &str) -> Result<Variant, vgpu::Error> {
+        Ok(match s {
+            "hand" => Variant::Hand,
+            "scalar" => Variant::Scalar,
+            "field-api" => Variant::FieldApi,
+            "field-file" => Variant::FieldFile,
+            other => {
+                return Err(vgpu::Error::Usage(format!(
+                    "bench lorenz: --only {other:?}: expected hand, scalar, field-api or field-file"
+                )))
+            }
+        })
+    }
+    fn key(self) -> &'static str {
+        match self {
+            Variant::Hand => "hand",
+            Variant::Scalar => "scalar",
+            Variant::FieldApi => "field_api",
+            Variant::FieldFile => "field_file",
+        }
+    }
+    fn label(self) -> &'static str {
+        match self {
+            Variant::Hand => "hand-written, 16-lane chunks",
+            Variant::Scalar => "hand-written, scalar per trajectory",
+            Variant::FieldApi => "field API (vgpu)",
+            Variant::FieldFile => ".field (vgpu ensemble's CPU path)",
+        }
+    }
+}
+
+/// One whole run of a variant, stage by stage (seconds).
+#[derive(Clone, Copy, Debug, Default)]
+struct Stages {
+    /// Compiling the `.field` text (`.field` only).
+    compile: f64,
+    /// Building the arguments: ρ as `--param rho=linspace:0:21` does (`.field` only).
+    args: f64,
+    /// The kernel: the call that integrates (for `.field`, `run_cpu`: initial
+    /// states, binding, the launch, the endpoints as a buffer).
+    kernel: f64,
+    /// The endpoints as an `(N, 3)` `.npy` file.
+    output: f64,
+}
+
+impl Stages {
+    fn whole(&self) -> f64 {
+        self.compile + self.args + self.kernel + self.output
+    }
+}
+
+fn io_error(path: &Path, e: String) -> vgpu::Error {
+    vgpu::Error::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e),
+    }
+}
+
+/// Runs `v` once in `T` as a whole run; returns the stage times and the
+/// endpoints' checksum (the `f64` sum of every component).
+fn whole_run<T: Float>(
+    v: Variant,
+    n: usize,
+    block: u32,
+    par: Par,
+    out: &Path,
+) -> Result<(Stages, f64), vgpu::Error> {
+    let steps = LorenzProblem::new(n).steps;
+    let mut st = Stages::default();
+    let sum = |u: &[T]| u.iter().map(|x| x.to_f64()).sum::<f64>();
+    let write = |u: &[T], st: &mut Stages| -> Result<(), vgpu::Error> {
+        let t = Instant::now();
+        T::write(out, u).map_err(|e| io_error(out, e))?;
+        st.output = t.elapsed().as_secs_f64();
+        Ok(())
+    };
+    let f32_only = |u: Vec<f32>| -> Result<Vec<T>, vgpu::Error> {
+        T::own(u).ok_or_else(|| vgpu::Error::Usage("bench lorenz: an f32-only variant".into()))
+    };
+    let check = match v {
+        Variant::Hand | Variant::Scalar | Variant::FieldApi => {
+            let t = Instant::now();
+            let is_f32 = T::NAME == f32::NAME;
+            let u: Vec<T> = match (v, is_f32) {
+                (Variant::Hand, true) => {
+                    f32_only(lorenz::lorenz_reference_lanes(&LorenzProblem::new(n), par)?)?
+                }
+                (Variant::Scalar, _) => {
+                    f32_only(lorenz::lorenz_reference(&LorenzProblem::new(n), par)?)?
+                }
+                (Variant::FieldApi, true) => {
+                    f32_only(lorenz::lorenz_field(&LorenzProblem::new(n), block, par)?)?
+                }
+                (Variant::Hand, false) => hand_lanes::<T>(n, steps, par)?,
+                _ => field_api::<T>(n, steps, block, par)?,
+            };
+            st.kernel = t.elapsed().as_secs_f64();
+            write(&u, &mut st)?;
+            sum(&u)
+        }
+        Variant::FieldFile => {
+            let t = Instant::now();
+            let k = vgpu::compile("lorenz.field", T::SOURCE)?;
+            st.compile = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            // As `--param rho=linspace:0:21`: f64 values, then the parameter's type.
+            let step = if n > 1 { 21.0 / (n - 1) as f64 } else { 0.0 };
+            let vals: Vec<f64> = (0..n).map(|i| i as f64 * step).collect();
+            let buf = match T::NAME == f32::NAME {
+                true => Buffer::F32(vals.iter().map(|&x| x as f32).collect()),
+                false => Buffer::F64(vals.into()),
+            };
+            let mut args = vgpu::Args::new(&k);
+            args.set("rho", Arg::Buffer(buf))?;
+            st.args = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let integ = vgpu::Integration::new(n, 0.0, 1.0, 0.001)
+                .method(Method::Rk4)
+                .block(block)
+                .par(par);
+            let r = vgpu::run_cpu(&k, &args, &integ)?;
+            st.kernel = t.elapsed().as_secs_f64();
+            let u = T::of_buffer(&r.states).ok_or_else(|| {
+                vgpu::Error::Usage(format!(
+                    "bench lorenz: lorenz.field gave {:?} states, expected {}",
+                    r.states.ty(),
+                    T::NAME
+                ))
+            })?;
+            write(u, &mut st)?;
+            sum(u)
+        }
+    };
+    Ok((st, check))
+}
+
+/// A variant's figures over the repeats: the fastest kernel, the fastest whole run.
+#[derive(Clone, Copy, Debug)]
+struct Figures {
+    /// The repeat with the fastest whole run.
+    best: Stages,
+    /// The fastest kernel of any repeat.
+    kernel: f64,
     checksum: f64,
 }
 
-fn best_of(
-    repeats: usize,
-    mut f: impl FnMut() -> Result<Vec<f32>, vgpu::Error>,
-) -> Result<Timed, vgpu::Error> {
-    let mut best = f64::INFINITY;
-    let mut sum = 0.0;
-    for _ in 0..repeats.max(1) {
-        let t = Instant::now();
-        let u = f()?;
-        best = best.min(t.elapsed().as_secs_f64());
-        sum = lorenz::checksum(&u);
+fn measure<T: Float>(
+    v: Variant,
+    a: &LorenzArgs,
+    par: Par,
+    out: &Path,
+) -> Result<Figures, vgpu::Error> {
+    let mut best: Option<Stages> = None;
+    let (mut kernel, mut checksum) = (f64::INFINITY, 0.0);
+    for _ in 0..a.repeats.max(1) {
+        let (st, sum) = whole_run::<T>(v, a.n, a.block, par, out)?;
+        kernel = kernel.min(st.kernel);
+        checksum = sum;
+        if best.is_none_or(|b| st.whole() < b.whole()) {
+            best = Some(st);
+        }
     }
-    Ok(Timed {
-        seconds: best,
-        checksum: sum,
+    Ok(Figures {
+        best: best.unwrap_or_default(),
+        kernel,
+        checksum,
     })
+}
+
+/// The figures of one float type.
+struct Table {
+    ty: &'static str,
+    rows: Vec<(Variant, Figures)>,
+}
+
+impl Table {
+    fn get(&self, v: Variant) -> Option<&Figures> {
+        self.rows.iter().find(|(w, _)| *w == v).map(|(_, f)| f)
+    }
+    /// `.field` against the hand loop: (kernel, whole run), hand seconds ÷ `.field` seconds.
+    fn ratios(&self) -> Option<(f64, f64)> {
+        let (h, f) = (self.get(Variant::Hand)?, self.get(Variant::FieldFile)?);
+        Some((h.kernel / f.kernel, h.best.whole() / f.best.whole()))
+    }
+}
+
+fn table<T: Float>(a: &LorenzArgs, par: Par, out: &Path) -> Result<Table, vgpu::Error> {
+    let mut vs = vec![];
+    if !a.no_reference {
+        vs.push(Variant::Hand);
+        if T::NAME == f32::NAME {
+            vs.push(Variant::Scalar);
+        }
+    }
+    vs.push(Variant::FieldApi);
+    if !a.no_ir {
+        vs.push(Variant::FieldFile);
+    }
+    let mut rows = vec![];
+    for v in vs {
+        rows.push((v, measure::<T>(v, a, par, out)?));
+    }
+    Ok(Table { ty: T::NAME, rows })
+}
+
+/// A temporary output path, removed when dropped.
+struct TempOut(PathBuf);
+
+impl Drop for TempOut {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Runs the benchmark and prints its figures.
@@ -87,104 +472,141 @@ pub(crate) fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
             "bench lorenz: --n must be at least 1".into(),
         ));
     }
-    let p = LorenzProblem::new(args.n);
+    let (f32s, f64s) = match args.precision.as_str() {
+        "f32" => (true, false),
+        "f64" => (false, true),
+        "both" => (true, true),
+        other => {
+            return Err(vgpu::Error::Usage(format!(
+                "bench lorenz: --precision {other:?}: expected f32, f64 or both"
+            )))
+        }
+    };
     let par = Par::Rayon(args.threads);
     let threads = par.threads();
-    let work = (p.n * p.steps) as f64;
-    let field = best_of(args.repeats, || {
-        Ok(lorenz::lorenz_field(&p, args.block, par)?)
-    })?;
-    let ir = if args.no_ir {
-        None
-    } else {
-        Some(best_of(args.repeats, || lorenz_ir(&p, args.block, par))?)
-    };
-    let refs = if args.no_reference {
-        None
-    } else {
-        let scalar = best_of(args.repeats, || Ok(lorenz::lorenz_reference(&p, par)?))?;
-        let lanes = best_of(args.repeats, || {
-            Ok(lorenz::lorenz_reference_lanes(&p, par)?)
-        })?;
-        Some((scalar, lanes))
-    };
-    let rate = |t: &Timed| work / t.seconds;
+    let temp =
+        TempOut(std::env::temp_dir().join(format!("vgpu-bench-lorenz-{}.npy", std::process::id())));
+    if let Some(only) = &args.only {
+        let v = Variant::parse(only)?;
+        if f32s == f64s {
+            return Err(vgpu::Error::Usage(
+                "bench lorenz: --only runs one float type: give --precision f32 or f64".into(),
+            ));
+        }
+        if v == Variant::Scalar && f64s {
+            return Err(vgpu::Error::Usage(
+                "bench lorenz: the scalar loop is f32 only".into(),
+            ));
+        }
+        let out = args.out.as_deref().unwrap_or(&temp.0);
+        let (st, sum) = if f32s {
+            whole_run::<f32>(v, args.n, args.block, par, out)?
+        } else {
+            whole_run::<f64>(v, args.n, args.block, par, out)?
+        };
+        let ty = if f32s { "f32" } else { "f64" };
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "variant": v.key(), "precision": ty, "n": args.n, "threads": threads,
+                    "compile_s": st.compile, "args_s": st.args, "kernel_s": st.kernel,
+                    "output_s": st.output, "whole_s": st.whole(), "checksum": sum,
+                })
+            );
+        } else {
+            println!(
+                "{} ({ty}, N = {}, {threads} threads): kernel {:.4} s, whole run {:.4} s (compile {:.4}, args {:.4}, output {:.4}); checksum {sum:.10}",
+                v.label(), args.n, st.kernel, st.whole(), st.compile, st.args, st.output
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut tables = vec![];
+    if f32s {
+        tables.push(table::<f32>(&args, par, &temp.0)?);
+    }
+    if f64s {
+        tables.push(table::<f64>(&args, par, &temp.0)?);
+    }
+    let steps = LorenzProblem::new(args.n).steps;
+    let work = (args.n * steps) as f64;
     if args.json {
         let mut obj = serde_json::json!({
-            "n": p.n,
-            "steps": p.steps,
-            "seconds": field.seconds,
-            "traj_steps_per_s": rate(&field),
-            "checksum": field.checksum,
-            "threads": threads,
-            "block": args.block,
+            "n": args.n, "steps": steps, "threads": threads, "block": args.block,
+            "repeats": args.repeats.max(1),
         });
-        if let Some((scalar, lanes)) = &refs {
-            let r = |t: &Timed| {
-                serde_json::json!({
-                    "seconds": t.seconds,
-                    "traj_steps_per_s": rate(t),
-                    "checksum": t.checksum,
-                    "field_ratio": t.seconds / field.seconds,
-                })
-            };
-            obj["reference_scalar"] = r(scalar);
-            obj["reference_lanes"] = r(lanes);
-        }
-        if let Some(ir) = &ir {
-            obj["ir_field"] = serde_json::json!({
-                "seconds": ir.seconds,
-                "traj_steps_per_s": rate(ir),
-                "checksum": ir.checksum,
-                "field_ratio": ir.seconds / field.seconds,
-            });
-            if let Some((scalar, lanes)) = &refs {
-                obj["ir_field"]["vs_reference_lanes"] = (lanes.seconds / ir.seconds).into();
-                obj["ir_field"]["vs_reference_scalar"] = (scalar.seconds / ir.seconds).into();
+        for t in &tables {
+            let mut o = serde_json::json!({});
+            for (v, f) in &t.rows {
+                o[v.key()] = serde_json::json!({
+                    "kernel_s": f.kernel,
+                    "whole_s": f.best.whole(),
+                    "compile_s": f.best.compile,
+                    "args_s": f.best.args,
+                    "output_s": f.best.output,
+                    "traj_steps_per_s": work / f.kernel,
+                    "checksum": f.checksum,
+                });
             }
+            if let Some((k, w)) = t.ratios() {
+                o["field_file_vs_hand"] = serde_json::json!({ "kernel": k, "whole": w });
+            }
+            obj[t.ty] = o;
+        }
+        // The f32 field API's figures at the top level, as before.
+        if let Some(f) = tables
+            .iter()
+            .find(|t| t.ty == "f32")
+            .and_then(|t| t.get(Variant::FieldApi))
+        {
+            obj["seconds"] = f.kernel.into();
+            obj["traj_steps_per_s"] = (work / f.kernel).into();
+            obj["checksum"] = f.checksum.into();
         }
         println!("{obj}");
-    } else {
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "Lorenz ensemble, N = {}, {steps} RK4 steps of dt = 0.001, {threads} threads, block {}, best of {}",
+        args.n,
+        args.block,
+        args.repeats.max(1)
+    );
+    println!("kernel = the call that integrates; whole = set-up + compile + arguments + kernel + writing the (N, 3) .npy");
+    for t in &tables {
         println!(
-            "Lorenz ensemble, f32, N = {}, {} RK4 steps of dt = {}, {threads} threads, best of {}",
-            p.n,
-            p.steps,
-            p.dt,
-            args.repeats.max(1)
+            "\n{:<4} {:<36} {:>9} {:>9} {:>9} {:>9} {:>9} {:>14} {:>20}",
+            t.ty,
+            "variant",
+            "kernel s",
+            "whole s",
+            "compile",
+            "args",
+            "output",
+            "traj-steps/s",
+            "checksum"
         );
-        println!(
-            "{:<34} {:>10} {:>16} {:>22} {:>8}",
-            "variant", "seconds", "traj-steps/s", "checksum", "ratio"
-        );
-        let line = |name: &str, t: &Timed| {
+        for (v, f) in &t.rows {
             println!(
-                "{name:<34} {:>10.4} {:>16.3e} {:>22.10} {:>8.2}",
-                t.seconds,
-                rate(t),
-                t.checksum,
-                t.seconds / field.seconds
-            )
-        };
-        line("field API (vgpu)", &field);
-        if let Some(ir) = &ir {
-            line(".field through the IR evaluator", ir);
-        }
-        if let Some((scalar, lanes)) = &refs {
-            line("hand-written, scalar per trajectory", scalar);
-            line("hand-written, 16-lane chunks", lanes);
-            println!(
-                "ratio = reference seconds / field seconds (> 1: the field version is faster); checksums equal: {}",
-                scalar.checksum == field.checksum
-                    && lanes.checksum == field.checksum
-                    && ir.as_ref().is_none_or(|t| t.checksum == field.checksum)
+                "     {:<36} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>14.3e} {:>20.10}",
+                v.label(),
+                f.kernel,
+                f.best.whole(),
+                f.best.compile,
+                f.best.args,
+                f.best.output,
+                work / f.kernel,
+                f.checksum
             );
-            if let Some(ir) = &ir {
-                println!(
-                    ".field throughput ÷ hand-written: {:.2} (16-lane chunks), {:.2} (scalar)",
-                    lanes.seconds / ir.seconds,
-                    scalar.seconds / ir.seconds
-                );
-            }
+        }
+        let sums: Vec<u64> = t.rows.iter().map(|(_, f)| f.checksum.to_bits()).collect();
+        println!(
+            "     checksums equal: {}",
+            sums.windows(2).all(|w| w[0] == w[1])
+        );
+        if let Some((k, w)) = t.ratios() {
+            println!("     .field ÷ hand-written 16-lane (hand seconds ÷ .field seconds; > 1: .field faster): kernel {k:.2}, whole run {w:.2}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -194,13 +616,71 @@ pub(crate) fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
 mod tests {
     use super::*;
 
+    fn bits<T: Real>(v: &[T]) -> Vec<u64> {
+        v.iter().map(|x| x.to_bits_u64()).collect()
+    }
+
+    /// The field file, the field API and the hand loop, each in `T`, agree bit for bit.
+    fn all_agree<T: Float>() {
+        let (n, block) = (300, 64);
+        let dir = std::env::temp_dir().join(format!(
+            "vgpu-bench-lorenz-test-{}-{}",
+            std::process::id(),
+            T::NAME
+        ));
+        let mut sums = vec![];
+        for v in [Variant::Hand, Variant::FieldApi, Variant::FieldFile] {
+            let (_, sum) = whole_run::<T>(v, n, block, Par::Rayon(2), &dir).unwrap();
+            sums.push(sum.to_bits());
+        }
+        let _ = std::fs::remove_file(&dir);
+        assert!(
+            sums.windows(2).all(|w| w[0] == w[1]),
+            "{} checksums {sums:?}",
+            T::NAME
+        );
+    }
+
+    #[test]
+    fn every_variant_computes_the_same_bits_in_f32_and_f64() {
+        all_agree::<f32>();
+        all_agree::<f64>();
+    }
+
+    #[test]
+    fn the_f64_field_file_computes_the_hand_written_bits() {
+        let (n, steps) = (300, 50);
+        let k = vgpu::compile("lorenz64.field", LORENZ_FIELD_F64).unwrap();
+        let mut args = vgpu::Args::new(&k);
+        args.buffer("rho", Buffer::F64(rho::<f64>(n).into()))
+            .unwrap();
+        let integ = vgpu::Integration::new(n, 0.0, steps as f64 * 0.001, 0.001).block(64);
+        let r = vgpu::run_cpu(&k, &args, &integ).unwrap();
+        let ir = f64::of_buffer(&r.states).unwrap();
+        let hand = hand_lanes::<f64>(n, steps, Par::Seq).unwrap();
+        assert_eq!(bits(ir), bits(&hand));
+        let api = field_api::<f64>(n, steps, 64, Par::Rayon(2)).unwrap();
+        assert_eq!(bits(&api), bits(&hand));
+    }
+
     #[test]
     fn the_field_file_computes_the_hand_written_bits() {
         let mut p = LorenzProblem::new(300);
         p.steps = 50;
-        let ir = lorenz_ir(&p, 64, Par::Rayon(2)).unwrap();
+        let k = vgpu::compile("lorenz.field", LORENZ_FIELD).unwrap();
+        let mut args = vgpu::Args::new(&k);
+        args.buffer("rho", p.rho()).unwrap();
+        let integ = vgpu::Integration::new(p.n, 0.0, 0.05, 0.001)
+            .block(64)
+            .par(Par::Rayon(2));
+        let r = vgpu::run_cpu(&k, &args, &integ).unwrap();
+        let ir = f32::of_buffer(&r.states).unwrap();
         let hand = lorenz::lorenz_reference_lanes(&p, Par::Seq).unwrap();
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&ir), bits(&hand));
+        assert_eq!(bits(ir), bits(&hand));
+        // The generic hand loop is the library's loop.
+        assert_eq!(
+            bits(&hand_lanes::<f32>(p.n, p.steps, Par::Seq).unwrap()),
+            bits(&hand)
+        );
     }
 }
