@@ -4,7 +4,7 @@
 //! dispatch.
 //!
 //! * Unphased fields: [`vgpu_ir::emit_wgsl`], workgroups of [`ENSEMBLE_WORKGROUP`].
-//! * Fields with phases: [`vgpu_ir::wgsl_phased`], one workgroup per block (the
+//! * Fields with phases: [`vgpu_ir::wgsl::phased`], one workgroup per block (the
 //!   launch's block size), shared sub-fields in workgroup memory, barriers
 //!   between phases' steps, flux outputs as atomics read back into
 //!   [`GpuEnsemble::fluxes`]. Float flux outputs are summed in the GPU's order:
@@ -13,8 +13,8 @@
 use crate::error::GpuError;
 use crate::kernel_cache::{Binding, KernelCache, KernelSpec};
 use std::time::{Duration, Instant};
+use vgpu_ir::wgsl::phased::{emit_wgsl_phased, fault_error, PhasedLayout};
 use vgpu_ir::wgsl::{emit_wgsl, meta_words};
-use vgpu_ir::wgsl_phased::{emit_wgsl_phased, fault_error, PhasedLayout};
 use vgpu_ir::{Args, Buffer, Integration, IrError, Kernel, Limits, ScalarType};
 
 /// Invocations per workgroup of generated ensemble kernels.
@@ -82,7 +82,7 @@ pub fn ensemble_spec(k: &Kernel, integ: &Integration) -> Result<KernelSpec, IrEr
 /// block size).
 ///
 /// # Errors
-/// [`IrError::Unsupported`] (see [`vgpu_ir::wgsl_phased::check_phased_wgsl`]),
+/// [`IrError::Unsupported`] (see [`vgpu_ir::wgsl::phased::check_phased_wgsl`]),
 /// or a block or workgroup memory beyond the limits of `cache`'s device.
 pub fn phased_spec(
     cache: &KernelCache,

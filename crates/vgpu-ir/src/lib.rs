@@ -20,7 +20,8 @@ mod run;
 pub mod types;
 mod validate;
 pub mod wgsl;
-pub mod wgsl_phased;
+/// The phased emitter, also reachable as [`wgsl::phased`].
+pub use wgsl::phased as wgsl_phased;
 
 pub use args::{Arg, Args, Buffer};
 pub use check::{compile, compile_all, compile_file};

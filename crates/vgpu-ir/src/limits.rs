@@ -4,7 +4,7 @@
 //! `phase p for j in 0..k`); they are evaluated with overflow-checked
 //! arithmetic and held against these limits before anything of that size is
 //! allocated or compiled, on the CPU ([`crate::run_cpu_with`]) and for the GPU
-//! ([`crate::wgsl_phased::PhasedLayout::new_with`]).
+//! ([`crate::wgsl::phased::PhasedLayout::new_with`]).
 
 use crate::error::{IrError, Pos};
 use crate::kernel::{Kernel, NodeId};

@@ -1,4 +1,11 @@
-//! The WGSL emitter: one compute shader per (kernel, integrator, workgroup
+//! The WGSL room: every shader generated from the IR is emitted under this
+//! module — unphased ensembles (here), phased fields ([`phased`]: workgroup =
+//! block, workgroup memory, barriers, flux atomics, fault decoding) and unit-step
+//! jump kernels ([`jumps`], the fused kernels) — sharing one prelude
+//! ([`emit_prelude`]), one expression emitter ([`emit_expressions`]) and one
+//! layout of launch words ([`meta_words`]).
+//!
+//! Unphased ensembles: one compute shader per (kernel, integrator, workgroup
 //! size). Each invocation integrates one trajectory through all of its steps in
 //! a single dispatch, with the integrator's stages unrolled inside the step loop
 //! (step-size products hoisted out of it, each row factored by its first
@@ -12,7 +19,7 @@
 //! Restrictions: WGSL has no portable `f64`, so a kernel using `f64` anywhere
 //! is refused ([`IrError::Unsupported`]) and runs on the CPU; fields with
 //! phases (shared sub-fields, barriers, flux) are emitted by
-//! [`crate::wgsl_phased::emit_wgsl_phased`] instead.
+//! [`phased::emit_wgsl_phased`] instead.
 
 use crate::args::Args;
 use crate::error::IrError;
@@ -20,6 +27,9 @@ use crate::kernel::{BinOp, Builtin, Kernel, Node, NodeId, UnOp, Update, Variance
 use crate::types::{ScalarType, Value};
 use std::fmt::Write;
 use vgpu_field::Tableau;
+
+pub mod jumps;
+pub mod phased;
 
 /// Index of the first buffer binding.
 pub const FIRST_BUFFER_BINDING: u32 = 3;
@@ -42,7 +52,7 @@ pub fn check_wgsl(k: &Kernel) -> Result<(), IrError> {
     if k.is_phased() {
         return Err(unsupported(
             k,
-            "a field with phases (shared sub-fields, barriers, flux) is emitted by wgsl_phased::emit_wgsl_phased, not emit_wgsl",
+            "a field with phases (shared sub-fields, barriers, flux) is emitted by wgsl::phased::emit_wgsl_phased (emit_wgsl_phased), not emit_wgsl",
         ));
     }
     if k.types.contains(&ScalarType::F64) || k.params.iter().any(|p| p.ty == ScalarType::F64) {

@@ -42,6 +42,10 @@
 //! Refused ([`IrError::Unsupported`]): `f64` anywhere, drives into a `bool`
 //! shared sub-field.
 
+use super::{
+    emit_prelude, expr_with, literal, meta_words, wty, ParamSlots, FIRST_BUFFER_BINDING,
+    META_HEADER,
+};
 use crate::args::Args;
 use crate::error::IrError;
 use crate::eval::{self, Dims};
@@ -50,10 +54,6 @@ use crate::limits::Limits;
 use crate::phased::{check_unit_time, steps_of};
 use crate::run::Integration;
 use crate::types::{ScalarType, Value};
-use crate::wgsl::{
-    emit_prelude, expr_with, literal, meta_words, wty, ParamSlots, FIRST_BUFFER_BINDING,
-    META_HEADER,
-};
 use std::fmt::Write;
 use vgpu_field::Method;
 
