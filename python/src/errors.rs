@@ -33,16 +33,22 @@ pub(crate) fn facade_error(err: vgpu::Error) -> PyErr {
             need,
             limit,
             flag,
-        } => {
-            let m = format!("{quantity} needs {need}, over the limit of {limit}");
-            if flag == "--max-memory" {
-                PyMemoryError::new_err(m)
-            } else {
-                PyValueError::new_err(m)
-            }
-        }
+        } => limit_error(&quantity, &need, &limit, flag),
         vgpu::Error::Gpu(e) => gpu_err(e),
         other => vgpu_error(other),
+    }
+}
+
+/// A size refused before allocation as a Python exception: beyond the memory
+/// limit a `MemoryError`, beyond another limit (threads, steps) a `ValueError`.
+/// Python has no `--max-*` options, so the message names the need and the
+/// limit without the option.
+pub(crate) fn limit_error(quantity: &str, need: &str, limit: &str, flag: &str) -> PyErr {
+    let m = format!("{quantity} needs {need}, over the limit of {limit}");
+    if flag == "--max-memory" {
+        PyMemoryError::new_err(m)
+    } else {
+        PyValueError::new_err(m)
     }
 }
 

@@ -1,8 +1,8 @@
 //! `VGPU.ptx_case`: a PTX case (real nvcc PTX, inputs, expected outputs) run on
 //! VGPU's SIMT field executor, its report as Python values.
 
-use crate::errors::{no_panic, vgpu_error};
-use pyo3::exceptions::{PyMemoryError, PyValueError};
+use crate::errors::{limit_error, no_panic, vgpu_error};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::Path;
@@ -41,20 +41,12 @@ pub(crate) fn ptx_case<'py>(
 /// aborts the interpreter.
 fn ptx_error(e: PtxError) -> PyErr {
     match e {
-        // Python has no --max-* options: the message names the need and the limit.
         PtxError::Limit {
             quantity,
             need,
             limit,
             flag,
-        } => {
-            let m = format!("{quantity} needs {need}, over the limit of {limit}");
-            if flag == "--max-memory" {
-                PyMemoryError::new_err(m)
-            } else {
-                PyValueError::new_err(m)
-            }
-        }
+        } => limit_error(&quantity, &need, &limit, flag),
         e @ PtxError::Launch { .. } => PyValueError::new_err(e.to_string()),
         other => vgpu_error(other),
     }
