@@ -166,12 +166,13 @@ pub fn run_cpu_with(
 }
 
 /// The initial states (trajectory-major, `blocks · block · dim`, padding lanes
-/// repeating the last trajectory).
+/// repeating the last trajectory), blocks spread as `par` says.
 fn initial_states<T: IrFloat>(
     k: &Kernel,
     args: &Args,
     cfg: &LaunchConfig,
     n: usize,
+    par: Par,
 ) -> Result<Vec<T>, IrError> {
     let dim = k.states.len();
     let lanes = cfg.threads_per_block();
@@ -192,45 +193,58 @@ fn initial_states<T: IrFloat>(
         return Ok(states);
     }
     let empty: [T; 0] = [];
-    let faults: Vec<Option<IrError>> = states
-        .par_chunks_mut(lanes * dim)
-        .enumerate()
-        .map_init(
-            || Pools::new(prog.slots, lanes),
-            |pools, (b, chunk)| {
-                let first = b * lanes;
-                let fr = Frame {
-                    k,
-                    args,
-                    lanes,
-                    first,
-                    block: b as u32,
-                    bdim: lanes as u32,
-                    h: T::cols(&empty),
-                    h0: T::cols(&empty),
-                    t: Value::F64(0.0).cast(T::TYPE),
-                    shared: &[],
-                    last: n.saturating_sub(first).min(lanes),
-                };
-                let mut fault = None;
-                eval::run(&prog.lane, pools, &fr, &mut fault);
-                eval::run(&prog.vary, pools, &fr, &mut fault);
-                if let Some(f) = fault {
-                    if first + f.lane < n {
-                        return Some(f.into_error(k, first, lanes as u32));
-                    }
-                }
-                for (s, st) in k.states.iter().enumerate() {
-                    let src = prog.src[st.init.index()].expect("compiled");
-                    for l in 0..lanes {
-                        chunk[l * dim + s] =
-                            T::from_value(eval::read_src(src, T::TYPE, pools, &fr, l));
-                    }
-                }
-                None
-            },
-        )
-        .collect();
+    // One block's initial states into `chunk`; a fault of a live lane is its error.
+    let block = |pools: &mut Pools, (b, chunk): (usize, &mut [T])| -> Option<IrError> {
+        let first = b * lanes;
+        let fr = Frame {
+            k,
+            args,
+            lanes,
+            first,
+            block: b as u32,
+            bdim: lanes as u32,
+            h: T::cols(&empty),
+            h0: T::cols(&empty),
+            t: Value::F64(0.0).cast(T::TYPE),
+            shared: &[],
+            last: n.saturating_sub(first).min(lanes),
+        };
+        let mut fault = None;
+        eval::run(&prog.lane, pools, &fr, &mut fault);
+        eval::run(&prog.vary, pools, &fr, &mut fault);
+        if let Some(f) = fault {
+            if first + f.lane < n {
+                return Some(f.into_error(k, first, lanes as u32));
+            }
+        }
+        for (s, st) in k.states.iter().enumerate() {
+            let src = prog.src[st.init.index()].expect("compiled");
+            for l in 0..lanes {
+                chunk[l * dim + s] = T::from_value(eval::read_src(src, T::TYPE, pools, &fr, l));
+            }
+        }
+        None
+    };
+    // Blocks in parallel under the launch's `Par` (one thread for `Par::Seq`),
+    // faults collected in block order.
+    let faults: Vec<Option<IrError>> = par
+        .run(|parallel| {
+            Ok(if parallel {
+                states
+                    .par_chunks_mut(lanes * dim)
+                    .enumerate()
+                    .map_init(|| Pools::new(prog.slots, lanes), block)
+                    .collect()
+            } else {
+                let mut pools = Pools::new(prog.slots, lanes);
+                states
+                    .chunks_mut(lanes * dim)
+                    .enumerate()
+                    .map(|bc| block(&mut pools, bc))
+                    .collect()
+            })
+        })
+        .map_err(|e| field_err(&k.name, e))?;
     if let Some(e) = faults.into_iter().flatten().next() {
         return Err(e);
     }
@@ -274,7 +288,7 @@ fn run_typed<T: IrFloat>(
     let cfg = integ.config(&k.name)?;
     let dim = k.states.len();
     let n = integ.n;
-    let mut states = initial_states::<T>(k, args, &cfg, n)?;
+    let mut states = initial_states::<T>(k, args, &cfg, n, integ.par)?;
     let (steps, fluxes) = if k.is_phased() {
         run_phased::<T>(k, args, integ, limits, &cfg, &mut states)?
     } else {
