@@ -311,15 +311,19 @@ pub fn launch(
         v
     } else {
         let first_err = AtomicU64::new(u64::MAX);
+        // Rayon calls the init closure once per split of the range, far more
+        // often than there are workers: scratch goes back to a pool when a
+        // split's job ends, so a launch allocates it about once per worker.
+        let pool = ScratchPool(std::sync::Mutex::new(Vec::new()));
         (0..nblocks)
             .into_par_iter()
             .map_init(
-                || Scratch::new(&ctx),
+                || pool.take(&ctx),
                 |sc, b| {
                     if b > first_err.load(Ordering::Relaxed) {
                         return None;
                     }
-                    let r = run_block(&ctx, bid(b), sc);
+                    let r = run_block(&ctx, bid(b), sc.get());
                     if r.is_err() {
                         first_err.fetch_min(b, Ordering::Relaxed);
                     }
@@ -360,6 +364,48 @@ pub fn launch(
 /// of the buffers, one result slot per block and each worker's scratch
 /// (shared memory and its checker shadow, local memory, registers) against
 /// [`Limits::max_memory`]. All arithmetic is overflow-checked.
+/// Per-worker scratch reused across the splits of a parallel launch.
+struct ScratchPool(std::sync::Mutex<Vec<Scratch>>);
+
+/// Scratch taken from a [`ScratchPool`], returned to it when dropped.
+struct PooledScratch<'p> {
+    sc: Option<Scratch>,
+    pool: &'p ScratchPool,
+}
+
+impl ScratchPool {
+    fn take(&self, ctx: &LaunchCtx) -> PooledScratch<'_> {
+        let sc = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_else(|| Scratch::new(ctx));
+        PooledScratch {
+            sc: Some(sc),
+            pool: self,
+        }
+    }
+}
+
+impl PooledScratch<'_> {
+    fn get(&mut self) -> &mut Scratch {
+        self.sc.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for PooledScratch<'_> {
+    fn drop(&mut self) {
+        if let Some(sc) = self.sc.take() {
+            self.pool
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(sc);
+        }
+    }
+}
+
 fn check_launch(
     k: &Kernel,
     cfg: &LaunchConfig,

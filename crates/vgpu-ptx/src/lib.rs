@@ -19,6 +19,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod analysis;
 pub mod ast;
 mod bit_ops;
 pub mod case;

@@ -183,32 +183,49 @@ impl GlobalMem {
     /// The allocation holding every access `[addrs[l], addrs[l] + size)` of the
     /// lanes `l` of `em` (a writable one for a store), when all are naturally
     /// aligned and below the generic windows; `None` sends the caller to the
-    /// checked per-lane path, which names the fault.
+    /// checked per-lane path, which names the fault. On success `addrs` holds,
+    /// in each lane outside `em`, the first active lane's address (so a loop over
+    /// all 32 lanes stays inside the allocation).
     #[inline(always)]
-    fn span(&self, addrs: &[u64; 32], em: u32, size: u8, write: bool) -> Option<&Region> {
-        let (mut lo, mut hi, mut bits) = (u64::MAX, 0u64, 0u64);
-        for (l, &a) in addrs.iter().enumerate() {
-            if em & (1 << l) != 0 {
-                lo = lo.min(a);
-                hi = hi.max(a);
-                bits |= a;
-            }
-        }
-        // Sizes are powers of two.
-        if em == 0 || bits & (size as u64 - 1) != 0 || hi >= SHARED_WINDOW {
+    fn span(&self, addrs: &mut [u64; 32], em: u32, size: u8, write: bool) -> Option<&Region> {
+        if em == 0 {
             return None;
         }
-        self.regions
+        if em != u32::MAX {
+            let a0 = addrs[em.trailing_zeros() as usize];
+            for (l, a) in addrs.iter_mut().enumerate() {
+                if em & (1 << l) == 0 {
+                    *a = a0;
+                }
+            }
+        }
+        let a0 = addrs[em.trailing_zeros() as usize];
+        let r = self
+            .regions
             .iter()
-            .find(|r| lo >= r.base && hi - r.base + size as u64 <= r.len && (r.writable || !write))
+            .find(|r| a0 >= r.base && a0 - r.base < r.len)?;
+        // The last offset a `size`-byte access may start at.
+        let last = r.len.checked_sub(size as u64)?;
+        let (mut bits, mut out) = (0u64, false);
+        for &a in addrs.iter() {
+            bits |= a;
+            out |= a.wrapping_sub(r.base) > last;
+        }
+        // Sizes are powers of two; a region lies below the generic windows.
+        if bits & (size as u64 - 1) != 0 || out || (write && !r.writable) {
+            return None;
+        }
+        Some(r)
     }
 
     /// Loads `size` bytes at `addrs[l]` into `out[l]` for the lanes of `em`, when
-    /// [`GlobalMem::span`] finds their allocation; false (nothing loaded) if not.
+    /// [`GlobalMem::span`] finds their allocation (then every lane of `out` is
+    /// written, those outside `em` with the first active lane's value); false
+    /// (nothing loaded) if not.
     #[inline(always)]
     pub(crate) fn load_warp(
         &self,
-        addrs: &[u64; 32],
+        addrs: &mut [u64; 32],
         em: u32,
         size: u8,
         out: &mut [u64; 32],
@@ -216,9 +233,23 @@ impl GlobalMem {
         let Some(r) = self.span(addrs, em, size, false) else {
             return false;
         };
-        for (l, (o, &a)) in out.iter_mut().zip(addrs).enumerate() {
-            if em & (1 << l) != 0 {
-                *o = r.load_at(a - r.base, size);
+        let w = &r.words;
+        match size {
+            4 => {
+                for (o, &a) in out.iter_mut().zip(addrs.iter()) {
+                    *o = w[((a - r.base) >> 2) as usize].load(Relaxed) as u64;
+                }
+            }
+            8 => {
+                for (o, &a) in out.iter_mut().zip(addrs.iter()) {
+                    let i = ((a - r.base) >> 2) as usize;
+                    *o = w[i].load(Relaxed) as u64 | ((w[i + 1].load(Relaxed) as u64) << 32);
+                }
+            }
+            _ => {
+                for (o, &a) in out.iter_mut().zip(addrs.iter()) {
+                    *o = r.load_at(a - r.base, size);
+                }
             }
         }
         true
@@ -230,7 +261,7 @@ impl GlobalMem {
     #[inline(always)]
     pub(crate) fn store_warp(
         &self,
-        addrs: &[u64; 32],
+        addrs: &mut [u64; 32],
         em: u32,
         size: u8,
         vals: &[u64; 32],
@@ -238,7 +269,13 @@ impl GlobalMem {
         let Some(r) = self.span(addrs, em, size, true) else {
             return false;
         };
-        for (l, (&v, &a)) in vals.iter().zip(addrs).enumerate() {
+        if em == u32::MAX && size == 4 {
+            for (&v, &a) in vals.iter().zip(addrs.iter()) {
+                r.words[((a - r.base) >> 2) as usize].store(v as u32, Relaxed);
+            }
+            return true;
+        }
+        for (l, (&v, &a)) in vals.iter().zip(addrs.iter()).enumerate() {
             if em & (1 << l) != 0 {
                 r.store_at(a - r.base, size, v);
             }

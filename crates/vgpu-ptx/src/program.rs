@@ -308,6 +308,9 @@ pub struct Kernel {
     pub(crate) globals: Vec<GlobalVar>,
     /// Some global atomic's old value is used: blocks run in order, one at a time.
     pub(crate) needs_ordered_blocks: bool,
+    /// Registers a lane may read before writing them: cleared at each block's
+    /// start (the others never show their initial value; analysis.rs).
+    pub(crate) zero_regs: Vec<u32>,
 }
 
 impl Kernel {

@@ -262,13 +262,22 @@ pub(crate) fn row(regs: &[u64], s: Src) -> [u64; 32] {
     }
 }
 
+/// Source `s` as a row of 32 lanes: the register's own lanes, or `tmp` filled
+/// with the immediate (no copy of a register row).
+#[inline(always)]
+fn src_row<'a>(regs: &'a [u64], s: Src, tmp: &'a mut Option<[u64; 32]>) -> &'a [u64; 32] {
+    match s {
+        Src::Reg(r) => {
+            let r = r as usize * 32;
+            (&regs[r..r + 32]).try_into().expect("32 lanes")
+        }
+        Src::Imm(v) => tmp.insert([v; 32]),
+    }
+}
+
 #[inline(always)]
 fn map(a: &[u64; 32], b: &[u64; 32], c: &[u64; 32], f: impl Fn(u64, u64, u64) -> u64) -> [u64; 32] {
-    let mut o = [0u64; 32];
-    for l in 0..32 {
-        o[l] = f(a[l], b[l], c[l]);
-    }
-    o
+    std::array::from_fn(|l| f(a[l], b[l], c[l]))
 }
 
 #[inline(always)]
@@ -307,8 +316,25 @@ fn fcmp(c: FCmp, x: f32, y: f32) -> bool {
 /// `op` in every lane, as the bits each lane's destination receives.
 #[inline(always)]
 fn compute(regs: &[u64], op: &WarpOp) -> [u64; 32] {
-    let (a, b, c) = (row(regs, op.a), row(regs, op.b), row(regs, op.c));
-    let (a, b, c) = (&a, &b, &c);
+    let (mut ta, mut tb, mut tc) = (None, None, None);
+    let a = src_row(regs, op.a, &mut ta);
+    let b = src_row(regs, op.b, &mut tb);
+    // Most kinds ignore `c`: an immediate there (the decoder's `Imm(0)`) is
+    // then not spread over 32 lanes.
+    let uses_c = matches!(
+        op.kind,
+        Kind::FmaF32
+            | Kind::FmsF32
+            | Kind::FnmaF32
+            | Kind::MadLo(_)
+            | Kind::MadWide { .. }
+            | Kind::Selp
+    );
+    let c = if uses_c || matches!(op.c, Src::Reg(_)) {
+        src_row(regs, op.c, &mut tc)
+    } else {
+        a
+    };
     match op.kind {
         Kind::AddF32 => map(a, b, c, |x, y, _| bf32(f32b(x) + f32b(y))),
         Kind::SubF32 => map(a, b, c, |x, y, _| bf32(f32b(x) - f32b(y))),
@@ -420,16 +446,37 @@ unsafe fn apply_avx2_fma(regs: &mut [u64], op: &WarpOp, em: u32) {
     apply(regs, op, em)
 }
 
+/// What the CPU offers the warp loops, detected once ([`Simd::detect`]) so that
+/// the per-instruction path does not ask again. Only this module can make one,
+/// so a `Simd` that says AVX2 and FMA is always true.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Simd {
+    avx2_fma: bool,
+}
+
+impl Simd {
+    /// The features of this CPU.
+    pub(crate) fn detect() -> Simd {
+        #[cfg(target_arch = "x86_64")]
+        let avx2_fma = std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma");
+        #[cfg(not(target_arch = "x86_64"))]
+        let avx2_fma = false;
+        Simd { avx2_fma }
+    }
+}
+
 /// Applies `op` to the lanes of `em` of a warp's register file
-/// (`regs[r * 32 + lane]`).
+/// (`regs[r * 32 + lane]`), with AVX2 and FMA when `simd` has them.
 #[inline]
-pub(crate) fn exec(regs: &mut [u64], op: &WarpOp, em: u32) {
+pub(crate) fn exec(regs: &mut [u64], op: &WarpOp, em: u32, simd: Simd) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has both features, checked just above.
+    if simd.avx2_fma {
+        // SAFETY: the CPU has both features (Simd::detect, the only constructor).
         unsafe { apply_avx2_fma(regs, op, em) };
         return;
     }
+    let _ = simd;
     apply(regs, op, em)
 }
 
@@ -522,7 +569,7 @@ mod tests {
                 c: Src::Reg(2),
             };
             let before = regs.clone();
-            exec(&mut regs, &op, em);
+            exec(&mut regs, &op, em, Simd::detect());
             for l in 0..32 {
                 let (x, y, z) = (before[l], before[32 + l], before[64 + l]);
                 let want = if em & (1 << l) != 0 {

@@ -196,8 +196,10 @@ pub(crate) fn decode_entry(m: &ast::Module, file: &str, entry: &str) -> Result<K
             }
         }
     }
+    let zero_regs = crate::analysis::registers_to_zero(&lw.code, lw.regs.len());
     Ok(Kernel {
         name: entry.to_string(),
+        zero_regs,
         code: lw.code,
         regs: lw.regs,
         params,

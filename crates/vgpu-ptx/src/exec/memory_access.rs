@@ -150,13 +150,31 @@ impl BlockRun<'_, '_> {
         let n = d.len() as u64;
         let vector = (n > 1).then_some(n * size as u64);
         let mut rest = em;
+        if let ([r], Space::Param, Src::Imm(_)) = (d, space, addr.base) {
+            // Every lane reads the same parameter: read it once.
+            let l = em.trailing_zeros() as usize;
+            let tid = base + l as u32;
+            let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);
+            let v = self
+                .load(space, a, size, tid, line)
+                .map_err(|e| self.mem_fault(e, tid, line))?;
+            let v = if sign {
+                crate::types::sx(v, size as u32 * 8) as u64
+            } else {
+                v
+            };
+            if *r != u32::MAX {
+                put(regs, *r, &[v; 32], em);
+            }
+            return Ok(());
+        }
         if let ([r], true) = (d, global_like(space)) {
             // Fast path: the warp's scalar accesses inside one allocation.
             let mut v = [0u64; 32];
             if self
                 .ctx
                 .gmem
-                .load_warp(&addr_row(regs, addr), em, size, &mut v)
+                .load_warp(&mut addr_row(regs, addr), em, size, &mut v)
             {
                 if sign {
                     v = v.map(|x| crate::types::sx(x, size as u32 * 8) as u64);
@@ -213,7 +231,7 @@ impl BlockRun<'_, '_> {
             if self
                 .ctx
                 .gmem
-                .store_warp(&addr_row(regs, addr), em, size, &row(regs, *v))
+                .store_warp(&mut addr_row(regs, addr), em, size, &row(regs, *v))
             {
                 rest = 0;
             }

@@ -113,6 +113,8 @@ struct BlockRun<'a, 'b> {
     nthreads: u32,
     nwarps: u32,
     thread_instr: u64,
+    /// The CPU's vector features, detected once per block.
+    simd: crate::warp_ops::Simd,
 }
 
 impl LaunchCtx<'_> {
@@ -132,7 +134,9 @@ pub(crate) fn run_block(
     sc.shared.reset();
     sc.local.fill(0);
     for w in sc.warps.iter_mut() {
-        w.regs.fill(0);
+        for &r in &ctx.k.zero_regs {
+            w.regs[r as usize * 32..r as usize * 32 + 32].fill(0);
+        }
         w.pc = [0; 32];
         w.steps = 0;
         for l in 0..32 {
@@ -158,6 +162,7 @@ pub(crate) fn run_block(
         nthreads,
         nwarps: sc.warps.len() as u32,
         thread_instr: 0,
+        simd: crate::warp_ops::Simd::detect(),
     };
     loop {
         for w in sc.warps.iter_mut() {
@@ -352,15 +357,7 @@ impl BlockRun<'_, '_> {
                 }
                 let emask = match inst.guard {
                     None => mask,
-                    Some((p, neg)) => {
-                        let mut m = 0u32;
-                        for l in lanes(mask) {
-                            if ((w.regs[p as usize * 32 + l] & 1) == 1) != neg {
-                                m |= 1 << l;
-                            }
-                        }
-                        m
-                    }
+                    Some((p, neg)) => mask & pred_mask(&w.regs, p, neg),
                 };
                 match &inst.op {
                     Op::Bra { target } => {
@@ -464,7 +461,7 @@ impl BlockRun<'_, '_> {
     fn exec(&mut self, pc: u32, inst: &Inst, w: &mut Warp, em: u32) -> Result<(), PtxError> {
         let regs = &mut w.regs;
         match &inst.op {
-            Op::Warp(op) => crate::warp_ops::exec(regs, op, em),
+            Op::Warp(op) => crate::warp_ops::exec(regs, op, em, self.simd),
             Op::Alu { f, d, a, b, c } => {
                 let d = *d as usize * 32;
                 if em == u32::MAX {
@@ -490,6 +487,47 @@ impl BlockRun<'_, '_> {
                     }
                 }
             }
+            Op::Ld {
+                space,
+                size,
+                sign,
+                d,
+                addr,
+            } => self.exec_ld(inst.line, *space, *size, *sign, d, addr, regs, w.base, em)?,
+            Op::St {
+                space,
+                size,
+                src,
+                addr,
+            } => self.exec_st(inst.line, *space, *size, src, addr, regs, w.base, em)?,
+            Op::Atom { .. } => self.exec_atom(pc, inst, regs, w.base, em)?,
+            Op::Shfl { .. }
+            | Op::Vote { .. }
+            | Op::Redux { .. }
+            | Op::Match { .. }
+            | Op::Special { .. } => self.exec_cold(inst, w, em),
+            Op::ActiveMask { d } => {
+                for l in lanes(em) {
+                    regs[*d as usize * 32 + l] = em as u64;
+                }
+            }
+            Op::WarpSync { mask } => {
+                if let Some(s) = &mut self.shared.shadow {
+                    let l = em.trailing_zeros() as usize;
+                    s.warp_sync(w.base / 32, rd(regs, *mask, l) as u32, em);
+                }
+            }
+            Op::Nop | Op::Bra { .. } | Op::Bar { .. } | Op::Exit | Op::Trap => {}
+        }
+        Ok(())
+    }
+
+    /// The instructions rare in hot loops (warp collectives, special
+    /// registers), kept out of [`BlockRun::exec`] so that its frame stays small.
+    #[inline(never)]
+    fn exec_cold(&mut self, inst: &Inst, w: &mut Warp, em: u32) {
+        let regs = &mut w.regs;
+        match &inst.op {
             Op::Special { d, s } => {
                 let ctx = self.ctx;
                 for l in lanes(em) {
@@ -511,20 +549,6 @@ impl BlockRun<'_, '_> {
                     regs[*d as usize * 32 + l] = v;
                 }
             }
-            Op::Ld {
-                space,
-                size,
-                sign,
-                d,
-                addr,
-            } => self.exec_ld(inst.line, *space, *size, *sign, d, addr, regs, w.base, em)?,
-            Op::St {
-                space,
-                size,
-                src,
-                addr,
-            } => self.exec_st(inst.line, *space, *size, src, addr, regs, w.base, em)?,
-            Op::Atom { .. } => self.exec_atom(pc, inst, regs, w.base, em)?,
             Op::Shfl {
                 mode,
                 d,
@@ -622,21 +646,26 @@ impl BlockRun<'_, '_> {
                     put(regs, *p, &[same as u64; 32], em);
                 }
             }
-            Op::ActiveMask { d } => {
-                for l in lanes(em) {
-                    regs[*d as usize * 32 + l] = em as u64;
-                }
-            }
-            Op::WarpSync { mask } => {
-                if let Some(s) = &mut self.shared.shadow {
-                    let l = em.trailing_zeros() as usize;
-                    s.warp_sync(w.base / 32, rd(regs, *mask, l) as u32, em);
-                }
-            }
-            Op::Nop | Op::Bra { .. } | Op::Bar { .. } | Op::Exit | Op::Trap => {}
+            _ => unreachable!("exec_cold is called for these operations only"),
         }
         let _ = self.nthreads;
-        Ok(())
+    }
+}
+
+/// The lanes whose predicate register `p` is true (false when `neg`).
+#[inline(always)]
+fn pred_mask(regs: &[u64], p: u32, neg: bool) -> u32 {
+    let row: &[u64; 32] = (&regs[p as usize * 32..p as usize * 32 + 32])
+        .try_into()
+        .expect("32 lanes");
+    let mut m = 0u32;
+    for (l, &v) in row.iter().enumerate() {
+        m |= ((v & 1) as u32) << l;
+    }
+    if neg {
+        !m
+    } else {
+        m
     }
 }
 
