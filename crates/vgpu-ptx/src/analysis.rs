@@ -6,8 +6,13 @@
 //! (in each lane) never shows its initial value, so only the others need
 //! clearing when a worker starts its next block: for nvcc's code that is usually
 //! none of them, and a block's start no longer clears its whole register file.
+//!
+//! [`store_targets`]: which kernel parameters the addresses of plain global
+//! stores derive from, so that the global race checker (global_race.rs) logs
+//! only the reads of allocations the kernel may write.
 
-use crate::program::{Inst, Op, Src};
+use crate::ast::Space;
+use crate::program::{Inst, Op, ParamInfo, Src};
 
 /// A set of registers as bits.
 #[derive(Clone, PartialEq, Eq)]
@@ -111,6 +116,109 @@ pub(crate) fn registers_to_zero(code: &[Inst], nregs: usize) -> Vec<u32> {
     (0..nregs as u32).filter(|&r| zero.has(r)).collect()
 }
 
+/// The global memory a kernel's plain (non-atomic) stores may write, from
+/// where their addresses come from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StoreTargets {
+    /// Some store's address derives from something the analysis does not
+    /// follow (a pointer loaded from memory): any writable allocation.
+    pub any: bool,
+    /// Whether some store's address derives from parameter `i`.
+    pub params: Vec<bool>,
+    /// The kernel has a global store at all.
+    pub some: bool,
+}
+
+/// The bit of a register's provenance that means "not followed".
+const UNKNOWN: u64 = 1 << 63;
+
+/// Which parameters the address of each plain global store derives from: a
+/// flow-insensitive provenance analysis over the registers. A parameter load
+/// gives its destination that parameter; an operation gives its destination
+/// the union of its sources'; a load of 8 bytes or more from memory (a pointer
+/// may be stored there) or of a parameter at a register address is "unknown".
+/// Narrower loads and parameters carry none (a 32-bit value is an index, not a
+/// pointer).
+pub(crate) fn store_targets(code: &[Inst], nregs: usize, params: &[ParamInfo]) -> StoreTargets {
+    let param_bit = |off: i64| -> u64 {
+        params
+            .iter()
+            .position(|p| off >= p.offset as i64 && off < (p.offset + p.size) as i64)
+            .map_or(UNKNOWN, |i| {
+                if params[i].size < 8 {
+                    0
+                } else if i < 63 {
+                    1 << i
+                } else {
+                    UNKNOWN
+                }
+            })
+    };
+    let src = |prov: &[u64], s: &Src| match s {
+        Src::Reg(r) => prov.get(*r as usize).copied().unwrap_or(0),
+        Src::Imm(_) => 0,
+    };
+    let mut prov = vec![0u64; nregs];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for inst in code {
+            let gen = match &inst.op {
+                Op::Ld {
+                    space: Space::Param,
+                    addr,
+                    ..
+                } => match addr.base {
+                    Src::Imm(b) => param_bit(b as i64 + addr.off),
+                    Src::Reg(_) => UNKNOWN,
+                },
+                Op::Ld { size, .. } | Op::Atom { size, .. } => {
+                    if *size >= 8 {
+                        UNKNOWN
+                    } else {
+                        0
+                    }
+                }
+                Op::Special { .. } => 0,
+                op => op
+                    .srcs()
+                    .iter()
+                    .map(|&r| src(&prov, &Src::Reg(r)))
+                    .fold(0, |a, b| a | b),
+            };
+            for d in inst.op.dsts() {
+                if let Some(p) = prov.get_mut(d as usize) {
+                    if *p | gen != *p {
+                        *p |= gen;
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    let mut t = StoreTargets {
+        any: false,
+        params: vec![false; params.len()],
+        some: false,
+    };
+    for inst in code {
+        if let Op::St {
+            space: Space::Global | Space::Generic,
+            addr,
+            ..
+        } = &inst.op
+        {
+            t.some = true;
+            let p = src(&prov, &addr.base);
+            t.any |= p & UNKNOWN != 0;
+            for (i, b) in t.params.iter_mut().enumerate().take(63) {
+                *b |= p & (1 << i) != 0;
+            }
+        }
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use crate::launch::Module;
@@ -154,5 +262,21 @@ mod tests {
     fn shuffle_sources_are_always_cleared() {
         let z = zero_names("mov.u32 %r1, %tid.x;\nshfl.sync.down.b32 %r2, %r1, 1, 31, -1;\nret;");
         assert_eq!(z, ["%r1"]);
+    }
+
+    #[test]
+    fn store_targets_follow_pointers_from_parameters() {
+        let text = ".version 8.0\n.target sm_90\n.address_size 64\n\
+            .visible .entry k(.param .u64 a, .param .u64 b, .param .u64 c)\n{\n\
+            .reg .b32 %r<4>;\n.reg .b64 %rd<9>;\n.reg .f32 %f<3>;\n\
+            ld.param.u64 %rd1, [a];\nld.param.u64 %rd2, [b];\nld.param.u64 %rd3, [c];\n\
+            cvta.to.global.u64 %rd4, %rd1;\nmov.u32 %r1, %tid.x;\nmul.wide.u32 %rd5, %r1, 4;\n\
+            add.s64 %rd6, %rd4, %rd5;\nld.global.f32 %f1, [%rd6];\nld.global.u32 %r2, [%rd6];\n\
+            mul.wide.u32 %rd7, %r2, 4;\nadd.s64 %rd8, %rd2, %rd7;\nst.global.f32 [%rd8], %f1;\nret;\n}\n";
+        let k = Module::parse(text, "t.ptx").unwrap().kernel("k").unwrap();
+        let t = super::store_targets(&k.code, k.regs.len(), &k.params);
+        // b is written (through an index loaded from a); a and c are not.
+        assert!(t.some && !t.any, "{t:?}");
+        assert_eq!(t.params, [false, true, false]);
     }
 }

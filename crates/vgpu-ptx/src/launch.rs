@@ -276,6 +276,7 @@ pub fn launch(
         }
         params[p.offset as usize..(p.offset + p.size) as usize].copy_from_slice(&bytes);
     }
+    mark_tracked(k, args, &mut regions);
     let gmem = GlobalMem { regions };
     let ctx = LaunchCtx {
         k,
@@ -364,6 +365,39 @@ pub fn launch(
 /// of the buffers, one result slot per block and each worker's scratch
 /// (shared memory and its checker shadow, local memory, registers) against
 /// [`Limits::max_memory`]. All arithmetic is overflow-checked.
+/// Marks the allocations whose loads the global race checker logs: the buffers
+/// passed for the parameters the kernel's store addresses derive from, the
+/// module's writable variables when it stores at all (a symbol's address is an
+/// immediate the analysis does not follow), and every writable allocation when
+/// a store address is not followed or comes from a parameter that is not a
+/// buffer.
+fn mark_tracked(k: &Kernel, args: &[KernelArg], regions: &mut [Region]) {
+    let t = &k.store_targets;
+    if !t.some {
+        return;
+    }
+    let n_globals = k.globals.len();
+    let mut all = t.any;
+    for (i, &stored) in t.params.iter().enumerate() {
+        if !stored {
+            continue;
+        }
+        match args.get(i) {
+            Some(KernelArg::Buffer(b)) => {
+                if let Some(r) = regions.get_mut(n_globals + b) {
+                    r.tracked = true;
+                }
+            }
+            _ => all = true,
+        }
+    }
+    for (i, r) in regions.iter_mut().enumerate() {
+        if r.writable && (all || i < n_globals) {
+            r.tracked = true;
+        }
+    }
+}
+
 /// Per-worker scratch reused across the splits of a parallel launch.
 struct ScratchPool(std::sync::Mutex<Vec<Scratch>>);
 
@@ -500,6 +534,11 @@ fn check_launch(
             shared_total * (1 + crate::race::SHADOW_BYTES_PER_BYTE),
             nthreads * k.local_bytes as u64,
             nwarps * 32 * 8 * k.regs.len().max(1) as u64,
+            if opts.check && k.store_targets.some {
+                crate::global_race::LOG_BYTES_BOUND
+            } else {
+                0
+            },
         ],
     )?;
     let workers = if k.needs_ordered_blocks || !opts.parallel {

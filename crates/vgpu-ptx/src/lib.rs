@@ -27,6 +27,7 @@ mod decode;
 pub mod error;
 mod exec;
 mod float;
+mod global_race;
 mod half_ops;
 mod launch;
 mod lexer;

@@ -47,6 +47,9 @@ pub(crate) struct Region {
     pub base: u64,
     pub len: u64,
     pub writable: bool,
+    /// The kernel's stores may write it: the global race checker logs loads
+    /// of it (set by the launch from the kernel's store targets).
+    pub tracked: bool,
     words: Box<[AtomicU32]>,
 }
 
@@ -66,6 +69,7 @@ impl Region {
             base,
             len: bytes.len() as u64,
             writable,
+            tracked: false,
             words,
         }
     }
@@ -220,8 +224,8 @@ impl GlobalMem {
 
     /// Loads `size` bytes at `addrs[l]` into `out[l]` for the lanes of `em`, when
     /// [`GlobalMem::span`] finds their allocation (then every lane of `out` is
-    /// written, those outside `em` with the first active lane's value); false
-    /// (nothing loaded) if not.
+    /// written, those outside `em` with the first active lane's value), and
+    /// returns it; `None` (nothing loaded) if not.
     #[inline(always)]
     pub(crate) fn load_warp(
         &self,
@@ -229,10 +233,8 @@ impl GlobalMem {
         em: u32,
         size: u8,
         out: &mut [u64; 32],
-    ) -> bool {
-        let Some(r) = self.span(addrs, em, size, false) else {
-            return false;
-        };
+    ) -> Option<&Region> {
+        let r = self.span(addrs, em, size, false)?;
         let w = &r.words;
         match size {
             4 => {
@@ -252,12 +254,12 @@ impl GlobalMem {
                 }
             }
         }
-        true
+        Some(r)
     }
 
     /// Stores the low `size` bytes of `vals[l]` at `addrs[l]` for the lanes of
-    /// `em`, when [`GlobalMem::span`] finds their allocation; false (nothing
-    /// stored) if not.
+    /// `em`, when [`GlobalMem::span`] finds their allocation, and returns it;
+    /// `None` (nothing stored) if not.
     #[inline(always)]
     pub(crate) fn store_warp(
         &self,
@@ -265,22 +267,27 @@ impl GlobalMem {
         em: u32,
         size: u8,
         vals: &[u64; 32],
-    ) -> bool {
-        let Some(r) = self.span(addrs, em, size, true) else {
-            return false;
-        };
+    ) -> Option<&Region> {
+        let r = self.span(addrs, em, size, true)?;
         if em == u32::MAX && size == 4 {
             for (&v, &a) in vals.iter().zip(addrs.iter()) {
                 r.words[((a - r.base) >> 2) as usize].store(v as u32, Relaxed);
             }
-            return true;
+            return Some(r);
         }
         for (l, (&v, &a)) in vals.iter().zip(addrs.iter()).enumerate() {
             if em & (1 << l) != 0 {
                 r.store_at(a - r.base, size, v);
             }
         }
-        true
+        Some(r)
+    }
+
+    /// Whether the allocation holding `addr` is tracked by the race checker.
+    pub(crate) fn tracked(&self, addr: u64) -> bool {
+        self.regions
+            .iter()
+            .any(|r| r.tracked && addr >= r.base && addr - r.base < r.len)
     }
 
     #[inline]

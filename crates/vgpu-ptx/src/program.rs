@@ -311,6 +311,9 @@ pub struct Kernel {
     /// Registers a lane may read before writing them: cleared at each block's
     /// start (the others never show their initial value; analysis.rs).
     pub(crate) zero_regs: Vec<u32>,
+    /// What the plain global stores may write (the global race checker logs
+    /// reads of those allocations only).
+    pub(crate) store_targets: crate::analysis::StoreTargets,
 }
 
 impl Kernel {

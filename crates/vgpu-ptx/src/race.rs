@@ -69,6 +69,8 @@ pub(crate) struct Shadow {
     warps: Vec<WarpSyncs>,
     /// The first read of unwritten memory in this interval.
     pub pending: Option<PendingRead>,
+    /// The space's name in messages (`shared`, `global`).
+    space: &'static str,
 }
 
 /// Bytes of checker shadow per byte of shared memory (what a launch's memory
@@ -88,7 +90,17 @@ impl Shadow {
             epoch: 1,
             warps: vec![WarpSyncs::default(); nwarps],
             pending: None,
+            space: "shared",
         }
+    }
+
+    /// A shadow of `size` bytes of `space` that all start initialised (global
+    /// memory: the host wrote it), for a block of `nwarps` warps.
+    pub(crate) fn new_initialised(size: usize, nwarps: usize, space: &'static str) -> Shadow {
+        let mut s = Shadow::new(size, nwarps);
+        s.written.fill(true);
+        s.space = space;
+        s
     }
 
     /// Clears for the next block.
@@ -160,13 +172,26 @@ impl Shadow {
         line: u32,
         who: &dyn Fn(u32) -> String,
     ) -> Result<(), MemFault> {
+        self.read_at(b, b as u64, tid, line, who)
+    }
+
+    /// [`Shadow::read`] of byte `b`, whose address messages name as `at`.
+    pub(crate) fn read_at(
+        &mut self,
+        b: usize,
+        at: u64,
+        tid: u32,
+        line: u32,
+        who: &dyn Fn(u32) -> String,
+    ) -> Result<(), MemFault> {
         if !self.written[b] {
             self.pending
                 .get_or_insert(PendingRead { tid, line, byte: b });
         } else if self.wepoch[b] == self.epoch && !self.ordered(self.writer[b], tid) {
             let w = self.writer[b];
             return Err(race(format!(
-                "read-after-write hazard on shared byte 0x{b:x}: read here, written by thread {} at PTX line {}, with no barrier between",
+                "read-after-write hazard on {} byte 0x{at:x}: read here, written by thread {} at PTX line {}, with no barrier between",
+                self.space,
                 who(w.who - 1),
                 w.line
             )));
@@ -192,10 +217,23 @@ impl Shadow {
         line: u32,
         who: &dyn Fn(u32) -> String,
     ) -> Result<(), MemFault> {
+        self.write_at(b, b as u64, tid, line, who)
+    }
+
+    /// [`Shadow::write`] of byte `b`, whose address messages name as `at`.
+    pub(crate) fn write_at(
+        &mut self,
+        b: usize,
+        at: u64,
+        tid: u32,
+        line: u32,
+        who: &dyn Fn(u32) -> String,
+    ) -> Result<(), MemFault> {
         if self.wepoch[b] == self.epoch && !self.ordered(self.writer[b], tid) {
             let w = self.writer[b];
             return Err(race(format!(
-                "write-after-write hazard on shared byte 0x{b:x}: written here and by thread {} at PTX line {}, with no barrier between",
+                "write-after-write hazard on {} byte 0x{at:x}: written here and by thread {} at PTX line {}, with no barrier between",
+                self.space,
                 who(w.who - 1),
                 w.line
             )));
@@ -210,7 +248,8 @@ impl Shadow {
                         self.pending = None;
                     }
                     return Err(race(format!(
-                        "write-after-read hazard on shared byte 0x{b:x}: written here, read by thread {} at PTX line {}{}, with no barrier between",
+                        "write-after-read hazard on {} byte 0x{at:x}: written here, read by thread {} at PTX line {}{}, with no barrier between",
+                        self.space,
                         who(r.who - 1),
                         r.line,
                         if unwritten { " before anything wrote it" } else { "" }

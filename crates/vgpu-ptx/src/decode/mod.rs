@@ -197,9 +197,11 @@ pub(crate) fn decode_entry(m: &ast::Module, file: &str, entry: &str) -> Result<K
         }
     }
     let zero_regs = crate::analysis::registers_to_zero(&lw.code, lw.regs.len());
+    let store_targets = crate::analysis::store_targets(&lw.code, lw.regs.len(), &params);
     Ok(Kernel {
         name: entry.to_string(),
         zero_regs,
+        store_targets,
         code: lw.code,
         regs: lw.regs,
         params,

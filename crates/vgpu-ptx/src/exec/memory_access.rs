@@ -34,7 +34,15 @@ impl BlockRun<'_, '_> {
             check_align(space_name(sp), a, size as u64)?;
         }
         match sp {
-            Space::Global => self.ctx.gmem.load(a, size),
+            Space::Global => {
+                let v = self.ctx.gmem.load(a, size)?;
+                if let Some(g) = &mut self.glog {
+                    if self.ctx.gmem.tracked(a) {
+                        g.lane_access(false, line, tid, size as u32, a);
+                    }
+                }
+                Ok(v)
+            }
             Space::Shared => {
                 let ctx = self.ctx;
                 self.shared.load(a, size, tid, line, &|t| fmt3(ctx.tid3(t)))
@@ -86,7 +94,13 @@ impl BlockRun<'_, '_> {
             check_align(space_name(sp), a, size as u64)?;
         }
         match sp {
-            Space::Global => self.ctx.gmem.store(a, size, v),
+            Space::Global => {
+                self.ctx.gmem.store(a, size, v)?;
+                if let Some(g) = &mut self.glog {
+                    g.lane_access(true, line, tid, size as u32, a);
+                }
+                Ok(())
+            }
             Space::Shared => {
                 let ctx = self.ctx;
                 self.shared
@@ -171,11 +185,11 @@ impl BlockRun<'_, '_> {
         if let ([r], true) = (d, global_like(space)) {
             // Fast path: the warp's scalar accesses inside one allocation.
             let mut v = [0u64; 32];
-            if self
-                .ctx
-                .gmem
-                .load_warp(&mut addr_row(regs, addr), em, size, &mut v)
-            {
+            let mut addrs = addr_row(regs, addr);
+            if let Some(reg) = self.ctx.gmem.load_warp(&mut addrs, em, size, &mut v) {
+                if let (Some(g), true) = (&mut self.glog, reg.tracked) {
+                    g.access(false, line, base, em, size as u32, &addrs);
+                }
                 if sign {
                     v = v.map(|x| crate::types::sx(x, size as u32 * 8) as u64);
                 }
@@ -228,11 +242,16 @@ impl BlockRun<'_, '_> {
         let mut rest = em;
         if let ([v], true) = (src, global_like(space)) {
             // Fast path: the warp's scalar accesses inside one allocation.
+            let mut addrs = addr_row(regs, addr);
             if self
                 .ctx
                 .gmem
-                .store_warp(&mut addr_row(regs, addr), em, size, &row(regs, *v))
+                .store_warp(&mut addrs, em, size, &row(regs, *v))
+                .is_some()
             {
+                if let Some(g) = &mut self.glog {
+                    g.access(true, line, base, em, size as u32, &addrs);
+                }
                 rest = 0;
             }
         }

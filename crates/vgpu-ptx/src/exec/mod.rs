@@ -14,6 +14,7 @@
 
 use crate::ast::Space;
 use crate::error::{Fault, FaultClass, PtxError};
+use crate::global_race::GlobalLog;
 use crate::launch::{ExecOptions, TraceStep};
 use crate::memory::*;
 use crate::program::*;
@@ -51,6 +52,7 @@ pub(crate) struct Scratch {
     shared: SharedMem,
     local: Vec<u8>,
     warps: Vec<Warp>,
+    glog: GlobalLog,
 }
 
 impl Scratch {
@@ -74,6 +76,7 @@ impl Scratch {
                     steps: 0,
                 })
                 .collect(),
+            glog: GlobalLog::default(),
         }
     }
 }
@@ -115,6 +118,9 @@ struct BlockRun<'a, 'b> {
     thread_instr: u64,
     /// The CPU's vector features, detected once per block.
     simd: crate::warp_ops::Simd,
+    /// The global accesses of this barrier interval, when the checker is on
+    /// and the kernel stores to global memory (global_race.rs).
+    glog: Option<&'b mut GlobalLog>,
 }
 
 impl LaunchCtx<'_> {
@@ -133,6 +139,7 @@ pub(crate) fn run_block(
     let nthreads = ctx.block.iter().product::<u32>();
     sc.shared.reset();
     sc.local.fill(0);
+    sc.glog.reset();
     for w in sc.warps.iter_mut() {
         for &r in &ctx.k.zero_regs {
             w.regs[r as usize * 32..r as usize * 32 + 32].fill(0);
@@ -163,79 +170,124 @@ pub(crate) fn run_block(
         nwarps: sc.warps.len() as u32,
         thread_instr: 0,
         simd: crate::warp_ops::Simd::detect(),
+        glog: (ctx.opts.check && ctx.k.store_targets.some).then_some(&mut sc.glog),
     };
-    loop {
-        for w in sc.warps.iter_mut() {
-            run.run_warp(w)?;
-        }
-        // Every lane is parked at a barrier or has exited.
-        let mut waiting: Option<(u32, u32)> = None; // (tid, pc)
-        let mut exited: Option<(u32, u32)> = None;
-        for w in sc.warps.iter() {
-            for l in 0..32 {
-                let t = w.base + l as u32;
-                match w.state[l] {
-                    BAR => {
-                        if let Some((t0, pc0)) = waiting {
-                            if pc0 != w.pc[l] && ctx.opts.check {
-                                let k = ctx.k;
-                                return Err(run.fault(
-                                    FaultClass::Barrier,
-                                    t,
-                                    k.code[w.pc[l] as usize].line,
-                                    format!(
-                                        "threads wait at different barriers: this one here, thread {} at PTX line {}",
-                                        fmt3(ctx.tid3(t0)),
-                                        k.code[pc0 as usize].line
-                                    ),
-                                ));
+    match run.run(&mut sc.warps) {
+        Ok(()) => Ok(BlockOut {
+            thread_instructions: run.thread_instr,
+            flux: run.flux,
+            trace: run.trace,
+        }),
+        // A global race earlier in the interval came first.
+        Err(e) if !is_race(&e) => Err(run.global_races().err().unwrap_or(e)),
+        Err(e) => Err(e),
+    }
+}
+
+fn is_race(e: &PtxError) -> bool {
+    matches!(e, PtxError::Fault(f) if f.class == FaultClass::Race)
+}
+
+impl BlockRun<'_, '_> {
+    /// Runs the block's warps, barrier interval after barrier interval, to the
+    /// end.
+    fn run(&mut self, warps: &mut [Warp]) -> Result<(), PtxError> {
+        let ctx = self.ctx;
+        let run = self;
+        loop {
+            for w in warps.iter_mut() {
+                run.run_warp(w)?;
+            }
+            // Every lane is parked at a barrier or has exited.
+            let mut waiting: Option<(u32, u32)> = None; // (tid, pc)
+            let mut exited: Option<(u32, u32)> = None;
+            for w in warps.iter() {
+                for l in 0..32 {
+                    let t = w.base + l as u32;
+                    match w.state[l] {
+                        BAR => {
+                            if let Some((t0, pc0)) = waiting {
+                                if pc0 != w.pc[l] && ctx.opts.check {
+                                    let k = ctx.k;
+                                    return Err(run.fault(
+                                        FaultClass::Barrier,
+                                        t,
+                                        k.code[w.pc[l] as usize].line,
+                                        format!(
+                                            "threads wait at different barriers: this one here, thread {} at PTX line {}",
+                                            fmt3(ctx.tid3(t0)),
+                                            k.code[pc0 as usize].line
+                                        ),
+                                    ));
+                                }
+                            } else {
+                                waiting = Some((t, w.pc[l]));
                             }
-                        } else {
-                            waiting = Some((t, w.pc[l]));
                         }
+                        EXITED if exited.is_none() => exited = Some((t, w.pc[l])),
+                        _ => {}
                     }
-                    EXITED if exited.is_none() => exited = Some((t, w.pc[l])),
-                    _ => {}
                 }
             }
-        }
-        let Some((_, bpc)) = waiting else { break };
-        if let (Some((t, epc)), true) = (exited, ctx.opts.check) {
-            let k = ctx.k;
-            return Err(run.fault(
-                FaultClass::Barrier,
-                t,
-                k.code[bpc as usize].line,
-                format!(
-                    "bar.sync at PTX line {} is not reached by every thread of the block: this thread exited at PTX line {}",
+            let Some((_, bpc)) = waiting else { break };
+            if let (Some((t, epc)), true) = (exited, ctx.opts.check) {
+                let k = ctx.k;
+                return Err(run.fault(
+                    FaultClass::Barrier,
+                    t,
                     k.code[bpc as usize].line,
-                    k.code[epc as usize].line
-                ),
-            ));
-        }
-        if let Op::Bar { red: Some(r) } = &ctx.k.code[bpc as usize].op {
-            bar_reduce(r, &mut sc.warps);
-        }
-        for w in sc.warps.iter_mut() {
-            for l in 0..32 {
-                if w.state[l] == BAR {
-                    w.state[l] = RUN;
-                    w.pc[l] += 1;
+                    format!(
+                        "bar.sync at PTX line {} is not reached by every thread of the block: this thread exited at PTX line {}",
+                        k.code[bpc as usize].line,
+                        k.code[epc as usize].line
+                    ),
+                ));
+            }
+            if let Op::Bar { red: Some(r) } = &ctx.k.code[bpc as usize].op {
+                bar_reduce(r, warps);
+            }
+            for w in warps.iter_mut() {
+                for l in 0..32 {
+                    if w.state[l] == BAR {
+                        w.state[l] = RUN;
+                        w.pc[l] += 1;
+                    }
                 }
             }
+            run.global_races()?;
+            if let Some(p) = run.shared.shadow.as_mut().and_then(|s| s.barrier()) {
+                return Err(run.uninitialized(p));
+            }
         }
-        if let Some(p) = run.shared.shadow.as_mut().and_then(|s| s.barrier()) {
+        run.global_races()?;
+        if let Some(p) = run.shared.shadow.as_mut().and_then(|s| s.pending.take()) {
             return Err(run.uninitialized(p));
         }
+        Ok(())
     }
-    if let Some(p) = run.shared.shadow.as_mut().and_then(|s| s.pending.take()) {
-        return Err(run.uninitialized(p));
+
+    /// Checks the global log early when it is full (global_race.rs, bound).
+    #[inline]
+    fn check_full_log(&mut self) -> Result<(), PtxError> {
+        if self.glog.as_ref().is_some_and(|g| g.full()) {
+            self.global_races()?;
+        }
+        Ok(())
     }
-    Ok(BlockOut {
-        thread_instructions: run.thread_instr,
-        flux: run.flux,
-        trace: run.trace,
-    })
+
+    /// Checks the barrier interval's global accesses (global_race.rs) and
+    /// starts a new log.
+    fn global_races(&mut self) -> Result<(), PtxError> {
+        let Some(log) = self.glog.as_mut() else {
+            return Ok(());
+        };
+        let ctx = self.ctx;
+        let race = log.check(self.nwarps as usize, &|t| fmt3(ctx.tid3(t)));
+        match race {
+            Some(r) => Err(self.fault_here(FaultClass::Race, r.tid, r.line, r.detail)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// `bar.red`: the reduction over the threads parked at the barrier, written to
@@ -493,13 +545,19 @@ impl BlockRun<'_, '_> {
                 sign,
                 d,
                 addr,
-            } => self.exec_ld(inst.line, *space, *size, *sign, d, addr, regs, w.base, em)?,
+            } => {
+                self.exec_ld(inst.line, *space, *size, *sign, d, addr, regs, w.base, em)?;
+                self.check_full_log()?;
+            }
             Op::St {
                 space,
                 size,
                 src,
                 addr,
-            } => self.exec_st(inst.line, *space, *size, src, addr, regs, w.base, em)?,
+            } => {
+                self.exec_st(inst.line, *space, *size, src, addr, regs, w.base, em)?;
+                self.check_full_log()?;
+            }
             Op::Atom { .. } => self.exec_atom(pc, inst, regs, w.base, em)?,
             Op::Shfl { .. }
             | Op::Vote { .. }
@@ -512,9 +570,13 @@ impl BlockRun<'_, '_> {
                 }
             }
             Op::WarpSync { mask } => {
+                let l = em.trailing_zeros() as usize;
+                let m = rd(regs, *mask, l) as u32;
                 if let Some(s) = &mut self.shared.shadow {
-                    let l = em.trailing_zeros() as usize;
-                    s.warp_sync(w.base / 32, rd(regs, *mask, l) as u32, em);
+                    s.warp_sync(w.base / 32, m, em);
+                }
+                if let Some(g) = &mut self.glog {
+                    g.warp_sync(w.base, m, em);
                 }
             }
             Op::Nop | Op::Bra { .. } | Op::Bar { .. } | Op::Exit | Op::Trap => {}
