@@ -4,6 +4,7 @@
 //! evaluator; and the WGSL emitter that runs the same kernel on any GPU.
 #![deny(missing_docs)]
 
+pub mod adaptive;
 pub mod args;
 pub mod ast;
 mod check;

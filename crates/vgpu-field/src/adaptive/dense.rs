@@ -93,6 +93,7 @@ impl<T: Real, const D: usize, const S: usize> StepStages<'_, T, D, S> {
         plan: &DensePlan<T>,
         rhs: &R,
         cx: &Traj<'_, T, D>,
+        sc: &mut R::Scratch,
         t: T,
         y: &[T; D],
         h: T,
@@ -113,7 +114,7 @@ impl<T: Real, const D: usize, const S: usize> StepStages<'_, T, D, S> {
                     *td = y[d] + h * s;
                 }
             }
-            rhs.rhs(t + plan.extra_c[e] * h, &tmp, cx, &mut self.extra[e]);
+            rhs.rhs(t + plan.extra_c[e] * h, &tmp, cx, sc, &mut self.extra[e]);
         }
         self.extras_done = true;
         plan.extras() as u64

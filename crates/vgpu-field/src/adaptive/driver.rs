@@ -179,6 +179,14 @@ impl AdaptiveEnsemble {
         self.par = par;
         self
     }
+    /// The parallelism over trajectories.
+    pub fn parallelism(&self) -> Par {
+        self.par
+    }
+    /// The save times.
+    pub fn save_times(&self) -> &[f64] {
+        &self.saveat
+    }
 
     /// Integrates every trajectory of `prob` with the built-in method.
     ///
@@ -551,6 +559,7 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
     saved: &mut [T],
 ) -> TrajectoryStats {
     let cx = Traj { index, y0, p };
+    let mut sc = rhs.scratch();
     let ksave = plan.saveat.len();
     let mut st = TrajectoryStats::default();
     let mut y = *y0;
@@ -568,7 +577,7 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
         if t0 >= t1 {
             break 'run Status::Success;
         }
-        rhs.rhs(t, &y, &cx, &mut k[0]);
+        rhs.rhs(t, &y, &cx, &mut sc, &mut k[0]);
         st.evaluations += 1;
         if !T::all_finite(&k[0]) {
             break 'run Status::NonFinite;
@@ -587,7 +596,7 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
                     &plan.rtol,
                     plan.embedded_order,
                     plan.dtmax,
-                    |t, y, dy| rhs.rhs(t, y, &cx, dy),
+                    |t, y, dy| rhs.rhs(t, y, &cx, &mut sc, dy),
                 )
             }
         };
@@ -622,7 +631,7 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
                     tmp[d] = y[d] + h * s;
                 }
                 let ti = t + plan.c[i] * h;
-                rhs.rhs(ti, &tmp, &cx, &mut k[i]);
+                rhs.rhs(ti, &tmp, &cx, &mut sc, &mut k[i]);
             }
             st.evaluations += S as u64 - 1;
             let y_new = if plan.fsal {
@@ -667,7 +676,7 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
             let saves_here = ns < ksave && plan.saveat[ns] <= t_new;
             let need_f1 = !plan.fsal && (!last || saves_here);
             if need_f1 {
-                rhs.rhs(t_new, &y_new, &cx, &mut f1);
+                rhs.rhs(t_new, &y_new, &cx, &mut sc, &mut f1);
                 st.evaluations += 1;
             }
             if saves_here {
@@ -683,7 +692,8 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
                     if ts == t_new {
                         out.copy_from_slice(&y_new);
                     } else {
-                        st.evaluations += stages.fill_extras(&plan.dense, rhs, &cx, t, &y, h);
+                        st.evaluations +=
+                            stages.fill_extras(&plan.dense, rhs, &cx, &mut sc, t, &y, h);
                         stages.interpolate(&plan.dense, &y, h, (ts - t) / h, out);
                     }
                     ns += 1;

@@ -35,9 +35,28 @@ pub struct Traj<'a, T, const D: usize> {
 
 /// A right-hand side `dy/dt = f(t, y, p)` for states of `D` components,
 /// evaluated one trajectory at a time.
+///
+/// A right-hand side that needs working memory (an interpreter's registers,
+/// say) names it as its [`OdeRhs::Scratch`]: the driver makes one per
+/// trajectory with [`OdeRhs::scratch`] and hands it to every evaluation of that
+/// trajectory. Closures and [`FieldRhs`] need none (`()`).
 pub trait OdeRhs<T: Real, const D: usize>: Sync {
-    /// Writes `dy/dt` at `(t, y)` of trajectory `traj` into `dy`.
-    fn rhs(&self, t: T, y: &[T; D], traj: &Traj<'_, T, D>, dy: &mut [T; D]);
+    /// Working memory of one trajectory's evaluations.
+    type Scratch;
+
+    /// Fresh working memory for one trajectory.
+    fn scratch(&self) -> Self::Scratch;
+
+    /// Writes `dy/dt` at `(t, y)` of trajectory `traj` into `dy`, using the
+    /// trajectory's working memory `scratch`.
+    fn rhs(
+        &self,
+        t: T,
+        y: &[T; D],
+        traj: &Traj<'_, T, D>,
+        scratch: &mut Self::Scratch,
+        dy: &mut [T; D],
+    );
 
     /// Checks the right-hand side against the ensemble (`n` trajectories, `p`
     /// parameters each) before anything runs.
@@ -61,8 +80,13 @@ where
     T: Real,
     F: Fn(T, &[T; D], &[T], &mut [T; D]) + Sync,
 {
+    type Scratch = ();
+
     #[inline(always)]
-    fn rhs(&self, t: T, y: &[T; D], traj: &Traj<'_, T, D>, dy: &mut [T; D]) {
+    fn scratch(&self) {}
+
+    #[inline(always)]
+    fn rhs(&self, t: T, y: &[T; D], traj: &Traj<'_, T, D>, _: &mut (), dy: &mut [T; D]) {
         (self.f)(t, y, traj.p, dy)
     }
 }
@@ -121,8 +145,13 @@ where
     F: Field<T, D, Params = P>,
     P: ?Sized + Sync,
 {
+    type Scratch = ();
+
     #[inline(always)]
-    fn rhs(&self, t: T, y: &[T; D], traj: &Traj<'_, T, D>, dy: &mut [T; D]) {
+    fn scratch(&self) {}
+
+    #[inline(always)]
+    fn rhs(&self, t: T, y: &[T; D], traj: &Traj<'_, T, D>, _: &mut (), dy: &mut [T; D]) {
         let tpb = self.cfg.threads_per_block();
         let block = BlockCtx::new_unchecked(&self.cfg, traj.index / tpb, self.params);
         self.field

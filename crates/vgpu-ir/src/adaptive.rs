@@ -1,0 +1,562 @@
+//! Adaptive ensembles of `.field` kernels on the CPU (issue 13): an unphased
+//! kernel as the adaptive driver's right-hand side ([`IrRhs`]), and
+//! [`run_adaptive_cpu`], which integrates `n` trajectories of it with any
+//! built-in embedded pair ([`vgpu_field::adaptive::AdaptiveEnsemble`]).
+//!
+//! **One trajectory at a time.** Every trajectory of an adaptive ensemble has
+//! its own time and step size, so lanes never move together: trajectory `i`
+//! runs as the single lane of block `i` of a launch of `n` blocks of one lane
+//! (`i = bid = i`, `tid = 0`, `bdim = 1`, `gdim = n`), evaluated by
+//! [`IrField`]'s own column evaluator (a block of one lane), with its own
+//! registers ([`IrScratch`], one per trajectory). Buffer reads the kernel
+//! indexes by `i` (`rho[i]`) are hoisted once per trajectory.
+//!
+//! **Runtime dimension.** The driver's states are `[T; D]` with `D` known at
+//! compile time (its Rust-closure path keeps its states in registers); a
+//! kernel's dimension is known at run time. [`run_adaptive_cpu`] dispatches
+//! over `D = 1..=`[`MAX_ADAPTIVE_STATES`] to the monomorphised driver, so a
+//! `.field` kernel and a Rust closure run through the same Runge–Kutta core
+//! and, for the same arithmetic, give the same bits.
+
+use crate::args::{Args, Buffer};
+use crate::error::IrError;
+use crate::field::{IrField, IrFloat, IrScratch};
+use crate::kernel::{Kernel, Update};
+use crate::types::ScalarType;
+use rayon::prelude::*;
+use vgpu_field::adaptive::{
+    AdaptiveEnsemble, AdaptiveError, EnsembleProblem, EnsembleSolution, OdeRhs, Traj,
+    TrajectoryStats,
+};
+use vgpu_field::{BlockCtx, BlockField, LaunchConfig, Par};
+
+/// The most state components an adaptive `.field` ensemble may have (the
+/// driver is monomorphised for `D = 1..=16`).
+pub const MAX_ADAPTIVE_STATES: usize = 16;
+
+/// What an adaptive `.field` ensemble refuses.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdaptiveIrError {
+    /// The kernel, its arguments, or its launch (a phased kernel, too many
+    /// states, an out-of-bounds read, a bad `u0`).
+    #[error(transparent)]
+    Ir(#[from] IrError),
+    /// The driver's options or shapes (tolerances, step limits, spans, save
+    /// times), naming the option.
+    #[error(transparent)]
+    Adaptive(#[from] AdaptiveError),
+}
+
+/// An unphased kernel as the adaptive driver's right-hand side: trajectory `i`
+/// is the one lane of block `i` of a launch of `n` blocks of one lane.
+pub struct IrRhs<'a> {
+    field: IrField<'a>,
+    cfg: LaunchConfig,
+    n: usize,
+    dim: usize,
+    ty: ScalarType,
+}
+
+/// One trajectory's registers and launch context (see [`IrRhs`]).
+pub struct IrTrajScratch<T> {
+    regs: IrScratch<T>,
+    ctx: Option<(usize, BlockCtx<'static, ()>)>,
+}
+
+impl<'a> IrRhs<'a> {
+    /// `kernel` (unphased) bound to `args` for `n` trajectories.
+    ///
+    /// # Errors
+    /// [`IrError::Launch`] for a phased kernel, `n = 0`, or `n` beyond the
+    /// grid's limit; the errors of [`IrField::new`].
+    pub fn new(kernel: &'a Kernel, args: &'a Args, n: usize) -> Result<Self, IrError> {
+        if kernel.is_phased() {
+            return Err(launch_err(
+                kernel,
+                "adaptive methods need a field without phases (shared sub-fields, \
+                 barriers and flux run with the fixed-step methods euler and rk4)"
+                    .into(),
+            ));
+        }
+        if n == 0 {
+            return Err(launch_err(kernel, "n = 0: nothing to integrate".into()));
+        }
+        let cfg = LaunchConfig::linear(n, 1).map_err(|e| launch_err(kernel, e.to_string()))?;
+        let gdim = u32::try_from(n)
+            .map_err(|_| launch_err(kernel, format!("n = {n} exceeds 2^32 - 1")))?;
+        let field = IrField::new(kernel, args, n, 1, gdim)?;
+        Ok(IrRhs {
+            field,
+            cfg,
+            n,
+            dim: kernel.states.len(),
+            ty: kernel.float_type(),
+        })
+    }
+
+    /// State components per trajectory.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The first out-of-bounds read of the run (lowest trajectory), if any.
+    pub fn take_fault(&self) -> Option<IrError> {
+        self.field.take_fault()
+    }
+
+    /// `dy = f(t, y)` of trajectory `index` with initial state `y0` (`D` values each).
+    fn eval<T: IrFloat>(
+        &self,
+        t: T,
+        y: &[T],
+        y0: &[T],
+        index: usize,
+        sc: &mut IrTrajScratch<T>,
+        dy: &mut [T],
+    ) {
+        let ctx = match sc.ctx {
+            Some((i, ctx)) if i == index => ctx,
+            _ => {
+                let ctx = BlockCtx::new(&self.cfg, index, &())
+                    .expect("the driver's trajectory indices are below n");
+                sc.ctx = Some((index, ctx));
+                ctx
+            }
+        };
+        self.field.eval_block(t, y, y0, &ctx, &mut sc.regs, dy);
+    }
+
+    fn traj_scratch<T: IrFloat>(&self) -> IrTrajScratch<T> {
+        IrTrajScratch {
+            regs: BlockField::<T>::scratch(&self.field, 1),
+            ctx: None,
+        }
+    }
+}
+
+impl<T: IrFloat, const D: usize> OdeRhs<T, D> for IrRhs<'_> {
+    type Scratch = IrTrajScratch<T>;
+
+    fn scratch(&self) -> IrTrajScratch<T> {
+        self.traj_scratch()
+    }
+
+    #[inline]
+    fn rhs(
+        &self,
+        t: T,
+        y: &[T; D],
+        traj: &Traj<'_, T, D>,
+        sc: &mut IrTrajScratch<T>,
+        dy: &mut [T; D],
+    ) {
+        self.eval(t, y, traj.y0, traj.index, sc, dy);
+    }
+
+    fn check(&self, n: usize, _p: usize) -> Result<(), AdaptiveError> {
+        if D != self.dim {
+            return Err(AdaptiveError::ShapeMismatch {
+                what: "state",
+                got: D,
+                expected: format!("the kernel's {} state components", self.dim),
+            });
+        }
+        if n != self.n {
+            return Err(AdaptiveError::ShapeMismatch {
+                what: "trajectories",
+                got: n,
+                expected: format!("the n = {} the kernel was bound for", self.n),
+            });
+        }
+        if T::TYPE != self.field_type() {
+            return Err(AdaptiveError::Rhs(format!(
+                "the kernel's states are {}, the ensemble's {}",
+                self.field_type(),
+                T::TYPE
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl IrRhs<'_> {
+    /// The kernel's float type (the type of its states).
+    fn field_type(&self) -> ScalarType {
+        self.ty
+    }
+}
+
+/// An adaptive ensemble of a `.field` kernel: trajectories, spans, initial
+/// states and the driver's options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptiveRun {
+    /// Trajectories (N).
+    pub n: usize,
+    /// `(t0, t1)` of each trajectory, or one span shared by all.
+    pub spans: Vec<(f64, f64)>,
+    /// Initial states `(N, D)`, trajectory-major; `None` evaluates the
+    /// kernel's `state x = …` initialisers (as trajectory `i` of blocks of one).
+    pub u0: Option<Vec<f64>>,
+    /// Method, tolerances, step limits, save times, parallelism.
+    pub options: AdaptiveEnsemble,
+}
+
+/// What an adaptive `.field` ensemble produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptiveOutput {
+    /// Trajectories (N).
+    pub n: usize,
+    /// State components (D).
+    pub dim: usize,
+    /// Save times (K).
+    pub saveat: Vec<f64>,
+    /// Final states `(N, D)` in the kernel's float type (a failed trajectory's
+    /// last accepted state).
+    pub end: Buffer,
+    /// States at the save times `(N, K, D)` (NaN where a failed trajectory did
+    /// not reach them).
+    pub saved: Buffer,
+    /// Per trajectory: status, accepted and rejected steps, evaluations, time reached.
+    pub stats: Vec<TrajectoryStats>,
+}
+
+fn launch_err(k: &Kernel, message: String) -> IrError {
+    IrError::Launch {
+        kernel: k.name.clone(),
+        message,
+    }
+}
+
+/// Integrates `run.n` trajectories of the unphased `kernel` with `args` by the
+/// adaptive method of `run.options`, on the CPU, trajectories in parallel as
+/// its [`Par`] says (the same bits for any thread count). A trajectory that
+/// fails (step limit, `dtmin`, a NaN) has its status; the others run on.
+///
+/// # Errors
+/// [`AdaptiveIrError::Ir`]: a phased kernel, no states or more than
+/// [`MAX_ADAPTIVE_STATES`], missing arguments, a `u0` of the wrong length, an
+/// out-of-bounds read (naming buffer and trajectory).
+/// [`AdaptiveIrError::Adaptive`]: the driver's options and shapes.
+pub fn run_adaptive_cpu(
+    kernel: &Kernel,
+    args: &Args,
+    run: &AdaptiveRun,
+) -> Result<AdaptiveOutput, AdaptiveIrError> {
+    kernel.validate()?;
+    args.check_complete()?;
+    let dim = kernel.states.len();
+    if dim == 0 || dim > MAX_ADAPTIVE_STATES {
+        return Err(launch_err(
+            kernel,
+            format!(
+                "adaptive methods take fields of 1 to {MAX_ADAPTIVE_STATES} states; this one has {dim}"
+            ),
+        )
+        .into());
+    }
+    if let Some(u0) = &run.u0 {
+        if Some(u0.len()) != run.n.checked_mul(dim) {
+            return Err(AdaptiveError::ShapeMismatch {
+                what: "u0",
+                got: u0.len(),
+                expected: format!(
+                    "(N, D) = ({}, {dim}) → {} values",
+                    run.n,
+                    run.n.saturating_mul(dim)
+                ),
+            }
+            .into());
+        }
+    }
+    let rhs = IrRhs::new(kernel, args, run.n)?;
+    match kernel.float_type() {
+        ScalarType::F64 => typed::<f64>(kernel, args, &rhs, run),
+        _ => typed::<f32>(kernel, args, &rhs, run),
+    }
+}
+
+fn typed<T: IrFloat>(
+    kernel: &Kernel,
+    args: &Args,
+    rhs: &IrRhs<'_>,
+    run: &AdaptiveRun,
+) -> Result<AdaptiveOutput, AdaptiveIrError> {
+    let y0: Vec<T> = match &run.u0 {
+        Some(u0) => u0.iter().map(|&v| T::from_f64(v)).collect(),
+        None => initial_states::<T>(kernel, args, run.n, run.options.parallelism())?,
+    };
+    let prob = EnsembleProblem::new(run.n, &y0, &run.spans);
+    macro_rules! by_dim {
+        ($($d:literal)*) => {
+            match rhs.dim {
+                $($d => run.options.solve::<T, $d, _>(rhs, &prob)?,)*
+                d => unreachable!("dimension {d} was checked to be 1..=16"),
+            }
+        };
+    }
+    let sol: EnsembleSolution<T> = by_dim!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    if let Some(e) = rhs.take_fault() {
+        return Err(e.into());
+    }
+    Ok(AdaptiveOutput {
+        n: sol.n,
+        dim: sol.dim,
+        saveat: sol.saveat,
+        end: to_buffer(&sol.end),
+        saved: to_buffer(&sol.saved),
+        stats: sol.stats,
+    })
+}
+
+/// Values of the kernel's float type as a [`Buffer`] of that type (exact).
+fn to_buffer<T: IrFloat>(v: &[T]) -> Buffer {
+    match T::TYPE {
+        ScalarType::F64 => Buffer::F64(v.iter().map(|x| x.to_f64()).collect()),
+        _ => Buffer::F32(v.iter().map(|x| x.to_f64() as f32).collect()),
+    }
+}
+
+/// The kernel's initial states `(n, D)`: its `state x = …` initialisers, run as
+/// the rates of a copy of the kernel (at `t = 0`, every state and `init(x)`
+/// zero, which initialisers cannot read), trajectory `i` the lane of block `i`.
+fn initial_states<T: IrFloat>(
+    kernel: &Kernel,
+    args: &Args,
+    n: usize,
+    par: Par,
+) -> Result<Vec<T>, IrError> {
+    let mut init = kernel.clone();
+    init.phases[0].updates = kernel.states.iter().map(|s| Update::Rate(s.init)).collect();
+    let rhs = IrRhs::new(&init, args, n)?;
+    let dim = rhs.dim;
+    let zeros = vec![T::ZERO; dim];
+    let mut y0 = vec![T::ZERO; n * dim];
+    let one = |sc: &mut IrTrajScratch<T>, (i, row): (usize, &mut [T])| {
+        rhs.eval(T::ZERO, &zeros, &zeros, i, sc, row);
+    };
+    par.run(|parallel| {
+        if parallel {
+            y0.par_chunks_mut(dim)
+                .enumerate()
+                .for_each_init(|| rhs.traj_scratch::<T>(), one);
+        } else {
+            let mut sc = rhs.traj_scratch::<T>();
+            y0.chunks_mut(dim)
+                .enumerate()
+                .for_each(|ir| one(&mut sc, ir));
+        }
+        Ok(())
+    })
+    .map_err(|e| launch_err(kernel, e.to_string()))?;
+    if let Some(e) = rhs.take_fault() {
+        return Err(e);
+    }
+    Ok(y0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::compile;
+    use vgpu_field::adaptive::{rhs_fn, AdaptiveMethod, Status};
+
+    const LORENZ64: &str = "field lorenz64(rho: f64[]) {
+        state x: f64 = 1.0, y: f64 = 0.0, z: f64 = 0.0;
+        d(x)/dt = 10.0 * (y - x);
+        d(y)/dt = x * (rho[i] - z) - y;
+        d(z)/dt = x * y - 8.0 / 3.0 * z;
+    }";
+
+    fn rhos(n: usize) -> Vec<f64> {
+        (0..n).map(|i| 21.0 * i as f64 / (n - 1) as f64).collect()
+    }
+
+    /// The `.field` Lorenz and the same arithmetic as a Rust closure, through
+    /// the same driver: endpoints, save points and statistics, bit for bit.
+    fn lorenz_matches_the_closure<T: IrFloat>(src: &str, buf: Buffer, method: AdaptiveMethod) {
+        let n = 40;
+        let k = compile("lorenz.field", src).unwrap();
+        let mut args = Args::new(&k);
+        args.buffer("rho", buf.clone()).unwrap();
+        let opts = AdaptiveEnsemble::new(method)
+            .rtol(1e-6)
+            .atol(1e-8)
+            .saveat(vec![0.0, 0.25, 0.5, 1.0]);
+        let run = AdaptiveRun {
+            n,
+            spans: vec![(0.0, 1.0)],
+            u0: None,
+            options: opts.clone(),
+        };
+        let ir = run_adaptive_cpu(&k, &args, &run).unwrap();
+        let f = rhs_fn(|_t: T, u: &[T; 3], p: &[T], du: &mut [T; 3]| {
+            du[0] = T::from_f64(10.0) * (u[1] - u[0]);
+            du[1] = u[0] * (p[0] - u[2]) - u[1];
+            du[2] = u[0] * u[1] - T::from_f64(8.0) / T::from_f64(3.0) * u[2];
+        });
+        let y0: Vec<T> = (0..n).flat_map(|_| [T::ONE, T::ZERO, T::ZERO]).collect();
+        let p: Vec<T> = (0..n).map(|i| T::from_f64(buf.get(i).as_f64())).collect();
+        let prob = EnsembleProblem::new(n, &y0, &[(0.0, 1.0)]).params(&p, 1);
+        let rust = opts.solve(&f, &prob).unwrap();
+        assert_eq!(ir.end, to_buffer(&rust.end), "{method}");
+        assert_eq!(ir.saved, to_buffer(&rust.saved), "{method}");
+        assert_eq!(ir.stats, rust.stats, "{method}");
+        assert!(rust.all_success());
+    }
+
+    #[test]
+    fn field_lorenz_equals_the_rust_closure_bit_for_bit() {
+        let lorenz32 = include_str!("../../../examples/lorenz.field");
+        let r = rhos(40);
+        let r32 = Buffer::F32(r.iter().map(|&v| v as f32).collect());
+        for m in AdaptiveMethod::ALL {
+            lorenz_matches_the_closure::<f32>(lorenz32, r32.clone(), m);
+            lorenz_matches_the_closure::<f64>(LORENZ64, Buffer::F64(r.clone().into()), m);
+        }
+    }
+
+    #[test]
+    fn initial_states_come_from_the_kernel_or_u0() {
+        let src = "field decay(k: f32[]) {
+            state a = k[i] * 2.0, b = 1.0 + f32(i);
+            d(a)/dt = -a;
+            d(b)/dt = -k[i] * b;
+        }";
+        let k = compile("decay.field", src).unwrap();
+        let mut args = Args::new(&k);
+        args.buffer("k", vec![1.0f32, 2.0, 3.0]).unwrap();
+        let mut run = AdaptiveRun {
+            n: 3,
+            spans: vec![(0.0, 0.0)],
+            u0: None,
+            options: AdaptiveEnsemble::new(AdaptiveMethod::Tsit5),
+        };
+        let out = run_adaptive_cpu(&k, &args, &run).unwrap();
+        assert_eq!(
+            out.end,
+            Buffer::F32(vec![2.0, 1.0, 4.0, 2.0, 6.0, 3.0].into())
+        );
+        run.u0 = Some(vec![5.0, 6.0, 7.0, 8.0, 9.0, 10.0]);
+        let out = run_adaptive_cpu(&k, &args, &run).unwrap();
+        assert_eq!(
+            out.end,
+            Buffer::F32(vec![5.0, 6.0, 7.0, 8.0, 9.0, 10.0].into())
+        );
+        run.u0 = Some(vec![1.0; 5]);
+        let e = run_adaptive_cpu(&k, &args, &run).unwrap_err();
+        assert!(e.to_string().contains("`u0`"), "{e}");
+        // Per-trajectory spans: y(t1) = exp(-t1) for the first component.
+        run.u0 = None;
+        run.spans = vec![(0.0, 1.0), (0.0, 2.0), (1.0, 1.5)];
+        run.options = AdaptiveEnsemble::new(AdaptiveMethod::Vern7)
+            .rtol(1e-6)
+            .atol(1e-7);
+        let out = run_adaptive_cpu(&k, &args, &run).unwrap();
+        for (i, (a0, dt)) in [(2.0f64, 1.0f64), (4.0, 2.0), (6.0, 0.5)]
+            .into_iter()
+            .enumerate()
+        {
+            let got = out.end.get(2 * i).as_f64();
+            assert!((got - a0 * (-dt).exp()).abs() < 1e-5, "{i}: {got}");
+            assert_eq!(out.stats[i].t, run.spans[i].1);
+        }
+    }
+
+    #[test]
+    fn a_blow_up_fails_alone() {
+        let src = include_str!("../../../examples/blowup.field");
+        let k = compile("blowup.field", src).unwrap();
+        let mut args = Args::new(&k);
+        args.buffer("p", vec![0.5f64, 2.0, -1.0]).unwrap();
+        let run = AdaptiveRun {
+            n: 3,
+            spans: vec![(0.0, 1.0)],
+            u0: None,
+            options: AdaptiveEnsemble::new(AdaptiveMethod::Tsit5)
+                .rtol(1e-8)
+                .atol(1e-10),
+        };
+        let out = run_adaptive_cpu(&k, &args, &run).unwrap();
+        // y' = p y², y(0) = 1: y = 1 / (1 − p t), singular at t = 1/p.
+        let st: Vec<Status> = out.stats.iter().map(|s| s.status).collect();
+        assert_eq!(st[0], Status::Success);
+        assert!(matches!(st[1], Status::DtMin | Status::NonFinite), "{st:?}");
+        assert!((out.stats[1].t - 0.5).abs() < 1e-3, "{}", out.stats[1].t);
+        assert_eq!(st[2], Status::Success);
+        assert!((out.end.get(0).as_f64() - 2.0).abs() < 1e-6);
+        assert!((out.end.get(2).as_f64() - 0.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn refusals_name_the_problem() {
+        let phased = include_str!("../../../examples/barrier_reverse.field");
+        let k = compile("barrier_reverse.field", phased).unwrap();
+        let args = Args::new(&k);
+        let e = IrRhs::new(&k, &args, 4).err().unwrap();
+        assert!(e.to_string().contains("phases"), "{e}");
+        let wide: String = (0..17).map(|j| format!("s{j} = 1.0, ")).collect();
+        let rates: String = (0..17).map(|j| format!("d(s{j})/dt = -s{j}; ")).collect();
+        let src = format!(
+            "field wide() {{ state {} ; {rates} }}",
+            wide.trim_end_matches(", ")
+        );
+        let k = compile("wide.field", &src).unwrap();
+        let run = AdaptiveRun {
+            n: 1,
+            spans: vec![(0.0, 1.0)],
+            u0: None,
+            options: AdaptiveEnsemble::new(AdaptiveMethod::Tsit5),
+        };
+        let e = run_adaptive_cpu(&k, &Args::new(&k), &run).unwrap_err();
+        assert!(e.to_string().contains("1 to 16 states"), "{e}");
+    }
+
+    /// The cost of the `.field` right-hand side against the Rust closure
+    /// through the same driver (run with `--ignored --nocapture`).
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn measure_ir_against_the_closure() {
+        let n = 4096;
+        let k = compile(
+            "lorenz.field",
+            include_str!("../../../examples/lorenz.field"),
+        )
+        .unwrap();
+        let r: Vec<f32> = rhos(n).iter().map(|&v| v as f32).collect();
+        let mut args = Args::new(&k);
+        args.buffer("rho", r.clone()).unwrap();
+        let opts = AdaptiveEnsemble::new(AdaptiveMethod::Tsit5)
+            .rtol(1e-6)
+            .atol(1e-6)
+            .par(Par::Seq);
+        let run = AdaptiveRun {
+            n,
+            spans: vec![(0.0, 1.0)],
+            u0: None,
+            options: opts.clone(),
+        };
+        let f = rhs_fn(|_t: f32, u: &[f32; 3], p: &[f32], du: &mut [f32; 3]| {
+            du[0] = 10.0 * (u[1] - u[0]);
+            du[1] = u[0] * (p[0] - u[2]) - u[1];
+            du[2] = u[0] * u[1] - 8.0 / 3.0 * u[2];
+        });
+        let y0: Vec<f32> = (0..n).flat_map(|_| [1.0, 0.0, 0.0]).collect();
+        let prob = EnsembleProblem::new(n, &y0, &[(0.0, 1.0)]).params(&r, 1);
+        let t = std::time::Instant::now();
+        let ir = run_adaptive_cpu(&k, &args, &run).unwrap();
+        let t_ir = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let rust = opts.solve(&f, &prob).unwrap();
+        let t_rust = t.elapsed().as_secs_f64();
+        let evals: u64 = rust.stats.iter().map(|s| s.evaluations).sum();
+        assert_eq!(ir.end, to_buffer(&rust.end));
+        println!(
+            "lorenz f32 tsit5, {n} trajectories, {evals} evaluations, one thread: \
+             .field {t_ir:.4} s ({:.1} ns/eval), closure {t_rust:.4} s ({:.1} ns/eval), {:.1}x",
+            t_ir / evals as f64 * 1e9,
+            t_rust / evals as f64 * 1e9,
+            t_ir / t_rust
+        );
+    }
+}
