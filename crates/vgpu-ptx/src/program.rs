@@ -165,12 +165,15 @@ pub(crate) enum Op {
         a: Src,
         neg: bool,
     },
-    /// `redux.sync`.
+    /// `redux.sync`: each lane receives the reduction over the active lanes of
+    /// its own member mask (groups of a warp may reduce apart in one
+    /// instruction).
     Redux {
         op: ReduxOp,
         signed: bool,
         d: u32,
         a: Src,
+        mask: Src,
     },
     /// `activemask.b32`.
     ActiveMask { d: u32 },
@@ -249,7 +252,11 @@ impl Op {
                 s(b);
                 s(c)
             }
-            Op::Vote { a, .. } | Op::Redux { a, .. } | Op::Match { a, .. } => s(a),
+            Op::Vote { a, .. } | Op::Match { a, .. } => s(a),
+            Op::Redux { a, mask, .. } => {
+                s(a);
+                s(mask)
+            }
             Op::Bar { red: Some(r) } => s(&r.c),
             Op::WarpSync { mask } => s(mask),
             _ => {}

@@ -271,12 +271,17 @@ impl Lower<'_> {
                 }
                 let d = self.dst(ins, &ops[0])?;
                 let a = self.src(ins, &ops[1], ty)?;
+                let mask = match ops.get(2) {
+                    Some(o) => self.src(ins, o, Ty::B32)?,
+                    None => Src::Imm(u32::MAX as u64),
+                };
                 self.emit(
                     Op::Redux {
                         op: rop,
                         signed: ty.is_signed(),
                         d,
                         a,
+                        mask,
                     },
                     g,
                     line,

@@ -668,26 +668,19 @@ impl BlockRun<'_, '_> {
                     regs[*d as usize * 32 + l] = v;
                 }
             }
-            Op::Redux { op, signed, d, a } => {
-                let vals: Vec<u64> = lanes(em).map(|l| rd(regs, *a, l) & 0xffff_ffff).collect();
-                let key = |v: u64| {
-                    if *signed {
-                        v as u32 as i32 as i64
-                    } else {
-                        v as i64
-                    }
-                };
-                let v = match op {
-                    ReduxOp::Add => vals.iter().fold(0u64, |s, v| s.wrapping_add(*v)) & 0xffff_ffff,
-                    ReduxOp::Min => vals.iter().copied().min_by_key(|v| key(*v)).unwrap_or(0),
-                    ReduxOp::Max => vals.iter().copied().max_by_key(|v| key(*v)).unwrap_or(0),
-                    ReduxOp::And => vals.iter().fold(0xffff_ffff, |s, v| s & v),
-                    ReduxOp::Or => vals.iter().fold(0, |s, v| s | v),
-                    ReduxOp::Xor => vals.iter().fold(0, |s, v| s ^ v),
-                };
+            Op::Redux {
+                op,
+                signed,
+                d,
+                a,
+                mask,
+            } => {
+                let mut out = [0u64; 32];
                 for l in lanes(em) {
-                    regs[*d as usize * 32 + l] = v;
+                    let group = rd(regs, *mask, l) as u32 & em;
+                    out[l] = redux(*op, *signed, regs, *a, group);
                 }
+                put(regs, *d, &out, em);
             }
             Op::Match { all, d, p, a } => {
                 let vals = row(regs, *a);
@@ -711,6 +704,26 @@ impl BlockRun<'_, '_> {
             _ => unreachable!("exec_cold is called for these operations only"),
         }
         let _ = self.nthreads;
+    }
+}
+
+/// `redux.sync` of register `a` over the lanes of `group`.
+fn redux(op: ReduxOp, signed: bool, regs: &[u64], a: Src, group: u32) -> u64 {
+    let vals: Vec<u64> = lanes(group).map(|l| rd(regs, a, l) & 0xffff_ffff).collect();
+    let key = |v: u64| {
+        if signed {
+            v as u32 as i32 as i64
+        } else {
+            v as i64
+        }
+    };
+    match op {
+        ReduxOp::Add => vals.iter().fold(0u64, |s, v| s.wrapping_add(*v)) & 0xffff_ffff,
+        ReduxOp::Min => vals.iter().copied().min_by_key(|v| key(*v)).unwrap_or(0),
+        ReduxOp::Max => vals.iter().copied().max_by_key(|v| key(*v)).unwrap_or(0),
+        ReduxOp::And => vals.iter().fold(0xffff_ffff, |s, v| s & v),
+        ReduxOp::Or => vals.iter().fold(0, |s, v| s | v),
+        ReduxOp::Xor => vals.iter().fold(0, |s, v| s ^ v),
     }
 }
 
