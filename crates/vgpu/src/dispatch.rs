@@ -20,7 +20,9 @@
 
 use crate::Error;
 use std::time::{Duration, Instant};
+use vgpu_field::adaptive::AdaptiveMethod;
 use vgpu_gpu::{run_ensemble_gpu_with, ActiveBackend, EnsembleError, KernelCache};
+use vgpu_ir::adaptive::{run_adaptive_cpu, AdaptiveIrError, AdaptiveOutput, AdaptiveRun};
 use vgpu_ir::{run_cpu_with, Args, Buffer, Integration, Kernel};
 
 /// Which executor a launch is asked to use: `cpu`, `gpu` or `auto`.
@@ -197,5 +199,159 @@ impl From<EnsembleError> for Error {
             EnsembleError::Gpu(e) => Error::Gpu(e),
             other => Error::Ensemble(Box::new(other)),
         }
+    }
+}
+
+/// An integrator by name: a fixed-step method (`euler`, `rk4`) or an adaptive
+/// embedded pair (`tsit5`, `dp5`, `bs3`, `vern7`). The one parser of method
+/// names for the `vgpu` command and the Python package.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MethodChoice {
+    /// A fixed-step Butcher tableau, run through [`Dispatcher::ensemble`].
+    Fixed(vgpu_field::Method),
+    /// An adaptive pair, run through [`Dispatcher::adaptive`].
+    Adaptive(AdaptiveMethod),
+}
+
+impl MethodChoice {
+    /// The accepted names, as an error message lists them.
+    pub const NAMES: &'static str = "euler or rk4, or an adaptive tsit5, dp5, bs3 or vern7";
+
+    /// Parses a method name (case-insensitive).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming `option` (`--method`, `method=`) and the
+    /// accepted names.
+    pub fn parse(name: &str, option: &str) -> Result<MethodChoice, Error> {
+        if let Ok(m) = name.parse::<AdaptiveMethod>() {
+            return Ok(MethodChoice::Adaptive(m));
+        }
+        match name.to_ascii_lowercase().as_str() {
+            "euler" => Ok(MethodChoice::Fixed(vgpu_field::Method::Euler)),
+            "rk4" => Ok(MethodChoice::Fixed(vgpu_field::Method::Rk4)),
+            _ => Err(Error::Usage(format!(
+                "{option} {name:?}: unknown method (expected {})",
+                Self::NAMES
+            ))),
+        }
+    }
+
+    /// The method's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MethodChoice::Fixed(m) => m.name(),
+            MethodChoice::Adaptive(m) => m.name(),
+        }
+    }
+
+    /// Whether it is an adaptive pair.
+    pub fn is_adaptive(self) -> bool {
+        matches!(self, MethodChoice::Adaptive(_))
+    }
+}
+
+/// Why adaptive methods are not run on a GPU: the message of `--backend gpu`
+/// and the fallback note of `auto`.
+pub const ADAPTIVE_CPU_ONLY: &str = "adaptive methods run on the CPU so far";
+
+/// One adaptive ensemble launch: an unphased `.field` kernel, its arguments,
+/// the trajectories, spans, initial states and the driver's options, and where.
+#[derive(Debug, Clone, Copy)]
+pub struct AdaptiveJob<'a> {
+    /// The kernel (without phases).
+    pub kernel: &'a Kernel,
+    /// Its arguments (parameters and buffers).
+    pub args: &'a Args,
+    /// Trajectories, spans, initial states, method, tolerances, step limits,
+    /// save times, CPU parallelism.
+    pub run: &'a AdaptiveRun,
+    /// Where to run it: `cpu`, or `auto` (the CPU, with [`ADAPTIVE_CPU_ONLY`]
+    /// as the fallback note); `gpu` is refused.
+    pub backend: Backend,
+}
+
+/// What an adaptive ensemble launch produced.
+#[derive(Debug, Clone)]
+pub struct AdaptiveEnsembleRun {
+    /// The executor that ran it (the CPU so far).
+    pub backend: ActiveBackend,
+    /// `"N threads"`.
+    pub adapter: String,
+    /// Endpoints, save points, statuses and step counts.
+    pub output: AdaptiveOutput,
+    /// Host time of the launch.
+    pub seconds: f64,
+    /// Why it ran on the CPU under `auto`.
+    pub fallback: Option<String>,
+}
+
+impl AdaptiveEnsembleRun {
+    /// How many trajectories ended with each status, indexed by
+    /// [`vgpu_field::adaptive::Status::code`] (`[success, maxiters, dtmin, nonfinite, terminated]`).
+    pub fn status_counts(&self) -> [u64; 5] {
+        let mut c = [0u64; 5];
+        for s in &self.output.stats {
+            c[s.status.code() as usize] += 1;
+        }
+        c
+    }
+    /// Accepted and rejected steps, summed over the trajectories.
+    pub fn total_steps(&self) -> (u64, u64) {
+        self.output
+            .stats
+            .iter()
+            .fold((0, 0), |(a, r), s| (a + s.accepted, r + s.rejected))
+    }
+}
+
+/// The status names in code order, as summaries and JSON spell them.
+pub const STATUS_NAMES: [&str; 5] = ["success", "maxiters", "dtmin", "nonfinite", "terminated"];
+
+impl Dispatcher {
+    /// Runs an adaptive ensemble on the CPU. `gpu` is an error
+    /// ([`ADAPTIVE_CPU_ONLY`]); `auto` runs on the CPU, counted as a fallback
+    /// with that note; a phased kernel is an error (adaptive steps need a field
+    /// without barriers). One trajectory's failure is its status, never an
+    /// error.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for the backend or a phased kernel; [`Error::Ir`] for
+    /// the kernel and its arguments; [`Error::Adaptive`] for the options and
+    /// shapes (naming the option).
+    pub fn adaptive(&mut self, job: &AdaptiveJob<'_>) -> Result<AdaptiveEnsembleRun, Error> {
+        let method = job.run.options.method();
+        let fallback = match job.backend {
+            Backend::Cpu => None,
+            Backend::Gpu => {
+                return Err(Error::Usage(format!(
+                    "backend gpu: {ADAPTIVE_CPU_ONLY} (method {method}); use backend cpu or auto, \
+                     or a fixed-step method (rk4, euler) on the GPU"
+                )))
+            }
+            Backend::Auto => Some(ADAPTIVE_CPU_ONLY.to_string()),
+        };
+        if job.kernel.is_phased() {
+            return Err(Error::Usage(format!(
+                "kernel `{}` has phases (shared sub-fields, barriers or flux): adaptive \
+                 methods ({method}) need a field without phases; use rk4 or euler",
+                job.kernel.name
+            )));
+        }
+        let start = Instant::now();
+        let output = run_adaptive_cpu(job.kernel, job.args, job.run).map_err(|e| match e {
+            AdaptiveIrError::Ir(e) => Error::Ir(e),
+            AdaptiveIrError::Adaptive(e) => Error::Adaptive(e),
+            other => Error::Usage(other.to_string()),
+        })?;
+        if fallback.is_some() {
+            self.cpu_fallbacks += 1;
+        }
+        Ok(AdaptiveEnsembleRun {
+            backend: ActiveBackend::Cpu,
+            adapter: format!("{} threads", job.run.options.parallelism().threads()),
+            output,
+            seconds: start.elapsed().as_secs_f64(),
+            fallback,
+        })
     }
 }

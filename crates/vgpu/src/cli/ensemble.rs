@@ -10,8 +10,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use vgpu::dispatch::{AdaptiveJob, MethodChoice, STATUS_NAMES};
+use vgpu::field::adaptive::{AdaptiveEnsemble, AdaptiveError};
 use vgpu::field::executor::Progress;
 use vgpu::field::{Method, Par};
+use vgpu::ir::adaptive::AdaptiveRun;
 use vgpu::ir::{compile_file, Arg, Args, Buffer, Integration, Kernel, ScalarType, Value};
 use vgpu::limits::parse_size;
 use vgpu::output::OutputSet;
@@ -28,12 +31,17 @@ pub(crate) struct EnsembleArgs {
     /// Time span `T0:T1` (fields without phases).
     #[arg(long, default_value = "0:1")]
     pub t: String,
-    /// Step size.
-    #[arg(long, default_value_t = 0.001)]
-    pub dt: f64,
-    /// Integrator: euler or rk4.
+    /// Step size of the fixed-step methods (default 0.001; adaptive methods take
+    /// --dt0 instead).
+    #[arg(long)]
+    pub dt: Option<f64>,
+    /// Integrator: fixed-step euler or rk4, or an adaptive embedded pair tsit5,
+    /// dp5, bs3 or vern7 (CPU; fields without phases).
     #[arg(long, default_value = "rk4")]
     pub method: String,
+    /// The adaptive methods' options (boxed: they are many and seldom given).
+    #[command(flatten)]
+    pub adaptive: Box<AdaptiveOpts>,
     /// A parameter: `NAME=linspace:A:B` (N values), `NAME=FILE.npy` (1-D), or `NAME=NUMBER`.
     #[arg(long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
@@ -80,6 +88,43 @@ pub(crate) struct EnsembleArgs {
     /// Steps per trajectory of a phased field (default 2^32 - 1).
     #[arg(long)]
     pub max_phase_steps: Option<u64>,
+}
+
+/// Options of the adaptive methods (`--method tsit5|dp5|bs3|vern7`).
+#[derive(Debug, ClapArgs)]
+pub(crate) struct AdaptiveOpts {
+    /// Adaptive: relative tolerance, one value or one per state (`1e-6,1e-8,1e-8`);
+    /// default 1e-3.
+    #[arg(long, value_name = "R")]
+    pub rtol: Option<String>,
+    /// Adaptive: absolute tolerance, one value or one per state; default 1e-6.
+    #[arg(long, value_name = "A")]
+    pub atol: Option<String>,
+    /// Adaptive: first step of every trajectory (default: Hairer's estimate).
+    #[arg(long, value_name = "H")]
+    pub dt0: Option<f64>,
+    /// Adaptive: smallest step; below it a trajectory stops with status dtmin.
+    #[arg(long, value_name = "H")]
+    pub dtmin: Option<f64>,
+    /// Adaptive: largest step.
+    #[arg(long, value_name = "H")]
+    pub dtmax: Option<f64>,
+    /// Adaptive: most step attempts per trajectory (default 100000); beyond it
+    /// a trajectory stops with status maxiters.
+    #[arg(long, value_name = "K")]
+    pub maxiters: Option<u64>,
+    /// Adaptive: initial states, an (N, state) .npy (default: the kernel's
+    /// `state x = …`).
+    #[arg(long, value_name = "FILE.npy")]
+    pub u0: Option<PathBuf>,
+    /// Adaptive: a time span per trajectory, an (N, 2) .npy of (t0, t1) rows
+    /// (instead of --t).
+    #[arg(long, value_name = "FILE.npy")]
+    pub tspan: Option<PathBuf>,
+    /// Adaptive: save times `T0:T1:K` (K evenly spaced, both ends included) or a
+    /// 1-D .npy; --out is then (N, K, state), from the method's dense output.
+    #[arg(long, value_name = "T0:T1:K|FILE.npy")]
+    pub saveat: Option<String>,
 }
 
 /// The front end's limits: the defaults, raised or lowered by the options.
@@ -306,12 +351,29 @@ fn with_progress<R>(draw: bool, f: impl FnOnce(Option<Progress>) -> R) -> R {
 
 /// Runs `vgpu ensemble`.
 pub(crate) fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
+    let choice = MethodChoice::parse(&a.method, "--method").map_err(|e| usage(e.to_string()))?;
+    let method: Method = match choice {
+        MethodChoice::Adaptive(_) => return run_adaptive(a, choice),
+        MethodChoice::Fixed(m) => m,
+    };
+    let adaptive_only = [
+        ("--rtol", a.adaptive.rtol.is_some()),
+        ("--atol", a.adaptive.atol.is_some()),
+        ("--dt0", a.adaptive.dt0.is_some()),
+        ("--dtmin", a.adaptive.dtmin.is_some()),
+        ("--dtmax", a.adaptive.dtmax.is_some()),
+        ("--maxiters", a.adaptive.maxiters.is_some()),
+        ("--u0", a.adaptive.u0.is_some()),
+        ("--tspan", a.adaptive.tspan.is_some()),
+        ("--saveat", a.adaptive.saveat.is_some()),
+    ];
+    if let Some((flag, _)) = adaptive_only.iter().find(|(_, given)| *given) {
+        return Err(usage(format!(
+            "{flag} applies to the adaptive methods (tsit5, dp5, bs3, vern7), not to --method {method}"
+        )));
+    }
     let k = compile_file(&a.file)?;
     let (t0, t1) = parse_span(&a.t)?;
-    let method: Method = a
-        .method
-        .parse()
-        .map_err(|_| usage(format!("--method {:?}: expected euler or rk4", a.method)))?;
     let limits = limits(&a)?;
     let (threads, capped) = limits.threads(a.threads);
     if let Some(note) = capped {
@@ -327,7 +389,7 @@ pub(crate) fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         block: a.block,
         t0,
         t1,
-        dt: a.dt,
+        dt: a.dt.unwrap_or(0.001),
         method,
         par,
         progress: None,
@@ -413,6 +475,359 @@ pub(crate) fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         }
         if let Some(out) = &a.out {
             println!("wrote {} ({} × {})", out.display(), a.n, dim);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A tolerance option: one positive finite value, or one per state separated
+/// by commas.
+fn parse_tolerance(flag: &str, s: &str) -> Result<Vec<f64>, vgpu::Error> {
+    s.split(',')
+        .map(|x| {
+            let v: f64 = x.trim().parse().map_err(|_| {
+                usage(format!(
+                    "{flag} {s:?}: {x:?} is not a number (e.g. 1e-6 or 1e-6,1e-8)"
+                ))
+            })?;
+            if !(v.is_finite() && v > 0.0) {
+                return Err(usage(format!(
+                    "{flag} {s:?}: {v} is not a tolerance (positive and finite)"
+                )));
+            }
+            Ok(v)
+        })
+        .collect()
+}
+
+/// A numeric `.npy` array as `f64` values with its shape (f64, f32, i64, i32).
+fn read_numeric(
+    flag: &str,
+    path: &std::path::Path,
+    limits: &Limits,
+) -> Result<(Vec<usize>, Vec<f64>), vgpu::Error> {
+    let io = |e: String| vgpu::Error::Io {
+        path: format!("{flag} {}", path.display()),
+        source: std::io::Error::other(e),
+    };
+    if !path.exists() {
+        return Err(io("no such file".into()));
+    }
+    let shape = limits.npy(path)?;
+    macro_rules! try_read {
+        ($t:ty) => {
+            if let Ok(a) = read_npy::<_, ndarray::ArrayD<$t>>(path) {
+                let shape = a.shape().to_vec();
+                return Ok((shape, a.iter().map(|&v| v as f64).collect()));
+            }
+        };
+    }
+    try_read!(f64);
+    try_read!(f32);
+    try_read!(i64);
+    try_read!(i32);
+    Err(io(format!(
+        "not a .npy array of f64, f32, i64 or i32 (shape {shape:?})"
+    )))
+}
+
+/// `--saveat`: `T0:T1:K` (numpy.linspace(T0, T1, K)) or a 1-D `.npy`.
+fn parse_saveat(s: &str, limits: &Limits) -> Result<Vec<f64>, vgpu::Error> {
+    if s.ends_with(".npy") {
+        let (shape, v) = read_numeric("--saveat", std::path::Path::new(s), limits)?;
+        if shape.len() != 1 {
+            return Err(usage(format!(
+                "--saveat {s}: save times must be a 1-D array, this one has shape {shape:?}"
+            )));
+        }
+        return Ok(v);
+    }
+    let parts: Vec<&str> = s.split(':').collect();
+    let [a, b, k] = parts[..] else {
+        return Err(usage(format!(
+            "--saveat {s:?}: expected T0:T1:K or FILE.npy"
+        )));
+    };
+    let num = |x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .map_err(|_| usage(format!("--saveat {s:?}: {x:?} is not a number")))
+    };
+    let (a, b) = (num(a)?, num(b)?);
+    let k: usize = k
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&k| k >= 1)
+        .ok_or_else(|| usage(format!("--saveat {s:?}: K must be a whole number ≥ 1")))?;
+    limits.memory(
+        &format!("--saveat {s:?}"),
+        limits.bytes(&format!("--saveat {s:?}"), k as u64, 8)?,
+    )?;
+    let step = if k > 1 { (b - a) / (k - 1) as f64 } else { 0.0 };
+    Ok((0..k)
+        .map(|i| if i + 1 == k { b } else { a + i as f64 * step })
+        .collect())
+}
+
+/// A driver error with the command-line option it comes from.
+fn name_the_adaptive_option(e: vgpu::Error) -> vgpu::Error {
+    let vgpu::Error::Adaptive(ae) = &e else {
+        return name_the_option(e);
+    };
+    let flag = match ae {
+        AdaptiveError::BadTolerance { option, .. }
+        | AdaptiveError::BadStepOption { option, .. } => {
+            format!("--{option}")
+        }
+        AdaptiveError::ZeroMaxIters => "--maxiters".into(),
+        AdaptiveError::BadSaveat { .. } => "--saveat".into(),
+        AdaptiveError::BadSpan { .. } => "--t / --tspan".into(),
+        AdaptiveError::ShapeMismatch { what, .. } => match *what {
+            "u0" | "y0" => "--u0".into(),
+            "spans" => "--tspan".into(),
+            "rtol" => "--rtol".into(),
+            "atol" => "--atol".into(),
+            other => other.to_string(),
+        },
+        _ => return e,
+    };
+    usage(format!("{flag}: {ae}"))
+}
+
+/// The adaptive outputs: `out` ((N, D), or (N, K, D) with save times) and
+/// beside it `STEM.status.npy` ((N,) u8 status codes) and `STEM.steps.npy`
+/// ((N, 2) u64: accepted, rejected), renamed together ([`OutputSet`]).
+fn write_adaptive_outputs(
+    out: &std::path::Path,
+    o: &vgpu::ir::adaptive::AdaptiveOutput,
+) -> Result<(), vgpu::Error> {
+    let (n, k, d) = (o.n, o.saveat.len(), o.dim);
+    let (values, shape) = if k > 0 {
+        (&o.saved, vec![n, k, d])
+    } else {
+        (&o.end, vec![n, d])
+    };
+    let mut set = OutputSet::new();
+    set.write(out, |tmp| {
+        let shape = ndarray::IxDyn(&shape);
+        match values {
+            Buffer::F64(v) => write_npy(
+                tmp,
+                &ndarray::ArrayD::from_shape_vec(shape, v.to_vec()).map_err(|e| e.to_string())?,
+            ),
+            other => {
+                let v: Vec<f32> = (0..other.len())
+                    .map(|i| other.get(i).as_f64() as f32)
+                    .collect();
+                write_npy(
+                    tmp,
+                    &ndarray::ArrayD::from_shape_vec(shape, v).map_err(|e| e.to_string())?,
+                )
+            }
+        }
+        .map_err(|e| e.to_string())
+    })?;
+    let stem = out.with_extension("");
+    let beside = |what: &str| PathBuf::from(format!("{}.{what}.npy", stem.display()));
+    set.write(&beside("status"), |tmp| {
+        let codes: Array1<u8> = o.stats.iter().map(|s| s.status.code()).collect();
+        write_npy(tmp, &codes).map_err(|e| e.to_string())
+    })?;
+    set.write(&beside("steps"), |tmp| {
+        let steps: Vec<u64> = o
+            .stats
+            .iter()
+            .flat_map(|s| [s.accepted, s.rejected])
+            .collect();
+        let a = Array2::from_shape_vec((n, 2), steps).map_err(|e| e.to_string())?;
+        write_npy(tmp, &a).map_err(|e| e.to_string())
+    })?;
+    set.commit()
+}
+
+/// `vgpu ensemble --method tsit5|dp5|bs3|vern7 …`: an adaptive ensemble on
+/// the CPU, through [`Dispatcher::adaptive`].
+fn run_adaptive(a: EnsembleArgs, choice: MethodChoice) -> Result<ExitCode, vgpu::Error> {
+    let MethodChoice::Adaptive(method) = choice else {
+        return Err(usage(format!("--method {}: not adaptive", a.method)));
+    };
+    if let Some(dt) = a.dt {
+        return Err(usage(format!(
+            "--dt {dt}: --dt is the step of the fixed-step methods (rk4, euler); \
+             --method {method} chooses its own steps (set the first with --dt0)"
+        )));
+    }
+    if a.kernel_time.is_some() {
+        return Err(usage(format!(
+            "--kernel-time: {} (method {method})",
+            vgpu::dispatch::ADAPTIVE_CPU_ONLY
+        )));
+    }
+    let limits = limits(&a)?;
+    let k = compile_file(&a.file)?;
+    let dim = k.states.len();
+    let (threads, capped) = limits.threads(a.threads);
+    if let Some(note) = capped {
+        eprintln!("note: {note}");
+    }
+    let par = if a.threads == 0 {
+        Par::Auto
+    } else {
+        Par::Rayon(threads)
+    };
+    if a.n == 0 {
+        return Err(usage("--n 0: nothing to integrate"));
+    }
+    if a.n > u32::MAX as usize {
+        return Err(usage(format!("--n {}: at most 2^32 - 1 trajectories", a.n)));
+    }
+    let mut opts = AdaptiveEnsemble::new(method).par(par);
+    if let Some(r) = &a.adaptive.rtol {
+        opts = opts.rtol_per_component(parse_tolerance("--rtol", r)?);
+    }
+    if let Some(t) = &a.adaptive.atol {
+        opts = opts.atol_per_component(parse_tolerance("--atol", t)?);
+    }
+    if let Some(h) = a.adaptive.dt0 {
+        opts = opts.dt0(h);
+    }
+    if let Some(h) = a.adaptive.dtmin {
+        opts = opts.dtmin(h);
+    }
+    if let Some(h) = a.adaptive.dtmax {
+        opts = opts.dtmax(h);
+    }
+    if let Some(m) = a.adaptive.maxiters {
+        limits.steps(&format!("--maxiters {m}"), m)?;
+        opts = opts.maxiters(m);
+    }
+    let saveat = match &a.adaptive.saveat {
+        Some(s) => parse_saveat(s, &limits)?,
+        None => Vec::new(),
+    };
+    let k_save = saveat.len();
+    opts = opts.saveat(saveat);
+    let spans = match &a.adaptive.tspan {
+        Some(path) => {
+            let (shape, v) = read_numeric("--tspan", path, &limits)?;
+            if shape != [a.n, 2] {
+                return Err(usage(format!(
+                    "--tspan {}: expected shape (N, 2) = ({}, 2) of (t0, t1) rows, got {shape:?}",
+                    path.display(),
+                    a.n
+                )));
+            }
+            v.chunks(2).map(|r| (r[0], r[1])).collect()
+        }
+        None => vec![parse_span(&a.t)?],
+    };
+    let u0 = match &a.adaptive.u0 {
+        Some(path) => {
+            let (shape, v) = read_numeric("--u0", path, &limits)?;
+            if shape != [a.n, dim] {
+                return Err(usage(format!(
+                    "--u0 {}: expected shape (N, state) = ({}, {dim}), got {shape:?}",
+                    path.display(),
+                    a.n
+                )));
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    // Outputs and working states, checked against --max-memory before anything
+    // of that size is allocated.
+    let elem: u64 = if k.float_type() == ScalarType::F64 {
+        8
+    } else {
+        4
+    };
+    let per_traj = (dim as u64)
+        .saturating_mul(k_save as u64 + 2)
+        .saturating_mul(elem)
+        .saturating_add(64);
+    let what = format!("{} trajectories of {dim} states, {k_save} save times", a.n);
+    limits.memory(&what, limits.bytes(&what, a.n as u64, per_traj)?)?;
+    let args = build_args(&k, &a.params, a.n, &limits)?;
+    let backend = vgpu::resolve_backend(a.backend.as_deref())?;
+    let run = AdaptiveRun {
+        n: a.n,
+        spans,
+        u0,
+        options: opts,
+    };
+    let r = Dispatcher::new()
+        .adaptive(&AdaptiveJob {
+            kernel: &k,
+            args: &args,
+            run: &run,
+            backend,
+        })
+        .map_err(name_the_adaptive_option)?;
+    if let Some(out) = &a.out {
+        write_adaptive_outputs(out, &r.output)?;
+    }
+    let counts = r.status_counts();
+    let (accepted, rejected) = r.total_steps();
+    let note = r
+        .fallback
+        .as_deref()
+        .map_or(String::new(), |why| format!("on the CPU: {why}"));
+    let statuses: Vec<String> = STATUS_NAMES
+        .iter()
+        .zip(counts)
+        .filter(|(_, c)| *c > 0)
+        .map(|(name, c)| format!("{c} {name}"))
+        .collect();
+    if a.json {
+        let status_counts: serde_json::Map<String, serde_json::Value> = STATUS_NAMES
+            .iter()
+            .zip(counts)
+            .map(|(name, c)| (name.to_string(), c.into()))
+            .collect();
+        let j = serde_json::json!({
+            "field": k.name, "file": a.file.display().to_string(), "backend": r.backend.to_string(),
+            "adapter": r.adapter, "n": a.n, "method": method.name(), "seconds": r.seconds,
+            "saveat": k_save, "status_counts": status_counts, "accepted_steps": accepted,
+            "rejected_steps": rejected, "note": note,
+        });
+        println!("{j}");
+    } else {
+        println!(
+            "field {} ({}): {} trajectories, {method} (adaptive)",
+            k.name,
+            a.file.display(),
+            a.n
+        );
+        println!(
+            "backend: {} | adapter: {}{}",
+            r.backend,
+            r.adapter,
+            if note.is_empty() {
+                String::new()
+            } else {
+                format!(" | {note}")
+            }
+        );
+        println!(
+            "status: {} | steps: {accepted} accepted, {rejected} rejected | time: {:.6} s",
+            statuses.join(", "),
+            r.seconds
+        );
+        if let Some(out) = &a.out {
+            let stem = out.with_extension("");
+            let shape = if k_save > 0 {
+                format!("{} × {k_save} × {dim}", a.n)
+            } else {
+                format!("{} × {dim}", a.n)
+            };
+            println!(
+                "wrote {} ({shape}), {}.status.npy, {}.steps.npy",
+                out.display(),
+                stem.display(),
+                stem.display()
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
