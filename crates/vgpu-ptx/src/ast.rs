@@ -148,6 +148,10 @@ pub struct Instruction {
     pub line: u32,
     /// 1-based column.
     pub col: u32,
+    /// `.pragma "used_bytes_mask N"` just before the instruction (nvcc writes it
+    /// before a vector load of which the program uses only some bytes): bit `i`
+    /// set when byte `i` of the access is used.
+    pub used_bytes_mask: Option<u32>,
 }
 
 impl Instruction {

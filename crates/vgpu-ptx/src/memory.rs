@@ -388,6 +388,16 @@ impl SharedMem {
         Ok(v)
     }
 
+    /// A load the checker does not see (bytes the program does not use).
+    pub(crate) fn load_raw(&self, addr: u64, size: u8) -> Result<u64, MemFault> {
+        let a = self.bounds(addr, size)?;
+        let mut v = 0u64;
+        for i in 0..size as usize {
+            v |= (self.data[a + i] as u64) << (8 * i);
+        }
+        Ok(v)
+    }
+
     /// A store by thread `tid` at PTX `line`.
     #[inline]
     pub(crate) fn store(

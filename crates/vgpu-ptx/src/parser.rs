@@ -13,6 +13,7 @@ pub fn parse_module(text: &str, file: &str) -> Result<Module, PtxError> {
         toks,
         pos: 0,
         file: file.to_string(),
+        used_bytes_mask: None,
     };
     p.module()
 }
@@ -21,6 +22,8 @@ struct Parser {
     toks: Vec<Token>,
     pos: usize,
     file: String,
+    /// A `used_bytes_mask` pragma waiting for the next instruction.
+    used_bytes_mask: Option<u32>,
 }
 
 /// Parses an integer literal (decimal, hex `0x`, octal `0…`, binary `0b`, with an
@@ -534,7 +537,18 @@ impl Parser {
                             self.pos += 1;
                             self.skip_line(line);
                         }
-                        ".pragma" => self.skip_to_semicolon()?,
+                        ".pragma" => {
+                            if let Some(Token {
+                                tok: Tok::Str(p), ..
+                            }) = self.toks.get(self.pos + 1)
+                            {
+                                self.used_bytes_mask = p
+                                    .strip_prefix("used_bytes_mask ")
+                                    .and_then(|n| parse_int(n.trim()))
+                                    .and_then(|n| u32::try_from(n).ok());
+                            }
+                            self.skip_to_semicolon()?
+                        }
                         w if w.starts_with('.') => {
                             return self.err("an instruction, label or declaration")
                         }
@@ -619,6 +633,7 @@ impl Parser {
             operands,
             line,
             col,
+            used_bytes_mask: self.used_bytes_mask.take(),
         })
     }
 

@@ -112,13 +112,16 @@ pub(crate) enum Op {
     },
     /// `d = special register`.
     Special { d: u32, s: Special },
-    /// Load `d.len()` elements of `size` bytes; `sign` sign-extends.
+    /// Load `d.len()` elements of `size` bytes; `sign` sign-extends. Bit `i`
+    /// of `unused` is set when the program uses no byte of element `i`
+    /// (`.pragma "used_bytes_mask"`): the checker does not look at it.
     Ld {
         space: Space,
         size: u8,
         sign: bool,
         d: Vec<u32>,
         addr: Addr,
+        unused: u32,
     },
     /// Store `src.len()` elements of `size` bytes.
     St {

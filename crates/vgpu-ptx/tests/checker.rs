@@ -267,3 +267,24 @@ fn the_corpus_module_of_nvcc_shapes_runs_clean() {
         }
     }
 }
+
+#[test]
+fn bytes_a_used_bytes_mask_leaves_out_are_not_read() {
+    // Thread 0 writes s[0..3] and reads s[0..4] as one v4 load, of which the
+    // pragma says only the first 12 bytes are used.
+    let kernel = |pragma: &str| {
+        format!(
+            "{PROLOGUE}setp.ne.u32 %p1, %r1, 0;\n@%p1 bra DONE;\nst.shared.u32 [s], 1;\n\
+             st.shared.u32 [s+4], 2;\nst.shared.u32 [s+8], 3;\n{pragma}\n\
+             ld.shared.v4.u32 {{%r2, %r3, %r4, %r5}}, [s];\nadd.s32 %r6, %r2, %r4;\n\
+             st.global.u32 [%rd3], %r6;\nDONE:\nret;\n}}\n"
+        )
+    };
+    let out =
+        run(&kernel(".pragma \"used_bytes_mask 4095\";"), 32, 32).unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(out[0], 4);
+    let src = kernel("");
+    let f = run(&src, 32, 32).unwrap_err();
+    assert_eq!(f.class, FaultClass::Uninitialized, "{f}");
+    assert_eq!(f.line, line_of(&src, "ld.shared.v4.u32"));
+}

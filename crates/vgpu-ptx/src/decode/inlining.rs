@@ -112,6 +112,7 @@ impl Lower<'_> {
                         base: Src::Imm(addr),
                         off: 0,
                     },
+                    unused: 0,
                 },
                 None,
                 ins.line,

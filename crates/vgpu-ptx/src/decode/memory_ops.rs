@@ -58,6 +58,21 @@ impl Lower<'_> {
                     .collect::<Result<Vec<_>, _>>()?,
                 o => vec![self.dst(ins, o)?],
             };
+            // Elements none of whose bytes the used-bytes mask keeps.
+            let mut unused = 0u32;
+            if let Some(m) = ins.used_bytes_mask {
+                for i in 0..d.len().min(32) {
+                    let lo = i * size as usize;
+                    let bits = if lo >= 32 {
+                        0
+                    } else {
+                        (m as u64 >> lo) & ((1u64 << size) - 1)
+                    };
+                    if bits == 0 {
+                        unused |= 1 << i;
+                    }
+                }
+            }
             self.emit(
                 Op::Ld {
                     space: sp,
@@ -65,6 +80,7 @@ impl Lower<'_> {
                     sign: ty.is_signed(),
                     d,
                     addr,
+                    unused,
                 },
                 g,
                 ins.line,

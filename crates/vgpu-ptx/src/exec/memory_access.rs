@@ -79,6 +79,28 @@ impl BlockRun<'_, '_> {
         }
     }
 
+    /// A load of bytes the program does not use (`.pragma "used_bytes_mask"`):
+    /// bounds and alignment are checked, but it is no read for the race and
+    /// initialisation checks.
+    fn load_unused(
+        &mut self,
+        space: Space,
+        a: u64,
+        size: u8,
+        tid: u32,
+        line: u32,
+    ) -> Result<u64, MemFault> {
+        let (sp, ra) = self.resolve(space, a);
+        if self.ctx.opts.check {
+            check_align(space_name(sp), ra, size as u64)?;
+        }
+        match sp {
+            Space::Shared => self.shared.load_raw(ra, size),
+            Space::Global => self.ctx.gmem.load(ra, size),
+            _ => self.load(space, a, size, tid, line),
+        }
+    }
+
     fn store(
         &mut self,
         space: Space,
@@ -157,6 +179,7 @@ impl BlockRun<'_, '_> {
         sign: bool,
         d: &[u32],
         addr: &Addr,
+        unused: u32,
         regs: &mut [u64],
         base: u32,
         em: u32,
@@ -203,15 +226,13 @@ impl BlockRun<'_, '_> {
             let tid = base + l as u32;
             let a = self.lane_addr(regs, addr, l, vector, tid, line)?;
             for (i, &r) in d.iter().enumerate() {
-                let v = self
-                    .load(
-                        space,
-                        a.wrapping_add(i as u64 * size as u64),
-                        size,
-                        tid,
-                        line,
-                    )
-                    .map_err(|e| self.mem_fault(e, tid, line))?;
+                let ai = a.wrapping_add(i as u64 * size as u64);
+                let v = if i < 32 && unused & (1 << i) != 0 {
+                    self.load_unused(space, ai, size, tid, line)
+                } else {
+                    self.load(space, ai, size, tid, line)
+                }
+                .map_err(|e| self.mem_fault(e, tid, line))?;
                 if r != u32::MAX {
                     regs[r as usize * 32 + l] = if sign {
                         crate::types::sx(v, size as u32 * 8) as u64

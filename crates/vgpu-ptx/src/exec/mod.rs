@@ -545,8 +545,10 @@ impl BlockRun<'_, '_> {
                 sign,
                 d,
                 addr,
+                unused,
             } => {
-                self.exec_ld(inst.line, *space, *size, *sign, d, addr, regs, w.base, em)?;
+                let (line, base) = (inst.line, w.base);
+                self.exec_ld(line, *space, *size, *sign, d, addr, *unused, regs, base, em)?;
                 self.check_full_log()?;
             }
             Op::St {
