@@ -264,3 +264,105 @@ pub(crate) fn result_to_python(
     };
     Ok((states, fluxes.unbind(), backend))
 }
+
+/// An adaptive ensemble ready to run: kernel, arguments, trajectories and the
+/// driver's options (no Python objects).
+pub(crate) struct PreparedAdaptive {
+    /// The compiled kernel.
+    pub kernel: Kernel,
+    /// Its arguments.
+    pub args: Args,
+    /// Trajectories, spans, initial states, options.
+    pub run: vgpu::ir::adaptive::AdaptiveRun,
+    /// Where (CPU; `auto` notes the fallback, `gpu` is refused by the facade).
+    pub backend: Backend,
+}
+
+impl PreparedAdaptive {
+    /// Runs it through the facade's [`Dispatcher::adaptive`] (the rule the
+    /// `vgpu` command follows).
+    pub(crate) fn run(
+        &self,
+        dispatcher: &Mutex<Dispatcher>,
+    ) -> Result<vgpu::dispatch::AdaptiveEnsembleRun, vgpu::Error> {
+        let mut d = dispatcher.lock().map_err(|_| {
+            vgpu::Error::Usage("VGPU is unusable: an earlier call panicked".to_string())
+        })?;
+        d.adaptive(&vgpu::dispatch::AdaptiveJob {
+            kernel: &self.kernel,
+            args: &self.args,
+            run: &self.run,
+            backend: self.backend,
+        })
+    }
+}
+
+/// The arguments of an adaptive kernel from `params` (as [`prepare`] converts them).
+pub(crate) fn kernel_and_args(
+    py: Python<'_>,
+    source: &str,
+    file: &str,
+    params: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(Kernel, Args)> {
+    let kernel = py
+        .detach(|| no_panic("ensemble", || compile(file, source)))
+        .map_err(vgpu_error)?
+        .map_err(vgpu_error)?;
+    let mut args = Args::new(&kernel);
+    if let Some(params) = params {
+        for (key, value) in params.iter() {
+            let name: String = key.extract().map_err(|_| {
+                PyValueError::new_err(format!(
+                    "params: keys must be parameter names (str), got {key}"
+                ))
+            })?;
+            let Some(decl) = kernel.params.iter().find(|p| p.name == name) else {
+                args.scalar(&name, Value::F64(0.0)).map_err(vgpu_error)?;
+                continue;
+            };
+            if decl.buffer {
+                let b = buffer(&kernel.name, &name, decl.ty, &value)?;
+                args.buffer(&name, b).map_err(vgpu_error)?;
+            } else {
+                let v = scalar(&kernel.name, &name, decl.ty, &value)?;
+                args.scalar(&name, v).map_err(vgpu_error)?;
+            }
+        }
+    }
+    args.check_complete().map_err(vgpu_error)?;
+    Ok((kernel, args))
+}
+
+/// An adaptive run's error as a Python exception: the options and shapes the
+/// caller gave (the driver's refusals, usage) as `ValueError`, the rest as
+/// [`facade_error`] maps them.
+pub(crate) fn adaptive_error(e: vgpu::Error) -> PyErr {
+    match e {
+        vgpu::Error::Adaptive(a) => PyValueError::new_err(format!("ensemble: {a}")),
+        other => facade_error(other),
+    }
+}
+
+/// The adaptive result as (values (n, dim) or (n, K, dim), status (n,) uint8,
+/// steps (n, 2) uint64 [accepted, rejected]).
+pub(crate) fn adaptive_to_python(
+    py: Python<'_>,
+    r: vgpu::dispatch::AdaptiveEnsembleRun,
+) -> PyResult<(Py<PyAny>, Py<PyAny>, Py<PyAny>)> {
+    let o = r.output;
+    let (n, d, k) = (o.n, o.dim, o.saveat.len());
+    let values = if k > 0 {
+        buffer_to_numpy(py, o.saved, &[n, k, d])?
+    } else {
+        buffer_to_numpy(py, o.end, &[n, d])?
+    };
+    let status: Vec<u8> = o.stats.iter().map(|s| s.status.code()).collect();
+    let steps: Vec<u64> = o
+        .stats
+        .iter()
+        .flat_map(|s| [s.accepted, s.rejected])
+        .collect();
+    let status = status.into_pyarray(py).into_any().unbind();
+    let steps = steps.into_pyarray(py).reshape([n, 2])?.into_any().unbind();
+    Ok((values, status, steps))
+}

@@ -1,7 +1,10 @@
 //! `VGPU`: the field engine from Python: the equivalence demos (and, as the
 //! front ends land, `.field` ensembles and PTX cases).
 
-use crate::ensemble::{prepare, result_to_python};
+use crate::ensemble::{
+    adaptive_error, adaptive_to_python, kernel_and_args, prepare, result_to_python,
+    PreparedAdaptive,
+};
 use crate::errors::{facade_error, no_panic, vgpu_error};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -140,6 +143,97 @@ impl PyVgpu {
             .map_err(vgpu_error)?
             .map_err(facade_error)?;
         result_to_python(py, result)
+    }
+
+    /// Integrates `n` trajectories of an unphased `.field` kernel with an
+    /// adaptive embedded pair (`tsit5`, `dp5`, `bs3`, `vern7`) on the CPU.
+    /// `tspan`: one `(t0, t1)` or `n` of them (flat, `2n` values); `u0`: `None`
+    /// or `n × dim` values; `rtol`/`atol`: one value or one per state. Returns
+    /// (values (n, dim), or (n, K, dim) with `saveat`; status (n,) uint8;
+    /// steps (n, 2) uint64).
+    #[pyo3(signature = (source, file, n, tspan, method, rtol, atol, dt0 = None, dtmin = None, dtmax = None, maxiters = None, saveat = None, u0 = None, params = None, backend = None, threads = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn ensemble_adaptive(
+        &self,
+        py: Python<'_>,
+        source: &str,
+        file: &str,
+        n: usize,
+        tspan: Vec<f64>,
+        method: &str,
+        rtol: Vec<f64>,
+        atol: Vec<f64>,
+        dt0: Option<f64>,
+        dtmin: Option<f64>,
+        dtmax: Option<f64>,
+        maxiters: Option<u64>,
+        saveat: Option<Vec<f64>>,
+        u0: Option<Vec<f64>>,
+        params: Option<&Bound<'_, PyDict>>,
+        backend: Option<&str>,
+        threads: Option<usize>,
+    ) -> PyResult<(Py<PyAny>, Py<PyAny>, Py<PyAny>)> {
+        use vgpu::dispatch::MethodChoice;
+        use vgpu::field::adaptive::AdaptiveEnsemble;
+        let MethodChoice::Adaptive(m) =
+            MethodChoice::parse(method, "method=").map_err(facade_error)?
+        else {
+            return Err(PyValueError::new_err(format!(
+                "method={method:?} is a fixed-step method; ensemble_adaptive takes tsit5, dp5, bs3 or vern7"
+            )));
+        };
+        let backend = vgpu::resolve_backend(backend)
+            .map_err(|e| PyValueError::new_err(format!("{e} (\"auto\", \"gpu\" or \"cpu\")")))?;
+        if n == 0 {
+            return Err(PyValueError::new_err("ensemble: n must be at least 1"));
+        }
+        if tspan.len() != 2 && Some(tspan.len()) != n.checked_mul(2) {
+            return Err(PyValueError::new_err(format!(
+                "ensemble: tspan must be (t0, t1) or an (n, 2) = ({n}, 2) array, got {} values",
+                tspan.len()
+            )));
+        }
+        if let Some(m) = maxiters {
+            vgpu::Limits::default()
+                .steps(&format!("maxiters={m}"), m)
+                .map_err(facade_error)?;
+        }
+        let mut opts = AdaptiveEnsemble::new(m)
+            .rtol_per_component(rtol)
+            .atol_per_component(atol)
+            .par(parse_threads(threads));
+        if let Some(h) = dt0 {
+            opts = opts.dt0(h);
+        }
+        if let Some(h) = dtmin {
+            opts = opts.dtmin(h);
+        }
+        if let Some(h) = dtmax {
+            opts = opts.dtmax(h);
+        }
+        if let Some(k) = maxiters {
+            opts = opts.maxiters(k);
+        }
+        if let Some(s) = saveat {
+            opts = opts.saveat(s);
+        }
+        let (kernel, args) = kernel_and_args(py, source, file, params)?;
+        let job = PreparedAdaptive {
+            kernel,
+            args,
+            run: vgpu::ir::adaptive::AdaptiveRun {
+                n,
+                spans: tspan.chunks(2).map(|r| (r[0], r[1])).collect(),
+                u0,
+                options: opts,
+            },
+            backend,
+        };
+        let result = py
+            .detach(|| no_panic("ensemble", || job.run(&self.dispatcher)))
+            .map_err(vgpu_error)?
+            .map_err(adaptive_error)?;
+        adaptive_to_python(py, result)
     }
 
     /// Runs a PTX case (`case.json` or its folder) and returns its report.

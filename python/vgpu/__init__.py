@@ -189,6 +189,9 @@ class VGPUCache:
         return repr(self._cache)
 
 
+_ADAPTIVE = ("tsit5", "dp5", "bs3", "vern7")
+
+
 def _field_source(source_or_path: Union[str, "os.PathLike[str]"]) -> Tuple[str, str]:
     """(text, name for messages): a path-like, or a str without ``{`` (a file
     name), is read; any other str is ``.field`` source named ``<string>``."""
@@ -260,13 +263,23 @@ class VGPU:
         *,
         n: int,
         t: Tuple[float, float] = (0.0, 1.0),
-        dt: float,
+        dt: Optional[float] = None,
         method: str = "rk4",
         params: Optional[Mapping[str, Any]] = None,
         backend: Optional[str] = None,
         block: Optional[int] = None,
         threads: Optional[int] = None,
         return_fluxes: bool = False,
+        rtol: Any = 1e-3,
+        atol: Any = 1e-6,
+        dt0: Optional[float] = None,
+        dtmin: Optional[float] = None,
+        dtmax: Optional[float] = None,
+        maxiters: Optional[int] = None,
+        saveat: Any = None,
+        u0: Any = None,
+        tspan: Any = None,
+        return_status: bool = False,
     ) -> Any:
         """Integrates ``n`` trajectories of a ``.field`` kernel (CUDA's
         ``<<<grid, block>>>``: trajectory ``i`` is thread ``i``).
@@ -278,8 +291,14 @@ class VGPU:
             t: the time span ``(t0, t1)``; it must be a whole number of steps.
                 (Phased kernels -- barriers, shared sub-fields -- take their
                 spans from the kernel.)
-            dt: the step.
-            method: ``"rk4"`` or ``"euler"``.
+            dt: the step of the fixed-step methods (required for them; the
+                adaptive methods choose their own steps: see ``dt0``).
+            method: fixed-step ``"rk4"`` or ``"euler"``, or an adaptive
+                embedded pair ``"tsit5"``, ``"dp5"``, ``"bs3"`` or ``"vern7"``
+                (per-trajectory step sizes and PI control, on the CPU, for
+                kernels without phases; ``backend="gpu"`` is a ValueError,
+                "adaptive methods run on the CPU so far"; ``"auto"`` runs them
+                on the CPU).
             params: the kernel's parameters by name: numbers for scalars, array-likes
                 for buffers (1-D: pass a matrix as ``m.ravel()``; converted to the declared element
                 type; integer buffers take only integer arrays).
@@ -294,11 +313,35 @@ class VGPU:
             block: trajectories per block (default min(n, 256)).
             threads: CPU threads (``1`` sequential, ``0`` one per core); the
                 results are the same bits for any value.
-            return_fluxes: also return the flux outputs (``atomicAdd`` targets).
+            return_fluxes: also return the flux outputs (``atomicAdd`` targets;
+                fixed-step methods only).
+            rtol, atol: adaptive methods: relative and absolute tolerances, a
+                positive number or one per state (a sequence of ``dim``).
+            dt0: adaptive: the first step (default: Hairer's estimate).
+            dtmin, dtmax: adaptive: the smallest and largest step; a trajectory
+                whose step falls below ``dtmin`` stops with status 2.
+            maxiters: adaptive: most step attempts per trajectory (default
+                100000); beyond it a trajectory stops with status 1.
+            saveat: adaptive: save times (1-D, non-decreasing, inside every
+                span), filled from the method's dense output.
+            u0: adaptive: initial states, an ``(n, dim)`` array (default: the
+                kernel's ``state x = ...`` initialisers).
+            tspan: adaptive: a time span per trajectory, an ``(n, 2)`` array of
+                ``(t0, t1)`` rows (instead of ``t``).
+            return_status: adaptive: also return the per-trajectory status and
+                step counts.
 
         Returns:
             The final states, an ``(n, number of states)`` array of the kernel's
             float type; with ``return_fluxes``, ``(states, {name: 1-D array})``.
+            Adaptive methods: the final states ``(n, dim)``, or with ``saveat``
+            the states at the save times ``(n, K, dim)`` (NaN where a failed
+            trajectory did not get to); with ``return_status``,
+            ``(values, status, steps)``: ``status`` an ``(n,)`` uint8 array (0
+            success, 1 maxiters, 2 dtmin, 3 non-finite, 4 terminated),
+            ``steps`` an ``(n, 2)`` uint64 array of accepted and rejected steps.
+            A failed trajectory never raises: its status says what happened,
+            its final state is its last accepted one.
 
         Raises:
             ValueError: bad ``n``, ``method``, ``backend``, or a parameter of the
@@ -312,11 +355,98 @@ class VGPU:
         text, name = _field_source(source_or_path)
         if len(t) != 2:
             raise ValueError(f"ensemble: t must be (t0, t1), got {t!r}")
+        if str(method).lower() in _ADAPTIVE:
+            return self._adaptive(
+                text, name, n=n, t=t, dt=dt, method=method, params=params,
+                backend=backend, block=block, threads=threads,
+                return_fluxes=return_fluxes, rtol=rtol, atol=atol, dt0=dt0,
+                dtmin=dtmin, dtmax=dtmax, maxiters=maxiters, saveat=saveat,
+                u0=u0, tspan=tspan, return_status=return_status,
+            )
+        if str(method).lower() not in ("rk4", "euler"):
+            raise ValueError(
+                f"ensemble: method={method!r}: unknown method "
+                "(expected euler or rk4, or an adaptive tsit5, dp5, bs3 or vern7)"
+            )
+        fixed_only = {"dt0": dt0, "dtmin": dtmin, "dtmax": dtmax, "maxiters": maxiters,
+                      "saveat": saveat, "u0": u0, "tspan": tspan}
+        for opt, value in fixed_only.items():
+            if value is not None:
+                raise ValueError(
+                    f"ensemble: {opt} applies to the adaptive methods "
+                    f"(tsit5, dp5, bs3, vern7), not to method={method!r}"
+                )
+        if return_status:
+            raise ValueError(f"ensemble: return_status applies to the adaptive methods, not to method={method!r}")
+        if dt is None:
+            raise ValueError(f"ensemble: method={method!r} needs dt (the fixed step)")
         states, fluxes, _ran_on = self._vgpu.ensemble(
             text, name, int(n), (float(t[0]), float(t[1])), float(dt), method,
             dict(params or {}), backend, block, threads,
         )
         return (states, fluxes) if return_fluxes else states
+
+    def _adaptive(self, text: str, name: str, *, n: Any, t: Any, dt: Any, method: str,
+                  params: Any, backend: Any, block: Any, threads: Any, return_fluxes: bool,
+                  rtol: Any, atol: Any, dt0: Any, dtmin: Any, dtmax: Any, maxiters: Any,
+                  saveat: Any, u0: Any, tspan: Any, return_status: bool) -> Any:
+        """The adaptive branch of :meth:`ensemble` (its arguments checked here)."""
+        n = int(n)
+        if dt is not None:
+            raise ValueError(
+                f"ensemble: dt is the step of the fixed-step methods; method={method!r} "
+                "chooses its own steps (set the first with dt0)"
+            )
+        if return_fluxes:
+            raise ValueError(f"ensemble: return_fluxes: method={method!r} runs fields without flux")
+        if block is not None:
+            raise ValueError(f"ensemble: block: method={method!r} runs each trajectory on its own")
+
+        def tol(opt: str, x: Any) -> List[float]:
+            a = np.atleast_1d(np.asarray(x, dtype=np.float64))
+            if a.ndim != 1 or a.size == 0:
+                raise ValueError(f"ensemble: {opt} must be a number or one per state, got shape {a.shape}")
+            bad = a[~(np.isfinite(a) & (a > 0))]
+            if bad.size:
+                raise ValueError(f"ensemble: {opt}={x!r}: {bad[0]} is not a tolerance (positive and finite)")
+            return [float(v) for v in a]
+
+        def opt_float(opt: str, x: Any) -> Optional[float]:
+            if x is None:
+                return None
+            v = float(x)
+            if v != v:
+                raise ValueError(f"ensemble: {opt} is NaN")
+            return v
+
+        if tspan is None:
+            spans = [float(t[0]), float(t[1])]
+        else:
+            ts = np.asarray(tspan, dtype=np.float64)
+            if ts.shape != (n, 2):
+                raise ValueError(f"ensemble: tspan must have shape (n, 2) = ({n}, 2), got {ts.shape}")
+            spans = [float(v) for v in ts.ravel()]
+        u0_flat = None
+        if u0 is not None:
+            a = np.asarray(u0, dtype=np.float64)
+            if a.ndim != 2 or a.shape[0] != n:
+                raise ValueError(f"ensemble: u0 must have shape (n, dim) with n = {n}, got {a.shape}")
+            u0_flat = [float(v) for v in a.ravel()]
+        save = None
+        if saveat is not None:
+            sa = np.asarray(saveat, dtype=np.float64)
+            if sa.ndim != 1:
+                raise ValueError(f"ensemble: saveat must be 1-D, got shape {sa.shape}")
+            save = [float(v) for v in sa]
+        if maxiters is not None and int(maxiters) < 1:
+            raise ValueError(f"ensemble: maxiters={maxiters!r} must be at least 1")
+        values, status, steps = self._vgpu.ensemble_adaptive(
+            text, name, n, spans, method, tol("rtol", rtol), tol("atol", atol),
+            opt_float("dt0", dt0), opt_float("dtmin", dtmin), opt_float("dtmax", dtmax),
+            None if maxiters is None else int(maxiters), save, u0_flat,
+            dict(params or {}), backend, threads,
+        )
+        return (values, status, steps) if return_status else values
 
     def ptx_case(
         self, path: Union[str, "os.PathLike[str]"], *, check: bool = True, parallel: bool = True

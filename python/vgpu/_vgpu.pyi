@@ -95,4 +95,23 @@ class VGPU:
         block: Optional[int] = ...,
         threads: Optional[int] = ...,
     ) -> Tuple[np.ndarray, Dict[str, np.ndarray], str]: ...
+    def ensemble_adaptive(
+        self,
+        source: str,
+        file: str,
+        n: int,
+        tspan: List[float],
+        method: str,
+        rtol: List[float],
+        atol: List[float],
+        dt0: Optional[float] = ...,
+        dtmin: Optional[float] = ...,
+        dtmax: Optional[float] = ...,
+        maxiters: Optional[int] = ...,
+        saveat: Optional[List[float]] = ...,
+        u0: Optional[List[float]] = ...,
+        params: Optional[Dict[str, Any]] = ...,
+        backend: Optional[str] = ...,
+        threads: Optional[int] = ...,
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def ptx_case(self, path: str, check: bool = ..., parallel: bool = ...) -> Dict[str, Any]: ...
