@@ -18,6 +18,15 @@ echo "== cargo test --workspace"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 
+# Bounded fuzzing (docs/FUZZING.md): 15 s per target in the dev profile, whose
+# build the tests above already made (a release build would recompile wgpu and
+# naga). Exits non-zero on a new finding; the ones listed in
+# crates/vgpu-fuzz/known/ do not fail it.
+echo "== vgpu-fuzz (15 s per target)"
+for target in field ptx case-json npy; do
+  cargo run -q -p vgpu-fuzz -- run --target "$target" --seconds 15
+done
+
 if [ -f python/pyproject.toml ]; then
   echo "== python package (maturin build + pytest)"
   bash scripts/python-test.sh
