@@ -203,6 +203,18 @@ impl Limits {
             .iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d))
             .ok_or_else(|| io(format!("shape {shape:?} has more than 2^64 elements")))?;
+        // ndarray's own rule: the product of the non-zero axes must fit in an
+        // isize, even when another axis is 0 (its reader panics otherwise).
+        let nonzero = shape
+            .iter()
+            .filter(|&&d| d != 0)
+            .try_fold(1u64, |a, &d| a.checked_mul(d))
+            .filter(|&p| p <= isize::MAX as u64);
+        if nonzero.is_none() {
+            return Err(io(format!(
+                "shape {shape:?}: its axes multiply past 2^63 elements"
+            )));
+        }
         let bytes = self.bytes(&format!("{} ({shape:?})", path.display()), count, item)?;
         let data = meta.len() - start - hlen;
         if data < bytes {
@@ -275,6 +287,23 @@ mod tests {
             Some(vec![7])
         );
         assert_eq!(header_shape("{'shape': (), }"), Some(vec![]));
+    }
+
+    #[test]
+    fn a_header_whose_axes_overflow_is_refused_even_with_a_zero_axis() {
+        // Found by vgpu-fuzz (npy target): ndarray-npy panicked on this header.
+        let h = "{'descr': '<u8', 'fortran_order': False, 'shape': (2, 0, 18446744073709551615)}";
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        let mut header = h.as_bytes().to_vec();
+        header.resize(127, b' ');
+        header.push(b'\n');
+        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(&header);
+        let path = std::env::temp_dir().join(format!("vgpu-limits-{}.npy", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let e = Limits::default().npy(&path).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&path);
+        assert!(e.contains("multiply past 2^63"), "{e}");
     }
 
     #[test]
