@@ -194,29 +194,7 @@ pub(crate) fn prepare(
     vgpu::Limits::default()
         .ensemble(&kernel, &integration)
         .map_err(facade_error)?;
-    let mut args = Args::new(&kernel);
-    if let Some(params) = params {
-        for (key, value) in params.iter() {
-            let name: String = key.extract().map_err(|_| {
-                PyValueError::new_err(format!(
-                    "params: keys must be parameter names (str), got {key}"
-                ))
-            })?;
-            let Some(decl) = kernel.params.iter().find(|p| p.name == name) else {
-                // Let the kernel's own error name the known parameters.
-                args.scalar(&name, Value::F64(0.0)).map_err(vgpu_error)?;
-                continue;
-            };
-            if decl.buffer {
-                let b = buffer(&kernel.name, &name, decl.ty, &value)?;
-                args.buffer(&name, b).map_err(vgpu_error)?;
-            } else {
-                let v = scalar(&kernel.name, &name, decl.ty, &value)?;
-                args.scalar(&name, v).map_err(vgpu_error)?;
-            }
-        }
-    }
-    args.check_complete().map_err(vgpu_error)?;
+    let args = args_from(&kernel, params)?;
     Ok(PreparedEnsemble {
         kernel,
         args,
@@ -308,7 +286,14 @@ pub(crate) fn kernel_and_args(
         .detach(|| no_panic("ensemble", || compile(file, source)))
         .map_err(vgpu_error)?
         .map_err(vgpu_error)?;
-    let mut args = Args::new(&kernel);
+    let args = args_from(&kernel, params)?;
+    Ok((kernel, args))
+}
+
+/// The kernel's arguments from `params` (names to Python numbers or
+/// array-likes, converted to the declared types), complete.
+fn args_from(kernel: &Kernel, params: Option<&Bound<'_, PyDict>>) -> PyResult<Args> {
+    let mut args = Args::new(kernel);
     if let Some(params) = params {
         for (key, value) in params.iter() {
             let name: String = key.extract().map_err(|_| {
@@ -317,6 +302,7 @@ pub(crate) fn kernel_and_args(
                 ))
             })?;
             let Some(decl) = kernel.params.iter().find(|p| p.name == name) else {
+                // Let the kernel's own error name the known parameters.
                 args.scalar(&name, Value::F64(0.0)).map_err(vgpu_error)?;
                 continue;
             };
@@ -330,7 +316,7 @@ pub(crate) fn kernel_and_args(
         }
     }
     args.check_complete().map_err(vgpu_error)?;
-    Ok((kernel, args))
+    Ok(args)
 }
 
 /// An adaptive run's error as a Python exception: the options and shapes the
