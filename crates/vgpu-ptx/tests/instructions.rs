@@ -728,3 +728,32 @@ fn warp_size_constant_and_special_registers() {
     let body = "mov.u64 %A, %clock64;\nmov.u64 %B, %clock64;\nsub.s64 %O, %B, %A;";
     assert_eq!(run1(body, 0, 0, 0), 1, "one instruction between the reads");
 }
+
+#[test]
+fn half_mul_then_add_without_rounding_contract_into_one_fma_as_ptxas_does() {
+    // a = b = 1 + 3·2^-10 (0x3C03): a·b = 1 + 6·2^-10 + 9·2^-20, rounded to f16
+    // 1 + 6·2^-10 (0x3C06). With c = -(1 + 6·2^-10) the rounded product plus c is
+    // 0; one fused rounding gives 9·2^-20 = 144·2^-24 (0x0090, subnormal).
+    let pair = |h: u64| h | (h << 16);
+    let (a, c) = (pair(0x3C03), pair(0xBC06));
+    // Each in its own `{ }` block, as nvcc's inline assembly for __hmul2/__hadd2.
+    let fused = "{ mul.f16x2 %o, %a, %b; }\n{ add.f16x2 %o2, %o, %c; }\ncvt.u64.u32 %O, %o2;";
+    assert_eq!(run1(fused, a, a, c), pair(0x0090));
+    // c - a·b: one fma with the product negated; a·b - c: with the addend negated.
+    let sub2 = "{ mul.f16x2 %o, %a, %b; }\n{ sub.f16x2 %o2, %c, %o; }\ncvt.u64.u32 %O, %o2;";
+    assert_eq!(run1(sub2, a, a, pair(0x3C06)), pair(0x8090));
+    let sub1 = "{ mul.f16x2 %o, %a, %b; }\n{ sub.f16x2 %o2, %o, %c; }\ncvt.u64.u32 %O, %o2;";
+    assert_eq!(run1(sub1, a, a, pair(0x3C06)), pair(0x0090));
+    // A rounding modifier on either keeps two roundings.
+    let rn = "{ mul.rn.f16x2 %o, %a, %b; }\n{ add.f16x2 %o2, %o, %c; }\ncvt.u64.u32 %O, %o2;";
+    assert_eq!(run1(rn, a, a, c), 0);
+    // A second use of the product keeps it rounded (xor twice: the sum unchanged).
+    let reused = "mul.f16x2 %o, %a, %b;\nadd.f16x2 %o2, %o, %c;\nxor.b32 %o2, %o2, %o;\n\
+                  xor.b32 %o2, %o2, %o;\ncvt.u64.u32 %O, %o2;";
+    assert_eq!(run1(reused, a, a, c), 0);
+    // Scalar .f16 on .b16 registers alike.
+    let scalar =
+        ".reg .b16 %x, %y, %z, %w, %m, %s;\nmov.b32 {%x, %y}, %a;\nmov.b32 {%z, %w}, %c;\n\
+                  mul.f16 %m, %x, %x;\nadd.f16 %s, %m, %z;\ncvt.u64.u16 %O, %s;";
+    assert_eq!(run1(scalar, a, 0, c), 0x0090);
+}

@@ -1,6 +1,10 @@
-//! Contraction: a `mul.f32` whose single-use result feeds an `add/sub.f32` of
-//! the same basic block becomes one fused multiply-add, as ptxas contracts
-//! them (the PTX ISA allows it for exactly these forms).
+//! Contraction: a `mul` whose single-use result feeds an `add/sub` of the same
+//! basic block and type becomes one fused multiply-add, as ptxas contracts them.
+//! The PTX ISA allows it for `.f32`, `.f64`, `.f16` and `.f16x2` without a
+//! rounding modifier ("mul/add sequences with no rounding modifiers may be
+//! optimized to use fused-multiply-add instructions on the target device"); the
+//! statements may sit in different `{ }` blocks (nvcc's inline assembly for
+//! `__hmul2` and `__hadd2` puts each in its own), since ptxas sees through them.
 
 use super::*;
 
@@ -16,31 +20,50 @@ impl Lower<'_> {
     ) -> Result<(), PtxError> {
         let g = self.guard(ins)?;
         let mods = Mods(&ins.opcode[1..]);
-        let ty = mods.ty().expect("planned on typed instructions");
-        let ftz = mods.has("ftz");
+        let (class, ftz) = is_contractible(ins, &["add", "sub"]).expect("planned");
         let sub = ins.opcode[0] == "sub";
-        let d = self.dst(ins, &ins.operands[0])?;
-        let x = self.src(mul, &mul.operands[1], ty)?;
-        let y = self.src(mul, &mul.operands[2], ty)?;
-        let other = self.src(ins, &ins.operands[3 - which], ty)?;
         // d = x*y + c   (add), x*y - c (sub, mul first), c - x*y (sub, mul second)
         let (nx, nc) = match (sub, which) {
             (false, _) => (false, false),
             (true, 1) => (false, true),
             _ => (true, false),
         };
-        let op = alu_op(
-            warp_ops::contracted(ty, ftz, nx, nc),
-            semantics::contracted(ty, ftz, nx, nc),
-            d,
-            [x, y, other],
-        );
-        self.emit(op, g, ins.line);
+        let (kind, f, ty) = match class {
+            Class::Float(ty) => (
+                warp_ops::contracted(ty, ftz, nx, nc),
+                semantics::contracted(ty, ftz, nx, nc),
+                ty,
+            ),
+            Class::Half { x2 } => {
+                // One correctly rounded half fma per lane of the pair; a negation
+                // flips the sign bit of each half (exact, as in `neg.f16`).
+                let (fma, tys) =
+                    half_ops::alu("fma", &mods, x2).map_err(|e| self.unsupported(ins, e))?;
+                let sign: u64 = if x2 { 0x8000_8000 } else { 0x8000 };
+                let (sx, sc) = (if nx { sign } else { 0 }, if nc { sign } else { 0 });
+                let f: AluFn = Box::new(move |a, b, c| fma(a ^ sx, b, c ^ sc));
+                (None, f, tys[0])
+            }
+        };
+        let d = self.dst(ins, &ins.operands[0])?;
+        let x = self.src(mul, &mul.operands[1], ty)?;
+        let y = self.src(mul, &mul.operands[2], ty)?;
+        let other = self.src(ins, &ins.operands[3 - which], ty)?;
+        self.emit(alu_op(kind, f, d, [x, y, other]), g, ins.line);
         Ok(())
     }
 }
 
-fn is_contractible(ins: &Instruction, ops: &[&str]) -> Option<(Ty, bool)> {
+/// What a contractible `mul`/`add`/`sub` computes on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Class {
+    /// `.f32` or `.f64`.
+    Float(Ty),
+    /// `.f16` (`x2: false`) or `.f16x2` (two halves in a 32-bit register).
+    Half { x2: bool },
+}
+
+fn is_contractible(ins: &Instruction, ops: &[&str]) -> Option<(Class, bool)> {
     if !ops.contains(&ins.opcode[0].as_str()) || ins.operands.len() != 3 {
         return None;
     }
@@ -51,11 +74,16 @@ fn is_contractible(ins: &Instruction, ops: &[&str]) -> Option<(Ty, bool)> {
     {
         return None;
     }
-    let ty = m.ty()?;
-    if ty != Ty::F32 && ty != Ty::F64 {
-        return None;
-    }
-    Some((ty, m.has("ftz")))
+    let class = if m.has("f16x2") {
+        Class::Half { x2: true }
+    } else {
+        match m.ty()? {
+            Ty::F16 => Class::Half { x2: false },
+            ty @ (Ty::F32 | Ty::F64) => Class::Float(ty),
+            _ => return None,
+        }
+    };
+    Some((class, m.has("ftz")))
 }
 
 fn names_in(o: &Operand, out: &mut Vec<String>) {
@@ -98,14 +126,14 @@ pub(super) fn contraction_plan(body: &[Stmt]) -> HashMap<usize, (usize, usize)> 
             }
             continue;
         };
-        if let Some((ty, ftz)) = is_contractible(i, &["add", "sub"]) {
+        if let Some((class, ftz)) = is_contractible(i, &["add", "sub"]) {
             'ops: for which in [1usize, 2] {
                 let Operand::Name(n) = &i.operands[which] else {
                     continue;
                 };
                 let Some(&mi) = last_def.get(n) else { continue };
                 let Stmt::Inst(mul) = &body[mi] else { continue };
-                if is_contractible(mul, &["mul"]) != Some((ty, ftz))
+                if is_contractible(mul, &["mul"]) != Some((class, ftz))
                     || mul.guard != i.guard
                     || count.get(n) != Some(&2)
                 {
