@@ -226,6 +226,7 @@ impl PyVgpu {
                 spans: tspan.chunks(2).map(|r| (r[0], r[1])).collect(),
                 u0,
                 options: opts,
+                slice: None,
             },
             backend,
         };

@@ -22,6 +22,7 @@ use crate::args::{Args, Buffer};
 use crate::error::IrError;
 use crate::field::{IrField, IrFloat, IrScratch};
 use crate::kernel::{Kernel, Update};
+use crate::slice::Slice;
 use crate::types::ScalarType;
 use rayon::prelude::*;
 use vgpu_field::adaptive::{
@@ -71,6 +72,21 @@ impl<'a> IrRhs<'a> {
     /// [`IrError::Launch`] for a phased kernel, `n = 0`, or `n` beyond the
     /// grid's limit; the errors of [`IrField::new`].
     pub fn new(kernel: &'a Kernel, args: &'a Args, n: usize) -> Result<Self, IrError> {
+        Self::new_slice(kernel, args, n, Slice::whole(n))
+    }
+
+    /// `kernel` bound to `args` for the `n` trajectories from `slice.first` of
+    /// a launch of `slice.total`: trajectory `j` of the slice is block
+    /// `slice.first + j` of the larger launch (its `i`, `bid`, `n`, `gdim`).
+    ///
+    /// # Errors
+    /// Those of [`IrRhs::new`], and a slice [`Slice::check`] refuses.
+    pub fn new_slice(
+        kernel: &'a Kernel,
+        args: &'a Args,
+        n: usize,
+        slice: Slice,
+    ) -> Result<Self, IrError> {
         if kernel.is_phased() {
             return Err(launch_err(
                 kernel,
@@ -83,9 +99,8 @@ impl<'a> IrRhs<'a> {
             return Err(launch_err(kernel, "n = 0: nothing to integrate".into()));
         }
         let cfg = LaunchConfig::linear(n, 1).map_err(|e| launch_err(kernel, e.to_string()))?;
-        let gdim = u32::try_from(n)
-            .map_err(|_| launch_err(kernel, format!("n = {n} exceeds 2^32 - 1")))?;
-        let field = IrField::new(kernel, args, n, 1, gdim)?;
+        u32::try_from(n).map_err(|_| launch_err(kernel, format!("n = {n} exceeds 2^32 - 1")))?;
+        let field = IrField::new_slice(kernel, args, n, 1, slice)?;
         Ok(IrRhs {
             field,
             cfg,
@@ -200,6 +215,9 @@ pub struct AdaptiveRun {
     pub u0: Option<Vec<f64>>,
     /// Method, tolerances, step limits, save times, parallelism.
     pub options: AdaptiveEnsemble,
+    /// The `n` trajectories are a slice of a larger launch (`spans` and `u0`
+    /// are the slice's own rows); `None`: the whole launch.
+    pub slice: Option<Slice>,
 }
 
 /// What an adaptive `.field` ensemble produced.
@@ -269,7 +287,8 @@ pub fn run_adaptive_cpu(
             .into());
         }
     }
-    let rhs = IrRhs::new(kernel, args, run.n)?;
+    let slice = run.slice.unwrap_or(Slice::whole(run.n));
+    let rhs = IrRhs::new_slice(kernel, args, run.n, slice)?;
     match kernel.float_type() {
         ScalarType::F64 => typed::<f64>(kernel, args, &rhs, run),
         _ => typed::<f32>(kernel, args, &rhs, run),
@@ -284,7 +303,13 @@ fn typed<T: IrFloat>(
 ) -> Result<AdaptiveOutput, AdaptiveIrError> {
     let y0: Vec<T> = match &run.u0 {
         Some(u0) => u0.iter().map(|&v| T::from_f64(v)).collect(),
-        None => initial_states::<T>(kernel, args, run.n, run.options.parallelism())?,
+        None => initial_states::<T>(
+            kernel,
+            args,
+            run.n,
+            run.slice.unwrap_or(Slice::whole(run.n)),
+            run.options.parallelism(),
+        )?,
     };
     let prob = EnsembleProblem::new(run.n, &y0, &run.spans);
     macro_rules! by_dim {
@@ -324,11 +349,12 @@ fn initial_states<T: IrFloat>(
     kernel: &Kernel,
     args: &Args,
     n: usize,
+    slice: Slice,
     par: Par,
 ) -> Result<Vec<T>, IrError> {
     let mut init = kernel.clone();
     init.phases[0].updates = kernel.states.iter().map(|s| Update::Rate(s.init)).collect();
-    let rhs = IrRhs::new(&init, args, n)?;
+    let rhs = IrRhs::new_slice(&init, args, n, slice)?;
     let dim = rhs.dim;
     let zeros = vec![T::ZERO; dim];
     let mut y0 = vec![T::ZERO; n * dim];
@@ -388,6 +414,7 @@ mod tests {
             spans: vec![(0.0, 1.0)],
             u0: None,
             options: opts.clone(),
+            slice: None,
         };
         let ir = run_adaptive_cpu(&k, &args, &run).unwrap();
         let f = rhs_fn(|_t: T, u: &[T; 3], p: &[T], du: &mut [T; 3]| {
@@ -431,6 +458,7 @@ mod tests {
             spans: vec![(0.0, 0.0)],
             u0: None,
             options: AdaptiveEnsemble::new(AdaptiveMethod::Tsit5),
+            slice: None,
         };
         let out = run_adaptive_cpu(&k, &args, &run).unwrap();
         assert_eq!(
@@ -476,6 +504,7 @@ mod tests {
             options: AdaptiveEnsemble::new(AdaptiveMethod::Tsit5)
                 .rtol(1e-8)
                 .atol(1e-10),
+            slice: None,
         };
         let out = run_adaptive_cpu(&k, &args, &run).unwrap();
         // y' = p y², y(0) = 1: y = 1 / (1 − p t), singular at t = 1/p.
@@ -507,6 +536,7 @@ mod tests {
             spans: vec![(0.0, 1.0)],
             u0: None,
             options: AdaptiveEnsemble::new(AdaptiveMethod::Tsit5),
+            slice: None,
         };
         let e = run_adaptive_cpu(&k, &Args::new(&k), &run).unwrap_err();
         assert!(e.to_string().contains("1 to 16 states"), "{e}");
@@ -535,6 +565,7 @@ mod tests {
             spans: vec![(0.0, 1.0)],
             u0: None,
             options: opts.clone(),
+            slice: None,
         };
         let f = rhs_fn(|_t: f32, u: &[f32; 3], p: &[f32], du: &mut [f32; 3]| {
             du[0] = 10.0 * (u[1] - u[0]);

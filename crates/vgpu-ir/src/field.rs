@@ -8,6 +8,7 @@ use crate::eval::{
     self, Dims, Fault, Frame, Io, Plan, Pools, Program, Resolved, Src, StateCols, CHUNK,
 };
 use crate::kernel::{BinOp, Kernel, UnOp, Update, Variance};
+use crate::slice::Slice;
 use crate::types::{ScalarType, Value};
 use std::sync::Mutex;
 use vgpu_field::{BlockCtx, BlockField, Real};
@@ -106,6 +107,9 @@ pub struct IrField<'a> {
     rates: Vec<Src>,
     n: usize,
     bdim: u32,
+    /// Global index of trajectory 0 and of block 0 (a [`Slice`] of a larger launch).
+    offset: usize,
+    block0: u32,
     fault: Mutex<Option<IrError>>,
     fault_traj: Mutex<usize>,
 }
@@ -132,6 +136,36 @@ impl<'a> IrField<'a> {
         bdim: u32,
         gdim: u32,
     ) -> Result<Self, IrError> {
+        Self::build(k, args, n, bdim, gdim, Slice::whole(n))
+    }
+
+    /// Binds `k` for `n` trajectories in blocks of `bdim` that are the slice
+    /// `slice` of a larger launch: the kernel reads the global `i`, `bid`, `n`
+    /// and `gdim` ([`Slice`]).
+    ///
+    /// # Errors
+    /// Those of [`IrField::new`]; [`IrError::Launch`] for a slice that
+    /// [`Slice::check`] refuses.
+    pub fn new_slice(
+        k: &'a Kernel,
+        args: &'a Args,
+        n: usize,
+        bdim: u32,
+        slice: Slice,
+    ) -> Result<Self, IrError> {
+        slice.check(&k.name, n, bdim as usize)?;
+        let gdim = slice.blocks(bdim as usize) as u32;
+        Self::build(k, args, n, bdim, gdim, slice)
+    }
+
+    fn build(
+        k: &'a Kernel,
+        args: &'a Args,
+        n: usize,
+        bdim: u32,
+        gdim: u32,
+        slice: Slice,
+    ) -> Result<Self, IrError> {
         k.validate()?;
         args.check_complete()?;
         if k.is_phased() {
@@ -148,7 +182,7 @@ impl<'a> IrField<'a> {
         let dims = Dims {
             bdim,
             gdim,
-            n: n as u32,
+            n: slice.total as u32,
             rep: 0,
         };
         let uni = eval::uniform_values(k, &reach, &var, args, dims)?;
@@ -177,6 +211,8 @@ impl<'a> IrField<'a> {
             rates,
             n,
             bdim,
+            offset: slice.first,
+            block0: slice.first_block(bdim as usize) as u32,
             fault: Mutex::new(None),
             fault_traj: Mutex::new(usize::MAX),
         })
@@ -195,7 +231,7 @@ impl<'a> IrField<'a> {
         if let (Ok(mut best), Ok(mut slot)) = (self.fault_traj.lock(), self.fault.lock()) {
             if traj < *best {
                 *best = traj;
-                *slot = Some(f.into_error(self.k, first, self.bdim));
+                *slot = Some(f.into_error(self.k, self.offset + first, self.bdim));
             }
         }
     }
@@ -265,8 +301,8 @@ impl IrField<'_> {
             k: self.k,
             args: self.args,
             lanes,
-            first,
-            block: ctx.block_linear() as u32,
+            first: self.offset + first,
+            block: self.block0 + ctx.block_linear() as u32,
             bdim: self.bdim,
             h: T::cols(h),
             h0: T::cols(h0),

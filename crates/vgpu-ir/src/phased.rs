@@ -13,6 +13,7 @@ use crate::eval::{self, Dims, Frame, Pools, Program, SharedCol, Src};
 use crate::field::IrFloat;
 use crate::kernel::{Kernel, NodeId, Phase, Update};
 use crate::limits::Limits;
+use crate::slice::Slice;
 use crate::types::{ScalarType, Value};
 use std::sync::Mutex;
 use vgpu_field::phase::{
@@ -37,6 +38,9 @@ pub(crate) struct IrPhased<'a> {
     phases: Vec<FlowPhase>,
     shared: Vec<SharedDecl>,
     flux_lens: Vec<usize>,
+    /// Global index of trajectory 0 and of block 0 (a [`Slice`] of a larger launch).
+    offset: usize,
+    block0: usize,
     /// The first evaluation fault of the lowest failing block.
     fault: Mutex<Option<(usize, IrError)>>,
 }
@@ -149,16 +153,18 @@ impl<'a> IrPhased<'a> {
         blocks: usize,
         dt: f64,
         limits: &Limits,
+        slice: Slice,
     ) -> Result<Self, IrError> {
         let launch_err = |message: String| IrError::Launch {
             kernel: k.name.clone(),
             message,
         };
         let var = k.variance();
+        debug_assert!(slice.first + lanes * blocks <= slice.total);
         let base = Dims {
             bdim: lanes as u32,
-            gdim: blocks as u32,
-            n: (lanes * blocks) as u32,
+            gdim: slice.blocks(lanes) as u32,
+            n: slice.total as u32,
             rep: 0,
         };
         // Lengths and initial values of shared sub-fields and flux outputs, repeats.
@@ -247,6 +253,8 @@ impl<'a> IrPhased<'a> {
             phases,
             shared,
             flux_lens,
+            offset: slice.first,
+            block0: slice.first_block(lanes),
             fault: Mutex::new(None),
         })
     }
@@ -423,14 +431,14 @@ impl<T: IrFloat> FlowKernel<T> for IrPhased<'_> {
         let plan = &self.plans[at.segment];
         let p = &k.phases[plan.phase];
         let block = ctx.block_linear();
-        let first = ctx.first();
+        let first = self.offset + ctx.first();
         load_shared(&mut sc.cols, &input.shared);
         let fr = Frame {
             k,
             args: self.args,
             lanes,
             first,
-            block: block as u32,
+            block: (self.block0 + block) as u32,
             bdim: lanes as u32,
             h: T::cols(input.h),
             h0: T::cols(input.h0),

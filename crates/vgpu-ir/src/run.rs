@@ -10,6 +10,7 @@ use crate::field::{IrField, IrFloat};
 use crate::kernel::{Kernel, NodeId};
 use crate::limits::Limits;
 use crate::phased::{steps_of, IrPhased};
+use crate::slice::Slice;
 use crate::types::{ScalarType, Value};
 use rayon::prelude::*;
 use vgpu_field::executor::Progress;
@@ -35,6 +36,10 @@ pub struct Integration {
     /// Where to report the trajectory-steps done while the CPU run advances
     /// (for progress bars); `None` costs nothing.
     pub progress: Option<Progress>,
+    /// This launch is a slice of a larger one (its `n` trajectories from
+    /// `slice.first` of `slice.total`): the kernel sees the larger launch's
+    /// indices and counts. `None`: the whole launch.
+    pub slice: Option<Slice>,
 }
 
 impl Integration {
@@ -50,6 +55,7 @@ impl Integration {
             method: Method::Rk4,
             par: Par::Auto,
             progress: None,
+            slice: None,
         }
     }
     /// Sets the integrator.
@@ -66,6 +72,16 @@ impl Integration {
     pub fn par(mut self, p: Par) -> Self {
         self.par = p;
         self
+    }
+    /// Runs trajectories `slice.first .. slice.first + n` of a launch of
+    /// `slice.total` ([`Slice`]).
+    pub fn slice(mut self, slice: Slice) -> Self {
+        self.slice = Some(slice);
+        self
+    }
+    /// The slice this launch is: [`Integration::slice`], or the whole launch.
+    pub fn window(&self) -> Slice {
+        self.slice.unwrap_or(Slice::whole(self.n))
     }
     /// Reports the work done to `p` as the CPU run advances.
     pub fn progress(mut self, p: Progress) -> Self {
@@ -94,7 +110,10 @@ impl Integration {
                 message: format!("n = {} exceeds 2^32 - 1", self.n),
             });
         }
-        LaunchConfig::linear(self.n, self.block).map_err(|e| field_err(kernel, e))
+        let cfg = LaunchConfig::linear(self.n, self.block).map_err(|e| field_err(kernel, e))?;
+        self.window()
+            .check(kernel, self.n, cfg.threads_per_block())?;
+        Ok(cfg)
     }
 }
 
@@ -173,17 +192,19 @@ fn initial_states<T: IrFloat>(
     cfg: &LaunchConfig,
     n: usize,
     par: Par,
+    slice: Slice,
 ) -> Result<Vec<T>, IrError> {
     let dim = k.states.len();
     let lanes = cfg.threads_per_block();
     let blocks = cfg.num_blocks();
+    let (offset, block0) = (slice.first, slice.first_block(lanes));
     let roots: Vec<NodeId> = k.states.iter().map(|s| s.init).collect();
     let var = k.variance();
     let reach = k.reachable(&roots);
     let dims = Dims {
         bdim: lanes as u32,
-        gdim: blocks as u32,
-        n: n as u32,
+        gdim: slice.blocks(lanes) as u32,
+        n: slice.total as u32,
         rep: 0,
     };
     let uni = eval::uniform_values(k, &reach, &var, args, dims)?;
@@ -200,8 +221,8 @@ fn initial_states<T: IrFloat>(
             k,
             args,
             lanes,
-            first,
-            block: b as u32,
+            first: offset + first,
+            block: (block0 + b) as u32,
             bdim: lanes as u32,
             h: T::cols(&empty),
             h0: T::cols(&empty),
@@ -214,7 +235,7 @@ fn initial_states<T: IrFloat>(
         eval::run(&prog.vary, pools, &fr, &mut fault);
         if let Some(f) = fault {
             if first + f.lane < n {
-                return Some(f.into_error(k, first, lanes as u32));
+                return Some(f.into_error(k, offset + first, lanes as u32));
             }
         }
         for (s, st) in k.states.iter().enumerate() {
@@ -260,7 +281,7 @@ fn to_buffer<T: IrFloat>(v: &[T]) -> Buffer {
 }
 
 /// A launch's error as the kernel's: a non-finite state by its name.
-fn launch_error(k: &Kernel, n: usize, e: FieldError) -> IrError {
+fn launch_error(k: &Kernel, n: usize, slice: Slice, e: FieldError) -> IrError {
     match e {
         FieldError::NonFinite {
             trajectory,
@@ -271,7 +292,7 @@ fn launch_error(k: &Kernel, n: usize, e: FieldError) -> IrError {
         } => IrError::NonFinite {
             kernel: k.name.clone(),
             state: k.states[component].name.clone(),
-            trajectory: trajectory.min(n - 1),
+            trajectory: slice.first + trajectory.min(n - 1),
             value,
             t,
         },
@@ -288,18 +309,13 @@ fn run_typed<T: IrFloat>(
     let cfg = integ.config(&k.name)?;
     let dim = k.states.len();
     let n = integ.n;
-    let mut states = initial_states::<T>(k, args, &cfg, n, integ.par)?;
+    let slice = integ.window();
+    let mut states = initial_states::<T>(k, args, &cfg, n, integ.par, slice)?;
     let (steps, fluxes) = if k.is_phased() {
         run_phased::<T>(k, args, integ, limits, &cfg, &mut states)?
     } else {
         let steps = integ.steps(&k.name)?;
-        let field = IrField::new(
-            k,
-            args,
-            n,
-            cfg.threads_per_block() as u32,
-            cfg.num_blocks() as u32,
-        )?;
+        let field = IrField::new_slice(k, args, n, cfg.threads_per_block() as u32, slice)?;
         let mut launch = Launch::new(cfg)
             .method(integ.method)
             .t0(integ.t0)
@@ -313,7 +329,7 @@ fn run_typed<T: IrFloat>(
         if let Some(e) = field.take_fault() {
             return Err(e);
         }
-        r.map_err(|e| launch_error(k, n, e))?;
+        r.map_err(|e| launch_error(k, n, slice, e))?;
         (steps, vec![])
     };
     states.truncate(n * dim);
@@ -346,7 +362,8 @@ fn run_phased<T: IrFloat>(
             ),
         });
     }
-    let kernel = IrPhased::new(k, args, lanes, cfg.num_blocks(), integ.dt, limits)?;
+    let slice = integ.window();
+    let kernel = IrPhased::new(k, args, lanes, cfg.num_blocks(), integ.dt, limits, slice)?;
     let mut flux = kernel.flux_buffers();
     let barrier = Barrier {
         dt: integ.dt,
@@ -363,7 +380,7 @@ fn run_phased<T: IrFloat>(
     if let Err(e) = r {
         return Err(match kernel.take_fault(&e) {
             Some(fault) => fault,
-            None => launch_error(k, integ.n, e),
+            None => launch_error(k, integ.n, slice, e),
         });
     }
     Ok((kernel.total_steps(), kernel.flux_outputs(flux)))

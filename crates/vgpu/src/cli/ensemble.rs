@@ -393,6 +393,7 @@ pub(crate) fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         method,
         par,
         progress: None,
+        slice: None,
     };
     limits.ensemble(&k, &integ)?;
     let args = build_args(&k, &a.params, a.n, &limits)?;
@@ -756,6 +757,7 @@ fn run_adaptive(a: EnsembleArgs, choice: MethodChoice) -> Result<ExitCode, vgpu:
         spans,
         u0,
         options: opts,
+        slice: None,
     };
     let r = Dispatcher::new()
         .adaptive(&AdaptiveJob {
