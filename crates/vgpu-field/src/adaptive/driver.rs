@@ -288,16 +288,6 @@ impl AdaptiveEnsemble {
         prob: &EnsembleProblem<'_, T>,
     ) -> Result<Plan<T, D, S>, AdaptiveError> {
         let n = prob.n;
-        if n == 0 {
-            return Err(AdaptiveError::EmptyEnsemble);
-        }
-        if D == 0 {
-            return Err(AdaptiveError::ShapeMismatch {
-                what: "state",
-                got: 0,
-                expected: "at least one component (D ≥ 1)".into(),
-            });
-        }
         let shape = |what, got: usize, want: Option<usize>, spelled: String| match want {
             Some(w) if w == got => Ok(()),
             _ => Err(AdaptiveError::ShapeMismatch {
@@ -319,10 +309,32 @@ impl AdaptiveEnsemble {
             n.checked_mul(p),
             format!("(N, P) = ({n}, {p}) → {} values", n.saturating_mul(p)),
         )?;
-        if prob.spans.len() != 1 && prob.spans.len() != n {
+        self.plan_spans::<T, D, S>(tab, n, prob.spans)
+    }
+
+    /// Validates the options for `n` trajectories over `spans` (what
+    /// [`AdaptiveEnsemble::plan`] checks beyond the shapes of `y0` and `params`)
+    /// and converts them to the state type.
+    fn plan_spans<T: Real, const D: usize, const S: usize>(
+        &self,
+        tab: &ErkTableau<S>,
+        n: usize,
+        prob_spans: &[(f64, f64)],
+    ) -> Result<Plan<T, D, S>, AdaptiveError> {
+        if n == 0 {
+            return Err(AdaptiveError::EmptyEnsemble);
+        }
+        if D == 0 {
+            return Err(AdaptiveError::ShapeMismatch {
+                what: "state",
+                got: 0,
+                expected: "at least one component (D ≥ 1)".into(),
+            });
+        }
+        if prob_spans.len() != 1 && prob_spans.len() != n {
             return Err(AdaptiveError::ShapeMismatch {
                 what: "spans",
-                got: prob.spans.len(),
+                got: prob_spans.len(),
                 expected: format!("N = {n} spans, or 1 shared by all"),
             });
         }
@@ -393,8 +405,8 @@ impl AdaptiveEnsemble {
             .controller
             .unwrap_or(PiController::for_order(tab.order));
         ctrl.validate()?;
-        let mut spans = Vec::with_capacity(prob.spans.len());
-        for (i, &(t0, t1)) in prob.spans.iter().enumerate() {
+        let mut spans = Vec::with_capacity(prob_spans.len());
+        for (i, &(t0, t1)) in prob_spans.iter().enumerate() {
             let bad = |why| AdaptiveError::BadSpan {
                 trajectory: i,
                 t0,
@@ -425,8 +437,7 @@ impl AdaptiveEnsemble {
                     self.saveat[index - 1]
                 )));
             }
-            if let Some((i, &(t0, t1))) = prob
-                .spans
+            if let Some((i, &(t0, t1))) = prob_spans
                 .iter()
                 .enumerate()
                 .find(|(_, &(t0, t1))| t < t0 || t > t1)
@@ -491,6 +502,66 @@ impl AdaptiveEnsemble {
             maxiters: self.maxiters,
             saveat,
             spans,
+        })
+    }
+}
+
+/// The options of an [`AdaptiveEnsemble`] validated for `n` trajectories of
+/// `D` components in the state type `T`, as plain values: what another
+/// implementation of this driver (the GPU's WGSL kernel) runs with, so that
+/// both refuse the same options with the same errors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DriverSettings {
+    /// Relative tolerance per component (`D` values, rounded to `T`).
+    pub rtol: Vec<f64>,
+    /// Absolute tolerance per component (`D` values, rounded to `T`).
+    pub atol: Vec<f64>,
+    /// The first step, or `None` for Hairer's estimate.
+    pub dt0: Option<f64>,
+    /// Smallest step.
+    pub dtmin: f64,
+    /// Largest step.
+    pub dtmax: f64,
+    /// Most step attempts per trajectory.
+    pub maxiters: u64,
+    /// The step-size controller (the method's default unless one was set).
+    pub controller: PiController,
+    /// Steps of exactly this size, no error control.
+    pub fixed_step: Option<f64>,
+    /// Save times.
+    pub saveat: Vec<f64>,
+}
+
+impl AdaptiveEnsemble {
+    /// Validates the options for `n` trajectories over `spans` (`n` spans, or
+    /// one shared) with states of `D` components in `T`, as
+    /// [`AdaptiveEnsemble::solve`] does before it runs, and returns them.
+    ///
+    /// # Errors
+    /// As [`AdaptiveEnsemble::solve`]'s option and span errors.
+    pub fn settings<T: Real, const D: usize>(
+        &self,
+        n: usize,
+        spans: &[(f64, f64)],
+    ) -> Result<DriverSettings, AdaptiveError> {
+        fn of<T: Real, const D: usize, const S: usize>(p: Plan<T, D, S>) -> DriverSettings {
+            DriverSettings {
+                rtol: p.rtol.iter().map(|v| v.to_f64()).collect(),
+                atol: p.atol.iter().map(|v| v.to_f64()).collect(),
+                dt0: p.dt0,
+                dtmin: p.dtmin,
+                dtmax: p.dtmax,
+                maxiters: p.maxiters,
+                controller: p.ctrl,
+                fixed_step: p.fixed,
+                saveat: p.saveat.iter().map(|v| v.to_f64()).collect(),
+            }
+        }
+        Ok(match self.method {
+            AdaptiveMethod::Tsit5 => of(self.plan_spans::<T, D, 7>(&tsit5(), n, spans)?),
+            AdaptiveMethod::Dp5 => of(self.plan_spans::<T, D, 7>(&dp5(), n, spans)?),
+            AdaptiveMethod::Bs3 => of(self.plan_spans::<T, D, 4>(&bs3(), n, spans)?),
+            AdaptiveMethod::Vern7 => of(self.plan_spans::<T, D, 10>(&vern7(), n, spans)?),
         })
     }
 }

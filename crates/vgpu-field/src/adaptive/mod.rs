@@ -30,7 +30,7 @@ pub mod trees;
 pub mod vern7;
 
 pub use controller::{error_norm, initial_step, PiController};
-pub use driver::{AdaptiveEnsemble, EnsembleProblem};
+pub use driver::{AdaptiveEnsemble, DriverSettings, EnsembleProblem};
 pub use error::AdaptiveError;
 pub use method::AdaptiveMethod;
 pub use rhs::{rhs_fn, FieldRhs, OdeRhs, RhsFn, Traj};
