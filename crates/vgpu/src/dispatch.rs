@@ -160,6 +160,20 @@ impl Dispatcher {
     /// (created once), the launch.
     fn ensemble_gpu(&mut self, job: &EnsembleJob<'_>) -> Result<EnsembleRun, EnsembleError> {
         let k = job.kernel;
+        if let Some(slice) = job.integration.slice {
+            if slice != vgpu_ir::Slice::whole(job.integration.n) {
+                return Err(EnsembleError::Ir(vgpu_ir::IrError::Unsupported {
+                    kernel: k.name.clone(),
+                    backend: "gpu".into(),
+                    reason: format!(
+                        "{GPU_NO_SLICES} (trajectories {}..{} of {})",
+                        slice.first,
+                        slice.first + job.integration.n,
+                        slice.total
+                    ),
+                }));
+            }
+        }
         if k.is_phased() {
             vgpu_ir::wgsl_phased::check_phased_wgsl(k)?;
         } else {
@@ -201,6 +215,12 @@ impl From<EnsembleError> for Error {
         }
     }
 }
+
+/// Why a slice of a launch (`--shard`, MPI ranks) does not run on the GPU:
+/// the WGSL launch has no index offset yet, so `gpu` refuses it and `auto`
+/// runs it on the CPU with this note.
+pub const GPU_NO_SLICES: &str =
+    "a slice of a larger launch runs on the CPU so far (the WGSL launch has no index offset)";
 
 /// An integrator by name: a fixed-step method (`euler`, `rk4`) or an adaptive
 /// embedded pair (`tsit5`, `dp5`, `bs3`, `vern7`). The one parser of method

@@ -8,7 +8,10 @@
 pub mod dispatch;
 mod error;
 pub mod limits;
+#[cfg(feature = "mpi")]
+pub mod mpi_world;
 pub mod output;
+pub mod shard;
 pub use dispatch::{resolve_backend, Dispatcher, EnsembleJob, EnsembleRun};
 pub use error::Error;
 pub use limits::Limits;

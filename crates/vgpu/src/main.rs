@@ -23,6 +23,9 @@ enum Command {
     /// Integrate a `.field` kernel over N trajectories (CPU or GPU) and write the
     /// endpoint states as an (N, state) .npy.
     Ensemble(cli::ensemble::EnsembleArgs),
+    /// Join the outputs of `vgpu ensemble --shard I/R` runs into the bytes of
+    /// one run, after checking they are one run's complete set of shards.
+    Merge(cli::merge::MergeArgs),
     /// Benchmarks (programs, never tests): each prints its figure, `--json` for one JSON object.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => cli::demo::run(args),
         Command::Ptx(p) => cli::ptx::run(p),
         Command::Ensemble(args) => cli::ensemble::run(args),
+        Command::Merge(args) => cli::merge::run(args),
         Command::Bench(b) => match b {
             BenchCommand::Lorenz(args) => cli::bench_lorenz::run(args),
             BenchCommand::Matmul(args) => cli::bench_matmul::run(args),

@@ -20,8 +20,11 @@ use vgpu::limits::parse_size;
 use vgpu::output::OutputSet;
 use vgpu::{Dispatcher, EnsembleJob, Limits};
 
+use super::split::{run_hash, Figures, Split};
+use vgpu::shard::{Part, PartData};
+
 /// Options of `vgpu ensemble`.
-#[derive(Debug, ClapArgs)]
+#[derive(Debug, Clone, ClapArgs)]
 pub(crate) struct EnsembleArgs {
     /// The `.field` file (one field).
     pub file: PathBuf,
@@ -52,6 +55,11 @@ pub(crate) struct EnsembleArgs {
     /// Trajectories per block (CPU; the block of shared sub-fields).
     #[arg(long, default_value_t = 256)]
     pub block: u32,
+    /// Run only shard I of R (0-based): trajectories [N·I/R, N·(I+1)/R) cut
+    /// at whole blocks, written to --out with STEM.shard.json; `vgpu merge`
+    /// joins the shards into the bytes of one run.
+    #[arg(long, value_name = "I/R")]
+    pub shard: Option<String>,
     /// Write the endpoint states here, an (N, state) array (flux outputs go to
     /// `STEM.NAME.npy` beside it).
     #[arg(long)]
@@ -91,7 +99,7 @@ pub(crate) struct EnsembleArgs {
 }
 
 /// Options of the adaptive methods (`--method tsit5|dp5|bs3|vern7`).
-#[derive(Debug, ClapArgs)]
+#[derive(Debug, Clone, ClapArgs)]
 pub(crate) struct AdaptiveOpts {
     /// Adaptive: relative tolerance, one value or one per state (`1e-6,1e-8,1e-8`);
     /// default 1e-3.
@@ -349,11 +357,107 @@ fn with_progress<R>(draw: bool, f: impl FnOnce(Option<Progress>) -> R) -> R {
     r
 }
 
-/// Runs `vgpu ensemble`.
+/// Runs `vgpu ensemble`: the whole run, or this process's slice of it
+/// (`--shard`, or a rank of `mpirun` with the `mpi` feature).
 pub(crate) fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
+    let split = Split::plan(&a)?;
+    match &split {
+        Some(s) => s.guard(|| {
+            s.agree(&run_hash(&a)?)?;
+            run_part(a, Some(s))
+        }),
+        None => run_part(a, None),
+    }
+}
+
+/// The endpoint states of a slice as its `out` part.
+fn states_part(states: &Buffer, dim: usize) -> Part {
+    let data = match states {
+        Buffer::F64(v) => PartData::F64(v.to_vec()),
+        other => PartData::F32(
+            (0..other.len())
+                .map(|i| other.get(i).as_f64() as f32)
+                .collect(),
+        ),
+    };
+    Part {
+        role: "out".into(),
+        data,
+        row: vec![dim],
+    }
+}
+
+/// The adaptive outputs of a slice: `out`, `status`, `steps` parts.
+fn adaptive_parts(o: &vgpu::ir::adaptive::AdaptiveOutput) -> Vec<Part> {
+    let (k, d) = (o.saveat.len(), o.dim);
+    let (values, row) = if k > 0 {
+        (&o.saved, vec![k, d])
+    } else {
+        (&o.end, vec![d])
+    };
+    let mut out = states_part(values, d);
+    out.row = row;
+    vec![
+        out,
+        Part {
+            role: "status".into(),
+            data: PartData::U8(o.stats.iter().map(|s| s.status.code()).collect()),
+            row: vec![],
+        },
+        Part {
+            role: "steps".into(),
+            data: PartData::U64(
+                o.stats
+                    .iter()
+                    .flat_map(|s| [s.accepted, s.rejected])
+                    .collect(),
+            ),
+            row: vec![2],
+        },
+    ]
+}
+
+/// Writes a slice's parts ([`Split::finish`]) and prints what the summary
+/// adds for it; `Ok(false)`: this process prints no summary (MPI ranks but 0).
+fn finish_split(
+    s: &Split,
+    a: &EnsembleArgs,
+    field: &str,
+    parts: &[Part],
+    fig: Figures,
+    json: &mut serde_json::Value,
+) -> Result<bool, vgpu::Error> {
+    let hash = run_hash(a)?;
+    let Some(extra) = s.finish(a, field, &hash, parts, &fig)? else {
+        return Ok(false);
+    };
+    if let (Some(obj), Some(more)) = (json.as_object_mut(), extra.as_object()) {
+        obj.extend(more.clone());
+    }
+    if !a.json {
+        if let Some(ranks) = extra.get("ranks").and_then(|r| r.as_array()) {
+            println!(
+                "MPI: {} ranks, {} trajectories; slowest rank {:.6} s",
+                ranks.len(),
+                s.total,
+                extra["rank_seconds_max"].as_f64().unwrap_or(0.0)
+            );
+        } else {
+            println!(
+                "{}: run hash {hash}, metadata {}",
+                s.name(),
+                extra["metadata"].as_str().unwrap_or("")
+            );
+        }
+    }
+    Ok(true)
+}
+
+/// `vgpu ensemble`, whole or one slice.
+fn run_part(a: EnsembleArgs, split: Option<&Split>) -> Result<ExitCode, vgpu::Error> {
     let choice = MethodChoice::parse(&a.method, "--method").map_err(|e| usage(e.to_string()))?;
     let method: Method = match choice {
-        MethodChoice::Adaptive(_) => return run_adaptive(a, choice),
+        MethodChoice::Adaptive(_) => return run_adaptive(a, choice, split),
         MethodChoice::Fixed(m) => m,
     };
     let adaptive_only = [
@@ -384,8 +488,16 @@ pub(crate) fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
     } else {
         Par::Rayon(threads)
     };
+    if let (Some(s), false) = (split, k.fluxes.is_empty()) {
+        return Err(usage(format!(
+            "{}: kernel `{}` has flux outputs (sums over all trajectories); a slice cannot \
+             write its share bit-identically: run it in one process",
+            s.name(),
+            k.name
+        )));
+    }
     let integ = Integration {
-        n: a.n,
+        n: split.map_or(a.n, Split::n),
         block: a.block,
         t0,
         t1,
@@ -393,7 +505,7 @@ pub(crate) fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
         method,
         par,
         progress: None,
-        slice: None,
+        slice: split.map(Split::slice),
     };
     limits.ensemble(&k, &integ)?;
     let args = build_args(&k, &a.params, a.n, &limits)?;
@@ -441,24 +553,35 @@ pub(crate) fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
     );
     let adapter = &run.adapter;
     let backend = run.backend.to_string();
-    if let Some(out) = &a.out {
-        write_outputs(out, a.n, dim, states, fluxes)?;
+    let n = integ.n;
+    let traj_steps = n as f64 * steps as f64 / seconds;
+    let mut j = serde_json::json!({
+        "field": k.name, "file": a.file.display().to_string(), "backend": backend, "adapter": adapter,
+        "n": n, "steps": steps, "method": method.name(), "seconds": seconds,
+        "kernel_seconds": kernel_time.map(|d| d.as_secs_f64()), "traj_steps_per_s": traj_steps,
+        "note": note,
+    });
+    match (split, &a.out) {
+        (Some(s), _) => {
+            let fig = Figures {
+                seconds,
+                backend: backend.clone(),
+            };
+            if !finish_split(s, &a, &k.name, &[states_part(states, dim)], fig, &mut j)? {
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+        (None, Some(out)) => write_outputs(out, n, dim, states, fluxes)?,
+        (None, None) => {}
     }
-    let traj_steps = a.n as f64 * steps as f64 / seconds;
     if a.json {
-        let j = serde_json::json!({
-            "field": k.name, "file": a.file.display().to_string(), "backend": backend, "adapter": adapter,
-            "n": a.n, "steps": steps, "method": method.name(), "seconds": seconds,
-            "kernel_seconds": kernel_time.map(|d| d.as_secs_f64()), "traj_steps_per_s": traj_steps,
-            "note": note,
-        });
         println!("{j}");
     } else {
         println!(
             "field {} ({}): {} trajectories × {} steps ({})",
             k.name,
             a.file.display(),
-            a.n,
+            n,
             steps,
             method
         );
@@ -475,7 +598,7 @@ pub(crate) fn run(a: EnsembleArgs) -> Result<ExitCode, vgpu::Error> {
             None => println!("time: {seconds:.6} s ({traj_steps:.3e} trajectory-steps/s)"),
         }
         if let Some(out) = &a.out {
-            println!("wrote {} ({} × {})", out.display(), a.n, dim);
+            println!("wrote {} ({} × {})", out.display(), n, dim);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -649,7 +772,11 @@ fn write_adaptive_outputs(
 
 /// `vgpu ensemble --method tsit5|dp5|bs3|vern7 …`: an adaptive ensemble on
 /// the CPU, through [`Dispatcher::adaptive`].
-fn run_adaptive(a: EnsembleArgs, choice: MethodChoice) -> Result<ExitCode, vgpu::Error> {
+fn run_adaptive(
+    a: EnsembleArgs,
+    choice: MethodChoice,
+    split: Option<&Split>,
+) -> Result<ExitCode, vgpu::Error> {
     let MethodChoice::Adaptive(method) = choice else {
         return Err(usage(format!("--method {}: not adaptive", a.method)));
     };
@@ -719,7 +846,8 @@ fn run_adaptive(a: EnsembleArgs, choice: MethodChoice) -> Result<ExitCode, vgpu:
                     a.n
                 )));
             }
-            v.chunks(2).map(|r| (r[0], r[1])).collect()
+            let (lo, hi) = split.map_or((0, a.n), |s| (s.lo, s.hi));
+            v[2 * lo..2 * hi].chunks(2).map(|r| (r[0], r[1])).collect()
         }
         None => vec![parse_span(&a.t)?],
     };
@@ -733,10 +861,12 @@ fn run_adaptive(a: EnsembleArgs, choice: MethodChoice) -> Result<ExitCode, vgpu:
                     a.n
                 )));
             }
-            Some(v)
+            let (lo, hi) = split.map_or((0, a.n), |s| (s.lo, s.hi));
+            Some(v[dim * lo..dim * hi].to_vec())
         }
         None => None,
     };
+    let n = split.map_or(a.n, Split::n);
     // Outputs and working states, checked against --max-memory before anything
     // of that size is allocated.
     let elem: u64 = if k.float_type() == ScalarType::F64 {
@@ -748,16 +878,16 @@ fn run_adaptive(a: EnsembleArgs, choice: MethodChoice) -> Result<ExitCode, vgpu:
         .saturating_mul(k_save as u64 + 2)
         .saturating_mul(elem)
         .saturating_add(64);
-    let what = format!("{} trajectories of {dim} states, {k_save} save times", a.n);
-    limits.memory(&what, limits.bytes(&what, a.n as u64, per_traj)?)?;
+    let what = format!("{n} trajectories of {dim} states, {k_save} save times");
+    limits.memory(&what, limits.bytes(&what, n as u64, per_traj)?)?;
     let args = build_args(&k, &a.params, a.n, &limits)?;
     let backend = vgpu::resolve_backend(a.backend.as_deref())?;
     let run = AdaptiveRun {
-        n: a.n,
+        n,
         spans,
         u0,
         options: opts,
-        slice: None,
+        slice: split.map(Split::slice),
     };
     let r = Dispatcher::new()
         .adaptive(&AdaptiveJob {
@@ -767,8 +897,20 @@ fn run_adaptive(a: EnsembleArgs, choice: MethodChoice) -> Result<ExitCode, vgpu:
             backend,
         })
         .map_err(name_the_adaptive_option)?;
-    if let Some(out) = &a.out {
-        write_adaptive_outputs(out, &r.output)?;
+    let mut shard_json = serde_json::json!({});
+    match (split, &a.out) {
+        (Some(s), _) => {
+            let fig = Figures {
+                seconds: r.seconds,
+                backend: r.backend.to_string(),
+            };
+            let parts = adaptive_parts(&r.output);
+            if !finish_split(s, &a, &k.name, &parts, fig, &mut shard_json)? {
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+        (None, Some(out)) => write_adaptive_outputs(out, &r.output)?,
+        (None, None) => {}
     }
     let counts = r.status_counts();
     let (accepted, rejected) = r.total_steps();
@@ -788,19 +930,22 @@ fn run_adaptive(a: EnsembleArgs, choice: MethodChoice) -> Result<ExitCode, vgpu:
             .zip(counts)
             .map(|(name, c)| (name.to_string(), c.into()))
             .collect();
-        let j = serde_json::json!({
+        let mut j = serde_json::json!({
             "field": k.name, "file": a.file.display().to_string(), "backend": r.backend.to_string(),
-            "adapter": r.adapter, "n": a.n, "method": method.name(), "seconds": r.seconds,
+            "adapter": r.adapter, "n": n, "method": method.name(), "seconds": r.seconds,
             "saveat": k_save, "status_counts": status_counts, "accepted_steps": accepted,
             "rejected_steps": rejected, "note": note,
         });
+        if let (Some(obj), Some(more)) = (j.as_object_mut(), shard_json.as_object()) {
+            obj.extend(more.clone());
+        }
         println!("{j}");
     } else {
         println!(
             "field {} ({}): {} trajectories, {method} (adaptive)",
             k.name,
             a.file.display(),
-            a.n
+            n
         );
         println!(
             "backend: {} | adapter: {}{}",
@@ -820,9 +965,9 @@ fn run_adaptive(a: EnsembleArgs, choice: MethodChoice) -> Result<ExitCode, vgpu:
         if let Some(out) = &a.out {
             let stem = out.with_extension("");
             let shape = if k_save > 0 {
-                format!("{} × {k_save} × {dim}", a.n)
+                format!("{n} × {k_save} × {dim}")
             } else {
-                format!("{} × {dim}", a.n)
+                format!("{n} × {dim}")
             };
             println!(
                 "wrote {} ({shape}), {}.status.npy, {}.steps.npy",

@@ -1,0 +1,278 @@
+//! `vgpu ensemble --shard I/R` and `vgpu merge` (issue 14): the shards of a
+//! run joined give the bytes of one run (fixed-step; adaptive with save
+//! times, statuses and step counts); mismatched, duplicate and missing shards,
+//! malformed `--shard` and impossible splits are refused, and a refused merge
+//! leaves an existing output untouched.
+
+mod common;
+use common::vgpu;
+use std::path::{Path, PathBuf};
+
+fn example(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vgpu-cli-shard-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// `vgpu ensemble lorenz.field` with `extra`; panics on failure.
+fn run_ok(args: &[String]) {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = vgpu(&a);
+    assert_eq!(code, 0, "vgpu {args:?}\n{out}\n{err}");
+}
+
+fn fixed(out: &Path, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "ensemble",
+        &example("lorenz.field"),
+        "--n",
+        "1000",
+        "--block",
+        "64",
+        "--t",
+        "0:0.5",
+        "--param",
+        "rho=linspace:0:21",
+        "--backend",
+        "cpu",
+        "--out",
+        &s(out),
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
+    v.extend(extra.iter().map(|x| x.to_string()));
+    v
+}
+
+fn adaptive(d: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
+    // Per-trajectory spans and initial states, read globally by every shard.
+    let n = 300;
+    let spans: Vec<f64> = (0..n).flat_map(|j| [0.0, 0.5 + j as f64 / 300.0]).collect();
+    let u0: Vec<f64> = (0..n)
+        .flat_map(|j| [1.0 + j as f64 / 100.0, 0.0, 0.0])
+        .collect();
+    let tspan = d.join("tspan.npy");
+    let u0p = d.join("u0.npy");
+    ndarray_npy::write_npy(
+        &tspan,
+        &ndarray::Array2::from_shape_vec((n, 2), spans).unwrap(),
+    )
+    .unwrap();
+    ndarray_npy::write_npy(&u0p, &ndarray::Array2::from_shape_vec((n, 3), u0).unwrap()).unwrap();
+    let mut v: Vec<String> = [
+        "ensemble",
+        &example("lorenz.field"),
+        "--n",
+        "300",
+        "--method",
+        "tsit5",
+        "--rtol",
+        "1e-5",
+        "--maxiters",
+        "400",
+        "--saveat",
+        "0:0.5:5",
+        "--tspan",
+        &s(&tspan),
+        "--u0",
+        &s(&u0p),
+        "--param",
+        "rho=linspace:0:60",
+        "--backend",
+        "cpu",
+        "--out",
+        &s(out),
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
+    v.extend(extra.iter().map(|x| x.to_string()));
+    v
+}
+
+fn merge(shards: &[PathBuf], out: &Path) -> (i32, String, String) {
+    let mut a = vec!["merge".to_string()];
+    a.extend(shards.iter().map(|p| s(p)));
+    a.extend(["--out".to_string(), s(out)]);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    vgpu(&a)
+}
+
+fn bytes(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn fixed_step_shards_merge_to_the_bytes_of_one_run() {
+    let d = dir("fixed");
+    run_ok(&fixed(&d.join("whole.npy"), &[]));
+    for r in [1, 3, 4] {
+        let shards: Vec<PathBuf> = (0..r).map(|i| d.join(format!("s{i}of{r}.npy"))).collect();
+        for (i, p) in shards.iter().enumerate() {
+            run_ok(&fixed(p, &["--shard", &format!("{i}/{r}")]));
+        }
+        // Any order of the shards on the command line.
+        let mut given = shards.clone();
+        given.reverse();
+        let out = d.join(format!("merged{r}.npy"));
+        let (code, o, e) = merge(&given, &out);
+        assert_eq!(code, 0, "{o}{e}");
+        assert_eq!(bytes(&out), bytes(&d.join("whole.npy")), "{r} shards");
+    }
+    // A shard is the rows of the whole run, and its sidecar says which.
+    let whole: ndarray::Array2<f32> = ndarray_npy::read_npy(d.join("whole.npy")).unwrap();
+    let s1: ndarray::Array2<f32> = ndarray_npy::read_npy(d.join("s1of3.npy")).unwrap();
+    assert_eq!(s1.nrows(), 320);
+    assert_eq!(s1, whole.slice(ndarray::s![320..640, ..]));
+    let meta = std::fs::read_to_string(d.join("s1of3.shard.json")).unwrap();
+    for key in [
+        "\"run_hash\"",
+        "\"range\"",
+        "\"total\": 1000",
+        "\"version\"",
+    ] {
+        assert!(meta.contains(key), "{key} in {meta}");
+    }
+}
+
+#[test]
+fn adaptive_shards_merge_with_saveat_status_and_steps() {
+    let d = dir("adaptive");
+    run_ok(&adaptive(&d, &d.join("whole.npy"), &[]));
+    let shards: Vec<PathBuf> = (0..3).map(|i| d.join(format!("a{i}.npy"))).collect();
+    for (i, p) in shards.iter().enumerate() {
+        run_ok(&adaptive(&d, p, &["--shard", &format!("{i}/3")]));
+    }
+    let out = d.join("merged.npy");
+    let (code, o, e) = merge(&shards, &out);
+    assert_eq!(code, 0, "{o}{e}");
+    for what in ["merged.npy", "merged.status.npy", "merged.steps.npy"] {
+        let want = what.replace("merged", "whole");
+        assert_eq!(bytes(&d.join(what)), bytes(&d.join(&want)), "{what}");
+    }
+    // The statuses are real codes, read back as written.
+    let status: ndarray::Array1<u8> = ndarray_npy::read_npy(d.join("whole.status.npy")).unwrap();
+    assert!(status.iter().any(|&c| c == 0), "{status:?}");
+}
+
+#[test]
+fn mismatched_duplicate_and_missing_shards_are_refused_and_nothing_is_overwritten() {
+    let d = dir("refuse");
+    let a: Vec<PathBuf> = (0..2).map(|i| d.join(format!("a{i}.npy"))).collect();
+    for (i, p) in a.iter().enumerate() {
+        run_ok(&fixed(p, &["--shard", &format!("{i}/2")]));
+    }
+    // The same shard 1 of another run (another rho range).
+    let other = d.join("other1.npy");
+    let mut args = fixed(&other, &["--shard", "1/2"]);
+    let rho = args.iter().position(|x| x == "rho=linspace:0:21").unwrap();
+    args[rho] = "rho=linspace:0:28".into();
+    run_ok(&args);
+    let out = d.join("merged.npy");
+    std::fs::write(&out, b"keep me").unwrap();
+    let (code, _, e) = merge(&[a[0].clone(), other.clone()], &out);
+    assert_eq!(code, 2, "{e}");
+    assert!(
+        e.contains("other1.shard.json") && e.contains("another run"),
+        "{e}"
+    );
+    let (code, _, e) = merge(&[a[0].clone()], &out);
+    assert_eq!(code, 2);
+    assert!(e.contains("missing") && e.contains("1/2"), "{e}");
+    let (code, _, e) = merge(&[a[0].clone(), a[0].clone(), a[1].clone()], &out);
+    assert_eq!(code, 2);
+    assert!(e.contains("given twice"), "{e}");
+    // A shard whose data was cut short.
+    let cut = d.join("cut");
+    std::fs::create_dir_all(&cut).unwrap();
+    for f in ["a0.npy", "a0.shard.json", "a1.shard.json"] {
+        std::fs::copy(d.join(f), cut.join(f)).unwrap();
+    }
+    let b = bytes(&a[1]);
+    std::fs::write(cut.join("a1.npy"), &b[..b.len() - 4]).unwrap();
+    let (code, _, e) = merge(&[cut.join("a0.npy"), cut.join("a1.npy")], &out);
+    assert_eq!(code, 2);
+    assert!(e.contains("a1.npy"), "{e}");
+    // No metadata beside a file.
+    let (code, _, e) = merge(&[d.join("nothing.npy")], &out);
+    assert_eq!(code, 2);
+    assert!(e.contains("nothing.shard.json"), "{e}");
+    assert_eq!(bytes(&out), b"keep me");
+    let left: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("partial"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+#[test]
+fn bad_shard_options_are_refused() {
+    let d = dir("bad");
+    let out = d.join("x.npy");
+    for (spec, want) in [
+        ("1", "expected I/R"),
+        ("a/2", "not a whole number"),
+        ("2/2", "0-based"),
+        ("0/0", "R = 0"),
+        ("0/17", "at most 16 shards"),
+    ] {
+        let args = fixed(&out, &["--shard", spec]);
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, e) = vgpu(&a);
+        assert_eq!(code, 2, "--shard {spec}: {e}");
+        assert!(e.contains(want), "--shard {spec}: {e}");
+    }
+    // A slice needs --out; flux outputs (sums over all trajectories) are refused.
+    let (code, _, e) = vgpu(&[
+        "ensemble",
+        &example("lorenz.field"),
+        "--n",
+        "100",
+        "--param",
+        "rho=linspace:0:21",
+        "--shard",
+        "0/2",
+        "--block",
+        "10",
+    ]);
+    assert_eq!(code, 2);
+    assert!(e.contains("needs --out"), "{e}");
+    let (code, _, e) = vgpu(&[
+        "ensemble",
+        &example("tree_sum.field"),
+        "--n",
+        "512",
+        "--block",
+        "64",
+        "--dt",
+        "1",
+        "--method",
+        "euler",
+        "--param",
+        "x=linspace:0:1",
+        "--param",
+        "steps=6",
+        "--shard",
+        "0/2",
+        "--out",
+        &s(&out),
+    ]);
+    assert_eq!(code, 2);
+    assert!(e.contains("flux outputs"), "{e}");
+    assert!(!out.exists());
+}
