@@ -23,6 +23,27 @@ pub const MAX_CASE_JSON_BYTES: u64 = 16 << 20;
 /// The largest `.ptx` file [`crate::Module::from_file`] reads: 256 MiB.
 pub const MAX_PTX_FILE_BYTES: u64 = 256 << 20;
 
+/// The deepest nesting the PTX parser accepts, of each kind: braces and
+/// parentheses in an operand (`{ {…} }`, `( … )`), `!` before an operand,
+/// braces in a variable's initialiser, and `{ }` scopes in a function body.
+/// Real PTX nests one or two levels; the parser (recursive for operands and
+/// initialisers) and the decoder (a name lookup walks the open scopes) stay
+/// small on any stack. Deeper input is a [`PtxError::Parse`] at the opening
+/// token naming this limit.
+pub const MAX_NESTING: usize = 256;
+
+/// The deepest chain of calls the decoder inlines (`call` of a function
+/// that calls another, …; recursion is refused outright): each level is a
+/// few stack frames of the decoder. Deeper is a [`PtxError::Unsupported`] at
+/// the call naming this limit.
+pub const MAX_CALL_DEPTH: usize = 64;
+
+/// The most instructions one decoded kernel may hold, its inlined calls
+/// included (a function calling the next one twice, twenty levels deep, is
+/// 2²⁰ copies of the last one's body). Checked before each call is inlined;
+/// more is a [`PtxError::Unsupported`] at the call naming this limit.
+pub const MAX_KERNEL_INSTRUCTIONS: usize = 1 << 20;
+
 /// Limits on what one launch (or one case) may ask of this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {

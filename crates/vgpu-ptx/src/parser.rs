@@ -1,10 +1,12 @@
 //! The PTX parser: tokens to the syntax tree of [`crate::ast`]. Debug sections
 //! (`.section`, `.file`, `.loc`) and pragmas are skipped; every error carries
-//! `file:line:col` and what was expected.
+//! `file:line:col` and what was expected. Nesting (operands, initialisers,
+//! scopes) is bounded by [`MAX_NESTING`], so no input overflows the stack.
 
 use crate::ast::*;
 use crate::error::PtxError;
 use crate::lexer::{lex, Tok, Token};
+use crate::limits::MAX_NESTING;
 
 /// Parses PTX text into a [`Module`]. `file` names the text in errors.
 pub fn parse_module(text: &str, file: &str) -> Result<Module, PtxError> {
@@ -14,6 +16,7 @@ pub fn parse_module(text: &str, file: &str) -> Result<Module, PtxError> {
         pos: 0,
         file: file.to_string(),
         used_bytes_mask: None,
+        depth: 0,
     };
     p.module()
 }
@@ -24,6 +27,8 @@ struct Parser {
     file: String,
     /// A `used_bytes_mask` pragma waiting for the next instruction.
     used_bytes_mask: Option<u32>,
+    /// Levels of operand or initialiser nesting open (at most [`MAX_NESTING`]).
+    depth: usize,
 }
 
 /// Parses an integer literal (decimal, hex `0x`, octal `0…`, binary `0b`, with an
@@ -102,6 +107,34 @@ impl Parser {
             col,
             msg: format!("expected {expected}, found {found}"),
         })
+    }
+    /// The error for nesting of `what` deeper than [`MAX_NESTING`], at token
+    /// `at` (the opening one).
+    fn too_deep<T>(&self, at: usize, what: &str) -> Result<T, PtxError> {
+        let (line, col) = self.toks.get(at).map_or((1, 1), |t| (t.line, t.col));
+        Err(PtxError::Parse {
+            file: self.file.clone(),
+            line,
+            col,
+            msg: format!(
+                "{what} nested deeper than {MAX_NESTING} levels (the parser's limit, vgpu_ptx::limits::MAX_NESTING)"
+            ),
+        })
+    }
+    /// Runs `f` one level of `what` deeper (the token before the current one
+    /// opened it), refusing nesting past [`MAX_NESTING`].
+    fn nested<T>(
+        &mut self,
+        what: &str,
+        f: impl FnOnce(&mut Self) -> Result<T, PtxError>,
+    ) -> Result<T, PtxError> {
+        if self.depth >= MAX_NESTING {
+            return self.too_deep(self.pos - 1, what);
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
     fn is_punct(&self, c: char) -> bool {
         self.peek() == Some(&Tok::Punct(c))
@@ -458,16 +491,18 @@ impl Parser {
 
     fn init_value(&mut self, out: &mut Vec<Init>) -> Result<(), PtxError> {
         if self.eat_punct('{') {
-            if self.eat_punct('}') {
-                return Ok(());
-            }
-            loop {
-                self.init_value(out)?;
-                if self.eat_punct('}') {
+            return self.nested("braces in an initialiser", |p| {
+                if p.eat_punct('}') {
                     return Ok(());
                 }
-                self.expect_punct(',')?;
-            }
+                loop {
+                    p.init_value(out)?;
+                    if p.eat_punct('}') {
+                        return Ok(());
+                    }
+                    p.expect_punct(',')?;
+                }
+            });
         }
         let neg = self.eat_punct('-');
         let w = self.word("an initial value")?;
@@ -505,6 +540,9 @@ impl Parser {
                     out.push(Stmt::Close);
                 }
                 Some(Tok::Punct('{')) => {
+                    if depth > MAX_NESTING {
+                        return self.too_deep(self.pos, "`{ }` scopes in a function body");
+                    }
                     self.pos += 1;
                     depth += 1;
                     out.push(Stmt::Open);
@@ -648,7 +686,9 @@ impl Parser {
 
     fn operand_single(&mut self) -> Result<Operand, PtxError> {
         if self.eat_punct('!') {
-            return Ok(Operand::Not(Box::new(self.operand_single()?)));
+            return self.nested("`!` before an operand", |p| {
+                Ok(Operand::Not(Box::new(p.operand_single()?)))
+            });
         }
         if self.eat_punct('[') {
             let mut base = None;
@@ -679,27 +719,31 @@ impl Parser {
             return Ok(Operand::Address(base, off));
         }
         if self.eat_punct('{') {
-            let mut v = Vec::new();
-            loop {
-                v.push(self.operand_single()?);
-                if self.eat_punct('}') {
-                    return Ok(Operand::Vector(v));
+            return self.nested("braces in an operand", |p| {
+                let mut v = Vec::new();
+                loop {
+                    v.push(p.operand_single()?);
+                    if p.eat_punct('}') {
+                        return Ok(Operand::Vector(v));
+                    }
+                    p.expect_punct(',')?;
                 }
-                self.expect_punct(',')?;
-            }
+            });
         }
         if self.eat_punct('(') {
-            let mut v = Vec::new();
-            if self.eat_punct(')') {
-                return Ok(Operand::List(v));
-            }
-            loop {
-                v.push(self.operand_single()?);
-                if self.eat_punct(')') {
+            return self.nested("parentheses in an operand", |p| {
+                let mut v = Vec::new();
+                if p.eat_punct(')') {
                     return Ok(Operand::List(v));
                 }
-                self.expect_punct(',')?;
-            }
+                loop {
+                    v.push(p.operand_single()?);
+                    if p.eat_punct(')') {
+                        return Ok(Operand::List(v));
+                    }
+                    p.expect_punct(',')?;
+                }
+            });
         }
         let neg = self.eat_punct('-');
         let w = self.word("an operand")?;

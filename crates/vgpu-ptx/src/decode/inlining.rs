@@ -38,6 +38,26 @@ impl Lower<'_> {
         if self.stack.contains(&fname) {
             return Err(self.unsupported(ins, format!("recursive call of `{fname}`")));
         }
+        // The entry is the stack's first name: the rest are calls being inlined.
+        if self.stack.len() > crate::limits::MAX_CALL_DEPTH {
+            return Err(self.unsupported(
+                ins,
+                format!(
+                    "call of `{fname}` nested deeper than {} calls (the decoder's limit, vgpu_ptx::limits::MAX_CALL_DEPTH)",
+                    crate::limits::MAX_CALL_DEPTH
+                ),
+            ));
+        }
+        if self.code.len() > crate::limits::MAX_KERNEL_INSTRUCTIONS {
+            return Err(self.unsupported(
+                ins,
+                format!(
+                    "call of `{fname}`: the kernel has {} instructions with its calls inlined so far, over the decoder's limit of {} (vgpu_ptx::limits::MAX_KERNEL_INSTRUCTIONS)",
+                    self.code.len(),
+                    crate::limits::MAX_KERNEL_INSTRUCTIONS
+                ),
+            ));
+        }
         if callee.params.len() != args.len() || callee.rets.len() != rets.len() {
             return Err(self.err_sem(
                 ins.line,
