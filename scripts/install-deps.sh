@@ -15,6 +15,15 @@ if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
 fi
 
+# The `mpi` feature (issue 14): OpenMPI (mpicc, mpirun) and libclang for
+# rsmpi's generated bindings; scripts/test.sh runs the MPI tests with them.
+if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1 \
+   || ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; then
+  echo "install-deps: installing libopenmpi-dev openmpi-bin libclang-dev (the mpi feature)"
+  sudo_if_needed apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get install -y -qq libopenmpi-dev openmpi-bin libclang-dev >/dev/null
+fi
+
 # The format and lint gates of scripts/test.sh.
 for tool in fmt clippy; do
   if ! cargo "$tool" --version >/dev/null 2>&1; then

@@ -18,6 +18,12 @@ echo "== cargo test --workspace"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 
+# The mpi feature (issue 14): the vgpu binary with rsmpi, and mpirun -n 2 and
+# -n 3 (oversubscribed on a small machine) writing the bytes of one process.
+echo "== vgpu --features mpi (mpirun -n 2, -n 3)"
+cargo clippy -p vgpu --features mpi --all-targets -- -D warnings
+cargo test -p vgpu --features mpi --test cli_mpi
+
 # Bounded fuzzing (docs/FUZZING.md): 15 s per target in the dev profile, whose
 # build the tests above already made (a release build would recompile wgpu and
 # naga). Exits non-zero on a new finding; the ones listed in

@@ -103,6 +103,23 @@ impl ShardSpec {
     }
 }
 
+/// Refuses to slice a kernel with flux outputs: they are sums over all
+/// trajectories, which a slice cannot write bit-identically (`who` names the
+/// slice in the message).
+///
+/// # Errors
+/// [`Error::Usage`] naming the kernel and the slice.
+pub fn refuse_flux(k: &vgpu_ir::Kernel, who: &str) -> Result<(), Error> {
+    if k.fluxes.is_empty() {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "{who}: kernel `{}` has flux outputs (sums over all trajectories); a slice cannot \
+         write its share bit-identically: run it in one process",
+        k.name
+    )))
+}
+
 /// FNV-1a (64-bit): the run hash of sharded outputs. Stable across machines
 /// and versions of Rust (unlike `std`'s hasher), so shards written on
 /// different nodes compare.

@@ -488,13 +488,8 @@ fn run_part(a: EnsembleArgs, split: Option<&Split>) -> Result<ExitCode, vgpu::Er
     } else {
         Par::Rayon(threads)
     };
-    if let (Some(s), false) = (split, k.fluxes.is_empty()) {
-        return Err(usage(format!(
-            "{}: kernel `{}` has flux outputs (sums over all trajectories); a slice cannot \
-             write its share bit-identically: run it in one process",
-            s.name(),
-            k.name
-        )));
+    if let Some(s) = split {
+        vgpu::shard::refuse_flux(&k, &format!("ensemble: {}", s.name()))?;
     }
     let integ = Integration {
         n: split.map_or(a.n, Split::n),

@@ -125,6 +125,7 @@ pub(super) fn write(
         })
         .collect();
     Ok(Some(serde_json::json!({
+        "n": split.total,
         "mpi_ranks": ns.len(),
         "ranks": ranks,
         "trajectories_total": ns.iter().sum::<u64>(),
