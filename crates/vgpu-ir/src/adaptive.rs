@@ -19,6 +19,7 @@
 //! and, for the same arithmetic, give the same bits.
 
 use crate::args::{Args, Buffer};
+use crate::derived::Derived;
 use crate::error::IrError;
 use crate::field::{IrField, IrFloat, IrScratch};
 use crate::kernel::{Kernel, Update};
@@ -26,7 +27,7 @@ use crate::slice::Slice;
 use crate::types::ScalarType;
 use rayon::prelude::*;
 use vgpu_field::adaptive::{
-    AdaptiveEnsemble, AdaptiveError, EnsembleProblem, EnsembleSolution, OdeRhs, Traj,
+    AdaptiveEnsemble, AdaptiveError, EnsembleProblem, EnsembleSolution, EventSpec, OdeRhs, Traj,
     TrajectoryStats,
 };
 use vgpu_field::{BlockCtx, BlockField, LaunchConfig, Par};
@@ -57,12 +58,25 @@ pub struct IrRhs<'a> {
     n: usize,
     dim: usize,
     ty: ScalarType,
+    args: &'a Args,
+    slice: Slice,
+    /// Derived kernels bound like the field: event conditions, event jumps,
+    /// the Jacobian (see [`Derived`]).
+    aux: Vec<IrField<'a>>,
+    /// Index in `aux` of the conditions; the jumps follow it.
+    conditions: Option<usize>,
+    /// Index in `aux` of the Jacobian.
+    jacobian: Option<usize>,
+    specs: Vec<EventSpec>,
 }
 
 /// One trajectory's registers and launch context (see [`IrRhs`]).
 pub struct IrTrajScratch<T> {
     regs: IrScratch<T>,
     ctx: Option<(usize, BlockCtx<'static, ()>)>,
+    /// Registers of the derived kernels, and their padded inputs and output.
+    aux: Vec<IrScratch<T>>,
+    pad: [Vec<T>; 3],
 }
 
 impl<'a> IrRhs<'a> {
@@ -107,7 +121,35 @@ impl<'a> IrRhs<'a> {
             n,
             dim: kernel.states.len(),
             ty: kernel.float_type(),
+            args,
+            slice,
+            aux: vec![],
+            conditions: None,
+            jacobian: None,
+            specs: vec![],
         })
+    }
+
+    /// Binds the derived kernels of `d` (events, Jacobian) like the field, so
+    /// the driver sees the field's events and Jacobian.
+    ///
+    /// # Errors
+    /// Those of [`IrField::new_slice`] for a derived kernel.
+    pub fn with_derived(mut self, d: &'a Derived) -> Result<Self, IrError> {
+        let bind = |k: &'a Kernel| IrField::new_slice(k, self.args, self.n, 1, self.slice);
+        if let Some(c) = &d.conditions {
+            self.conditions = Some(self.aux.len());
+            self.aux.push(bind(c)?);
+            for j in &d.jumps {
+                self.aux.push(bind(j)?);
+            }
+            self.specs = d.specs.clone();
+        }
+        if let Some(j) = &d.jacobian {
+            self.jacobian = Some(self.aux.len());
+            self.aux.push(bind(j)?);
+        }
+        Ok(self)
     }
 
     /// State components per trajectory.
@@ -117,7 +159,53 @@ impl<'a> IrRhs<'a> {
 
     /// The first out-of-bounds read of the run (lowest trajectory), if any.
     pub fn take_fault(&self) -> Option<IrError> {
-        self.field.take_fault()
+        let mut first = self.field.take_fault();
+        for a in &self.aux {
+            if let Some(e) = a.take_fault() {
+                first.get_or_insert(e);
+            }
+        }
+        first
+    }
+
+    /// The launch context of trajectory `index` (cached in its scratch).
+    fn ctx<T>(&self, index: usize, sc: &mut IrTrajScratch<T>) -> BlockCtx<'static, ()> {
+        match sc.ctx {
+            Some((i, ctx)) if i == index => ctx,
+            _ => {
+                let ctx = BlockCtx::new(&self.cfg, index, &())
+                    .expect("the driver's trajectory indices are below n");
+                sc.ctx = Some((index, ctx));
+                ctx
+            }
+        }
+    }
+
+    /// The first `out.len()` outputs of derived kernel `a` at `(t, y)` of
+    /// trajectory `index`.
+    #[allow(clippy::too_many_arguments)]
+    fn eval_aux<T: IrFloat>(
+        &self,
+        a: usize,
+        t: T,
+        y: &[T],
+        y0: &[T],
+        index: usize,
+        sc: &mut IrTrajScratch<T>,
+        out: &mut [T],
+    ) {
+        let ctx = self.ctx(index, sc);
+        let f = &self.aux[a];
+        let m = BlockField::<T>::dim(f);
+        let [h, h0, dh] = &mut sc.pad;
+        for (v, src) in [(&mut *h, y), (&mut *h0, y0)] {
+            v.clear();
+            v.extend_from_slice(src);
+            v.resize(m, T::ZERO);
+        }
+        dh.resize(m, T::ZERO);
+        f.eval_block(t, h, h0, &ctx, &mut sc.aux[a], dh);
+        out.copy_from_slice(&dh[..out.len()]);
     }
 
     /// `dy = f(t, y)` of trajectory `index` with initial state `y0` (`D` values each).
@@ -130,15 +218,7 @@ impl<'a> IrRhs<'a> {
         sc: &mut IrTrajScratch<T>,
         dy: &mut [T],
     ) {
-        let ctx = match sc.ctx {
-            Some((i, ctx)) if i == index => ctx,
-            _ => {
-                let ctx = BlockCtx::new(&self.cfg, index, &())
-                    .expect("the driver's trajectory indices are below n");
-                sc.ctx = Some((index, ctx));
-                ctx
-            }
-        };
+        let ctx = self.ctx(index, sc);
         self.field.eval_block(t, y, y0, &ctx, &mut sc.regs, dy);
     }
 
@@ -146,6 +226,12 @@ impl<'a> IrRhs<'a> {
         IrTrajScratch {
             regs: BlockField::<T>::scratch(&self.field, 1),
             ctx: None,
+            aux: self
+                .aux
+                .iter()
+                .map(|f| BlockField::<T>::scratch(f, 1))
+                .collect(),
+            pad: [vec![], vec![], vec![]],
         }
     }
 }
@@ -167,6 +253,37 @@ impl<T: IrFloat, const D: usize> OdeRhs<T, D> for IrRhs<'_> {
         dy: &mut [T; D],
     ) {
         self.eval(t, y, traj.y0, traj.index, sc, dy);
+    }
+
+    fn events(&self) -> &[EventSpec] {
+        &self.specs
+    }
+
+    fn event_values(
+        &self,
+        t: T,
+        y: &[T; D],
+        traj: &Traj<'_, T, D>,
+        sc: &mut IrTrajScratch<T>,
+        g: &mut [T],
+    ) {
+        if let Some(c) = self.conditions {
+            self.eval_aux(c, t, y, traj.y0, traj.index, sc, g);
+        }
+    }
+
+    fn apply_event(
+        &self,
+        event: usize,
+        t: T,
+        y: &mut [T; D],
+        traj: &Traj<'_, T, D>,
+        sc: &mut IrTrajScratch<T>,
+    ) {
+        if let Some(c) = self.conditions {
+            let before = *y;
+            self.eval_aux(c + 1 + event, t, &before, traj.y0, traj.index, sc, y);
+        }
     }
 
     fn check(&self, n: usize, _p: usize) -> Result<(), AdaptiveError> {
@@ -288,7 +405,8 @@ pub fn run_adaptive_cpu(
         }
     }
     let slice = run.slice.unwrap_or(Slice::whole(run.n));
-    let rhs = IrRhs::new_slice(kernel, args, run.n, slice)?;
+    let derived = Derived::new(kernel, false)?;
+    let rhs = IrRhs::new_slice(kernel, args, run.n, slice)?.with_derived(&derived)?;
     match kernel.float_type() {
         ScalarType::F64 => typed::<f64>(kernel, args, &rhs, run),
         _ => typed::<f32>(kernel, args, &rhs, run),

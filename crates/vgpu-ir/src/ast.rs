@@ -2,6 +2,7 @@
 
 use crate::error::Pos;
 use crate::types::ScalarType;
+pub use vgpu_field::adaptive::Crossing;
 
 /// An expression as written.
 #[derive(Clone, Debug, PartialEq)]
@@ -189,6 +190,42 @@ pub enum Item {
     Stmt(Stmt),
     /// A phase.
     Phase(PhaseDecl),
+    /// An event.
+    Event(EventDecl),
+}
+
+/// `event name: g direction { x := …; … }` or `event name: g direction
+/// terminate;` — where `g` crosses zero in `direction`, the trajectory jumps
+/// (or ends).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventDecl {
+    /// Its name.
+    pub name: String,
+    /// The scalar `g(t, state, params)` whose zero crossing triggers it.
+    pub condition: Expr,
+    /// Which crossings trigger it (`both` when not written).
+    pub direction: Crossing,
+    /// What it does, in order.
+    pub actions: Vec<EventAction>,
+    /// Where.
+    pub pos: Pos,
+}
+
+/// One action of an event.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventAction {
+    /// `x := value;` — the state's value after the event (every jump of an
+    /// event reads the state before the event).
+    Jump {
+        /// The state.
+        state: String,
+        /// Its new value.
+        value: Expr,
+        /// Where.
+        pos: Pos,
+    },
+    /// `terminate;` — the trajectory ends at the event.
+    Terminate(Pos),
 }
 
 /// A whole `field name(params) { items }`.

@@ -332,6 +332,26 @@ pub struct Phase {
     pub pos: Pos,
 }
 
+/// An event of an unphased field (`event name: g falling { … }`): where
+/// the condition crosses zero in `direction` during an adaptive integration,
+/// the trajectory jumps (every jump reading the state at the crossing) or,
+/// with `terminate`, ends there. Only adaptive methods run events.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// Its name.
+    pub name: String,
+    /// `g(t, state, params)`: a node of the field's float type.
+    pub condition: NodeId,
+    /// Which crossings trigger it.
+    pub direction: vgpu_field::adaptive::Crossing,
+    /// `(state, new value)` pairs, states distinct.
+    pub jumps: Vec<(u32, NodeId)>,
+    /// Whether the trajectory ends at the event (then `jumps` is empty).
+    pub terminate: bool,
+    /// Where it is declared.
+    pub pos: Pos,
+}
+
 /// A kernel: a vector field written once, run on the CPU and on GPUs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
@@ -355,6 +375,8 @@ pub struct Kernel {
     pub types: Vec<ScalarType>,
     /// Source positions of buffer and shared accesses, drives and emits.
     pub sites: Vec<Pos>,
+    /// Events (unphased fields, adaptive methods only).
+    pub events: Vec<Event>,
     dedup: HashMap<NodeKey, NodeId>,
 }
 
@@ -393,6 +415,7 @@ impl Kernel {
             nodes: vec![],
             types: vec![],
             sites: vec![],
+            events: vec![],
             dedup: HashMap::new(),
         }
     }

@@ -263,7 +263,71 @@ impl Parser<'_> {
                 pos,
             }));
         }
+        if self.is_kw("event") {
+            return Ok(Item::Event(self.event()?));
+        }
         Ok(Item::Stmt(self.stmt()?))
+    }
+
+    /// `event NAME: EXPR [rising|falling|both] { ACTION* }` or
+    /// `event NAME: EXPR [rising|falling|both] terminate;`, where an ACTION is `x := EXPR;` or
+    /// `terminate;`.
+    fn event(&mut self) -> Result<EventDecl, IrError> {
+        let pos = self.pos();
+        self.kw("event")?;
+        let (name, _) = self.ident("the event's name")?;
+        self.punct(":")?;
+        let condition = self.expr()?;
+        let direction = match self.peek() {
+            Tok::Ident(s) if s == "rising" => Crossing::Rising,
+            Tok::Ident(s) if s == "falling" => Crossing::Falling,
+            Tok::Ident(s) if s == "both" => Crossing::Both,
+            _ => Crossing::Both,
+        };
+        if matches!(self.peek(), Tok::Ident(s) if s == "rising" || s == "falling" || s == "both") {
+            self.bump();
+        }
+        let mut actions = Vec::new();
+        if self.is_kw("terminate") {
+            actions.push(EventAction::Terminate(self.pos()));
+            self.bump();
+            self.punct(";")?;
+        } else {
+            if !self.is_punct("{") {
+                return Err(self.expected(
+                    "a direction (`rising`, `falling`, `both`), `{` starting the event's actions, or `terminate;`",
+                ));
+            }
+            self.bump();
+            while !self.eat_punct("}") {
+                let apos = self.pos();
+                if self.is_kw("terminate") {
+                    self.bump();
+                    self.punct(";")?;
+                    actions.push(EventAction::Terminate(apos));
+                    continue;
+                }
+                let (state, _) = self.ident("a jump `x := …;` or `terminate;`")?;
+                if !self.is_punct(":=") {
+                    return Err(self.expected("`:=` (an event's jump: `x := value;`)"));
+                }
+                self.bump();
+                let value = self.expr()?;
+                self.punct(";")?;
+                actions.push(EventAction::Jump {
+                    state,
+                    value,
+                    pos: apos,
+                });
+            }
+        }
+        Ok(EventDecl {
+            name,
+            condition,
+            direction,
+            actions,
+            pos,
+        })
     }
 
     fn stmt(&mut self) -> Result<Stmt, IrError> {
@@ -573,6 +637,7 @@ fn is_keyword(s: &str) -> bool {
             | "shared"
             | "flux"
             | "phase"
+            | "event"
             | "let"
             | "emit"
             | "for"

@@ -178,6 +178,16 @@ pub fn run_cpu_with(
 ) -> Result<Output, IrError> {
     kernel.validate()?;
     args.check_complete()?;
+    if let Some(e) = kernel.events.first() {
+        return Err(IrError::Launch {
+            kernel: kernel.name.clone(),
+            message: format!(
+                "event `{}` ({}:{}): events run with the adaptive methods (tsit5, dp5, bs3, \
+                 vern7, rosenbrock23), not with fixed steps",
+                e.name, e.pos.line, e.pos.col
+            ),
+        });
+    }
     match kernel.float_type() {
         ScalarType::F64 => run_typed::<f64>(kernel, args, integ, limits),
         _ => run_typed::<f32>(kernel, args, integ, limits),

@@ -142,6 +142,30 @@ impl Kernel {
                 }
             }
         }
+        if let (Some(e), true) = (self.events.first(), self.is_phased()) {
+            return Err(bad(format!(
+                "event `{}` in a field with phases (events run with the adaptive methods, unphased fields only)",
+                e.name
+            )));
+        }
+        for e in &self.events {
+            let at = |what: &str| format!("{what} of event `{}`", e.name);
+            node(e.condition, &at("the condition"), Some(fty))?;
+            if e.terminate && !e.jumps.is_empty() {
+                return Err(bad(at("the jumps (it terminates)")));
+            }
+            for (j, &(k, v)) in e.jumps.iter().enumerate() {
+                let Some(s) = self.states.get(k as usize) else {
+                    return Err(bad(at(&format!(
+                        "jump {j}: state {k}, which does not exist,"
+                    ))));
+                };
+                if e.jumps[..j].iter().any(|(q, _)| *q == k) {
+                    return Err(bad(at(&format!("a second jump of `{}`", s.name))));
+                }
+                node(v, &at(&format!("the jump of `{}`", s.name)), Some(s.ty))?;
+            }
+        }
         Ok(())
     }
 

@@ -9,6 +9,7 @@
 use crate::adaptive::controller::{error_norm, initial_step, PiController};
 use crate::adaptive::dense::{DensePlan, StepStages, MAX_EXTRA};
 use crate::adaptive::error::AdaptiveError;
+use crate::adaptive::events::{locate, EVENT_POINTS};
 use crate::adaptive::method::AdaptiveMethod;
 use crate::adaptive::rhs::{OdeRhs, Traj};
 use crate::adaptive::status::{EnsembleSolution, Status, TrajectoryStats};
@@ -675,6 +676,18 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
         let mut f1 = [T::ZERO; D];
         let mut extra = [[T::ZERO; D]; MAX_EXTRA];
         let mut iters = 0u64;
+        // Events: g at the step's start and end, and at root-finder points.
+        let specs = rhs.events();
+        let n_ev = specs.len();
+        let mut g_prev = vec![T::ZERO; n_ev];
+        let mut g_new = vec![T::ZERO; n_ev];
+        let mut g_mid = vec![T::ZERO; n_ev];
+        let mut g_pts = vec![T::ZERO; n_ev * (EVENT_POINTS + 1)];
+        let mut g_y = [T::ZERO; D];
+        let (mut just_evented, mut evented) = (false, false);
+        if n_ev > 0 {
+            rhs.event_values(t, &y, &cx, &mut sc, &mut g_prev);
+        }
         loop {
             if t >= t1 {
                 break 'run Status::Success;
@@ -740,48 +753,150 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
             }
             let t_new = match (last, fixed_h) {
                 (true, _) => t1,
-                // Fixed steps: t_n = fl(n)·h + t0, as the fixed-step executor.
-                (false, Some(hf)) => T::from_usize(st.accepted as usize + 1) * hf + t0,
-                (false, None) => t + h,
+                // Fixed steps: t_n = fl(n)·h + t0, as the fixed-step executor
+                // (after an event the grid restarts at the event: t + h).
+                (false, Some(hf)) if !evented => T::from_usize(st.accepted as usize + 1) * hf + t0,
+                (false, _) => t + h,
             };
             let saves_here = ns < ksave && plan.saveat[ns] <= t_new;
-            let need_f1 = !plan.fsal && (!last || saves_here);
+            let need_f1 = !plan.fsal && (!last || saves_here || n_ev > 0);
             if need_f1 {
                 rhs.rhs(t_new, &y_new, &cx, &mut sc, &mut f1);
                 st.evaluations += 1;
             }
-            if saves_here {
-                let mut stages = StepStages {
-                    k: &k,
-                    f1: &f1,
-                    extra: &mut extra,
-                    extras_done: false,
-                };
-                while ns < ksave && plan.saveat[ns] <= t_new {
-                    let ts = plan.saveat[ns];
-                    let out = &mut saved[ns * D..][..D];
-                    if ts == t_new {
-                        out.copy_from_slice(&y_new);
-                    } else {
-                        st.evaluations +=
-                            stages.fill_extras(&plan.dense, rhs, &cx, &mut sc, t, &y, h);
-                        stages.interpolate(&plan.dense, &y, h, (ts - t) / h, out);
+            let mut stages = StepStages {
+                k: &k,
+                f1: &f1,
+                extra: &mut extra,
+                extras_done: false,
+            };
+            // The earliest crossing of the step: (event, θ), from g sampled at
+            // EVENT_POINTS + 1 points of the dense output.
+            let mut fired: Option<(usize, T)> = None;
+            if n_ev > 0 {
+                rhs.event_values(t_new, &y_new, &cx, &mut sc, &mut g_new);
+                st.evaluations += stages.fill_extras(&plan.dense, rhs, &cx, &mut sc, t, &y, h);
+                g_pts[..n_ev].copy_from_slice(&g_prev);
+                g_pts[EVENT_POINTS * n_ev..].copy_from_slice(&g_new);
+                for j in 1..EVENT_POINTS {
+                    let th = T::from_usize(j) / T::from_usize(EVENT_POINTS);
+                    stages.interpolate(&plan.dense, &y, h, th, &mut g_y);
+                    let row = &mut g_pts[j * n_ev..][..n_ev];
+                    rhs.event_values(t + th * h, &g_y, &cx, &mut sc, row);
+                }
+                let tol_t = T::from_f64(4.0) * T::EPSILON * (t.abs() + h.abs());
+                for e in 0..n_ev {
+                    let Some(j) = (0..EVENT_POINTS).find(|&j| {
+                        specs[e]
+                            .direction
+                            .fires(g_pts[j * n_ev + e], g_pts[(j + 1) * n_ev + e])
+                    }) else {
+                        continue;
+                    };
+                    let at = |j: usize| T::from_usize(j) / T::from_usize(EVENT_POINTS);
+                    let th = locate(
+                        |th| {
+                            stages.interpolate(&plan.dense, &y, h, th, &mut g_y);
+                            rhs.event_values(t + th * h, &g_y, &cx, &mut sc, &mut g_mid);
+                            g_mid[e]
+                        },
+                        (at(j), g_pts[j * n_ev + e]),
+                        (at(j + 1), g_pts[(j + 1) * n_ev + e]),
+                        h,
+                        tol_t,
+                    );
+                    // Right after an event, a crossing within the root
+                    // tolerance of the step's start is that event's own
+                    // surface, not a new crossing.
+                    if just_evented && th * h.abs() <= tol_t {
+                        continue;
                     }
-                    ns += 1;
+                    if fired.is_none_or(|(_, best)| th < best) {
+                        fired = Some((e, th));
+                    }
                 }
             }
-            y = y_new;
-            t = t_new;
+            // Where this step ends: t_new, or the event.
+            let (t_end, y_end) = match fired {
+                Some((_, th)) => {
+                    let mut ye = [T::ZERO; D];
+                    stages.interpolate(&plan.dense, &y, h, th, &mut ye);
+                    (t + th * h, ye)
+                }
+                None => (t_new, y_new),
+            };
+            let terminates = fired.is_some_and(|(e, _)| specs[e].terminate);
+            // Saves up to the step's end; at an event that continues, a save
+            // at the event's time takes the state after its jumps (the next
+            // step's start).
+            while ns < ksave
+                && (plan.saveat[ns] < t_end
+                    || (plan.saveat[ns] == t_end && (fired.is_none() || terminates)))
+            {
+                let ts = plan.saveat[ns];
+                let out = &mut saved[ns * D..][..D];
+                if ts == t_end {
+                    out.copy_from_slice(&y_end);
+                } else {
+                    st.evaluations += stages.fill_extras(&plan.dense, rhs, &cx, &mut sc, t, &y, h);
+                    stages.interpolate(&plan.dense, &y, h, (ts - t) / h, out);
+                }
+                ns += 1;
+            }
+            y = y_end;
+            t = t_end;
             st.accepted += 1;
-            if plan.fsal {
-                k[0] = k[S - 1];
-            } else if need_f1 {
-                k[0] = f1;
+            if let Some((e, _)) = fired {
+                if terminates {
+                    break 'run Status::Terminated;
+                }
+                rhs.apply_event(e, t, &mut y, &cx, &mut sc);
+                if !T::all_finite(&y) {
+                    break 'run Status::NonFinite;
+                }
+                rhs.rhs(t, &y, &cx, &mut sc, &mut k[0]);
+                st.evaluations += 1;
+                if !T::all_finite(&k[0]) {
+                    break 'run Status::NonFinite;
+                }
+                rhs.event_values(t, &y, &cx, &mut sc, &mut g_prev);
+                just_evented = true;
+                evented = true;
+            } else {
+                if plan.fsal {
+                    k[0] = k[S - 1];
+                } else if need_f1 {
+                    k[0] = f1;
+                }
+                if !T::all_finite(&y) || ((plan.fsal || need_f1) && !T::all_finite(&k[0])) {
+                    break 'run Status::NonFinite;
+                }
+                std::mem::swap(&mut g_prev, &mut g_new);
+                just_evented = false;
             }
-            if !T::all_finite(&y) || ((plan.fsal || need_f1) && !T::all_finite(&k[0])) {
-                break 'run Status::NonFinite;
-            }
-            if adaptive {
+            if adaptive && fired.is_some() {
+                // A jump is a discontinuity: the integration restarts from the
+                // jumped state with a fresh starting step and controller
+                // history, as at t0 (a step sized for the smooth flow before
+                // the jump could hide a whole excursion of g after it).
+                err_old = plan.ctrl.qoldinit;
+                dt = match plan.dt0 {
+                    Some(h) => h.min(plan.dtmax),
+                    None => {
+                        st.evaluations += 1;
+                        initial_step(
+                            t,
+                            &y,
+                            &k[0],
+                            &plan.atol,
+                            &plan.rtol,
+                            plan.embedded_order,
+                            plan.dtmax,
+                            |t, y, dy| rhs.rhs(t, y, &cx, &mut sc, dy),
+                        )
+                    }
+                };
+            } else if adaptive {
                 dt = plan
                     .ctrl
                     .accept(h.to_f64(), err, &mut err_old)

@@ -14,6 +14,8 @@
 //!   parallel as [`crate::Par`] says, the same bits for any thread count.
 //! * **The right-hand side** ([`OdeRhs`]): closures through [`rhs_fn`], and any
 //!   per-trajectory [`crate::Field`] through [`FieldRhs`].
+//! * **Events** ([`events`]): zero crossings of `g(t, y, p)` located on the
+//!   dense output, then jumps or termination of that trajectory alone.
 //! * [`reference`] holds a hand-written Tsit5 Lorenz ensemble, the driver's
 //!   benchmark reference.
 
@@ -21,6 +23,7 @@ pub mod controller;
 mod dense;
 pub mod driver;
 pub mod error;
+pub mod events;
 pub mod method;
 pub mod reference;
 pub mod rhs;
@@ -32,6 +35,7 @@ pub mod vern7;
 pub use controller::{error_norm, initial_step, PiController};
 pub use driver::{AdaptiveEnsemble, DriverSettings, EnsembleProblem};
 pub use error::AdaptiveError;
+pub use events::{locate, Crossing, EventSpec};
 pub use method::AdaptiveMethod;
 pub use rhs::{rhs_fn, FieldRhs, OdeRhs, RhsFn, Traj};
 pub use status::{EnsembleSolution, Status, TrajectoryStats};

@@ -16,6 +16,7 @@
 //! [`crate::adaptive::AdaptiveEnsemble`].
 
 use crate::adaptive::error::AdaptiveError;
+use crate::adaptive::events::EventSpec;
 use crate::field::{BlockCtx, Field};
 use crate::launch::LaunchConfig;
 use crate::real::Real;
@@ -66,6 +67,38 @@ pub trait OdeRhs<T: Real, const D: usize>: Sync {
     fn check(&self, n: usize, p: usize) -> Result<(), AdaptiveError> {
         let _ = (n, p);
         Ok(())
+    }
+
+    /// The right-hand side's events (none by default): see
+    /// [`crate::adaptive::events`].
+    fn events(&self) -> &[EventSpec] {
+        &[]
+    }
+
+    /// Writes `g_e(t, y)` of every event `e` into `g` (one value per entry of
+    /// [`OdeRhs::events`]).
+    fn event_values(
+        &self,
+        t: T,
+        y: &[T; D],
+        traj: &Traj<'_, T, D>,
+        scratch: &mut Self::Scratch,
+        g: &mut [T],
+    ) {
+        let _ = (t, y, traj, scratch, g);
+    }
+
+    /// Applies the jumps of event `event` at `(t, y)` to `y` (every jump reads
+    /// the state before any of them).
+    fn apply_event(
+        &self,
+        event: usize,
+        t: T,
+        y: &mut [T; D],
+        traj: &Traj<'_, T, D>,
+        scratch: &mut Self::Scratch,
+    ) {
+        let _ = (event, t, y, traj, scratch);
     }
 }
 

@@ -18,8 +18,8 @@ pub enum Status {
     /// A NaN or infinity appeared in an accepted state or in the field's value
     /// there (no step size can recover from that).
     NonFinite = 3,
-    /// Stopped by a terminating event. Defined for the event machinery; the
-    /// driver does not produce it yet.
+    /// Stopped by a terminating event (its [`TrajectoryStats::t`] is the
+    /// event's time, its final state the state there).
     Terminated = 4,
 }
 

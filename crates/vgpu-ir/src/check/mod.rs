@@ -5,8 +5,10 @@
 //! * `scopes.rs`: names, declarations and where each may be read;
 //! * `stmts.rs`: statements (lets, rates, jumps, drives, emits) and lengths;
 //! * `types.rs`: the types of expressions, literals' weak types and their unification;
+//! * `events.rs`: events (conditions, jumps, `terminate`);
 //! * `lower.rs`: typed expressions to IR nodes.
 
+mod events;
 mod lower;
 mod scopes;
 mod stmts;
@@ -290,6 +292,29 @@ fn lower_field(file: &str, f: &FieldDecl) -> Result<Kernel, IrError> {
     }
     if !has_phases {
         l.k.phases.push(main);
+    }
+    let events: Vec<_> = f
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Event(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    if let (Some(e), true) = (events.first(), has_phases) {
+        return Err(l.err(
+            e.pos,
+            format!(
+                "event `{}`: events need a field without phases (they run with the adaptive methods)",
+                e.name
+            ),
+        ));
+    }
+    l.locals = top_lets.into_iter().collect();
+    l.ctx = Ctx::Dynamic;
+    for e in events {
+        let ev = l.lower_event(e)?;
+        l.k.events.push(ev);
     }
     Ok(l.k)
 }
