@@ -32,6 +32,9 @@ const IR_LIMITS: vgpu_ir::Limits = vgpu_ir::Limits {
     max_flux_elements: 1 << 12,
     max_phase_repetitions: 32,
     max_phase_steps: 64,
+    // naga's time grows with the square of a shader's size: 256 KiB is well
+    // under a second (docs/FUZZING.md).
+    max_wgsl_bytes: 256 << 10,
 };
 
 /// Host memory any launch, case or `.npy` may take: 64 MiB.
@@ -274,7 +277,8 @@ fn field(input: &[u8]) -> Result<Outcome, String> {
         } else {
             emit_wgsl(k, &Method::Rk4.tableau(), 4)
         };
-        match wgsl {
+        // As the GPU backend does: the shader's size checked before naga.
+        match wgsl.and_then(|w| IR_LIMITS.check_wgsl(k, &w).map(|()| w)) {
             Ok(w) => validate_wgsl(&k.name, &w)
                 .map_err(|e| format!("naga refused the WGSL of a checked kernel: {e}"))?,
             Err(e) => refused(ir_error("wgsl", e))?,

@@ -69,10 +69,16 @@ pub struct GpuEnsemble {
 /// The kernel spec of the unphased kernel `k` integrated with `integ.method`.
 ///
 /// # Errors
-/// [`IrError::Unsupported`] for `f64` or phased kernels (see [`phased_spec`]).
-pub fn ensemble_spec(k: &Kernel, integ: &Integration) -> Result<KernelSpec, IrError> {
+/// [`IrError::Unsupported`] for `f64` or phased kernels (see [`phased_spec`]),
+/// [`IrError::Limit`] for a shader over [`Limits::max_wgsl_bytes`].
+pub fn ensemble_spec(
+    k: &Kernel,
+    integ: &Integration,
+    limits: &Limits,
+) -> Result<KernelSpec, IrError> {
     let tableau = integ.method.tableau();
     let wgsl = emit_wgsl(k, &tableau, ENSEMBLE_WORKGROUP)?;
+    limits.check_wgsl(k, &wgsl)?;
     Ok(KernelSpec::new(&format!("field {}", k.name), wgsl, "main")
         .specialisation(&format!("ensemble {} {}", k.name, tableau.name()))
         .workgroup_size([ENSEMBLE_WORKGROUP, 1, 1]))
@@ -83,14 +89,17 @@ pub fn ensemble_spec(k: &Kernel, integ: &Integration) -> Result<KernelSpec, IrEr
 ///
 /// # Errors
 /// [`IrError::Unsupported`] (see [`vgpu_ir::wgsl::phased::check_phased_wgsl`]),
-/// or a block or workgroup memory beyond the limits of `cache`'s device.
+/// or a block or workgroup memory beyond the limits of `cache`'s device;
+/// [`IrError::Limit`] for a shader over [`Limits::max_wgsl_bytes`].
 pub fn phased_spec(
     cache: &KernelCache,
     k: &Kernel,
     integ: &Integration,
     layout: &PhasedLayout,
+    limits: &Limits,
 ) -> Result<KernelSpec, IrError> {
     let w = emit_wgsl_phased(k, integ.method, layout)?;
+    limits.check_wgsl(k, &w.source)?;
     let limits = cache.context().limits();
     let too_big = |reason: String| IrError::Unsupported {
         kernel: k.name.clone(),
@@ -149,7 +158,12 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn unphased(k: &Kernel, args: &Args, integ: &Integration) -> Result<Prepared, IrError> {
+    fn unphased(
+        k: &Kernel,
+        args: &Args,
+        integ: &Integration,
+        limits: &Limits,
+    ) -> Result<Prepared, IrError> {
         if k.phases
             .iter()
             .any(|p| !p.drives.is_empty() || !p.emits.is_empty())
@@ -160,7 +174,7 @@ impl Prepared {
                 reason: "drives and emits outside a `phase` are not integrated on the GPU: put them in a phase".into(),
             });
         }
-        let spec = ensemble_spec(k, integ)?;
+        let spec = ensemble_spec(k, integ, limits)?;
         let steps = integ.steps(&k.name)?;
         if integ.n == 0 || integ.n > u32::MAX as usize {
             return Err(IrError::Launch {
@@ -189,7 +203,7 @@ impl Prepared {
         limits: &Limits,
     ) -> Result<Prepared, IrError> {
         let layout = PhasedLayout::new_with(k, args, integ, limits)?;
-        let spec = phased_spec(cache, k, integ, &layout)?;
+        let spec = phased_spec(cache, k, integ, &layout, limits)?;
         Ok(Prepared {
             spec,
             meta: layout.launch_words(k, args)?,
@@ -247,7 +261,7 @@ pub fn run_ensemble_gpu_with(
     let p = if k.is_phased() {
         Prepared::phased(cache, k, args, integ, limits)?
     } else {
-        Prepared::unphased(k, args, integ)?
+        Prepared::unphased(k, args, integ, limits)?
     };
     let n = integ.n;
     let dim = k.states.len();

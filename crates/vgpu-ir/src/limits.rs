@@ -4,7 +4,9 @@
 //! `phase p for j in 0..k`); they are evaluated with overflow-checked
 //! arithmetic and held against these limits before anything of that size is
 //! allocated or compiled, on the CPU ([`crate::run_cpu_with`]) and for the GPU
-//! ([`crate::wgsl::phased::PhasedLayout::new_with`]).
+//! ([`crate::wgsl::phased::PhasedLayout::new_with`]). The size of a generated
+//! shader is held against [`Limits::max_wgsl_bytes`] before it is compiled
+//! ([`Limits::check_wgsl`]).
 
 use crate::error::{IrError, Pos};
 use crate::kernel::{Kernel, NodeId};
@@ -33,6 +35,17 @@ pub struct Limits {
     /// repetitions (each phase's span, from the input, over the launch's `dt`).
     /// Default 2^32 - 1, what the GPU's schedule words hold.
     pub max_phase_steps: u64,
+    /// Bytes of the WGSL shader generated for a kernel, checked before the
+    /// shader is compiled ([`Limits::check_wgsl`]). naga, the WGSL compiler of
+    /// wgpu (and of [`crate::validate_wgsl`]), takes time quadratic in the
+    /// expressions of a function (naga 30's `Typifier::grow` walks the
+    /// expression arena from its start for each expression), and a shader is
+    /// one function: 2.6 MB of WGSL (a phase with 1,000 drives of a shared
+    /// element under RK4) takes 4.5 s, 5.2 MB 18 s, 31 MB (12,000 drives) ten
+    /// minutes. Emitting the WGSL is linear. Default 2^20 (1 MiB; at most about
+    /// 10 s of naga for the densest shaders, such as 4,500 states; the
+    /// examples' shaders are 2 to 11 KB).
+    pub max_wgsl_bytes: u64,
 }
 
 /// Which of [`Limits`] a size was held against (in [`IrError::Limit`]).
@@ -47,6 +60,8 @@ pub enum LimitKind {
     PhaseRepetitions,
     /// [`Limits::max_phase_steps`].
     PhaseSteps,
+    /// [`Limits::max_wgsl_bytes`].
+    WgslBytes,
 }
 
 impl LimitKind {
@@ -57,6 +72,7 @@ impl LimitKind {
             LimitKind::FluxElements => "max_flux_elements",
             LimitKind::PhaseRepetitions => "max_phase_repetitions",
             LimitKind::PhaseSteps => "max_phase_steps",
+            LimitKind::WgslBytes => "max_wgsl_bytes",
         }
     }
     /// The unit of the size and the limit.
@@ -66,6 +82,7 @@ impl LimitKind {
             LimitKind::FluxElements => "elements",
             LimitKind::PhaseRepetitions => "repetitions",
             LimitKind::PhaseSteps => "steps",
+            LimitKind::WgslBytes => "bytes",
         }
     }
     /// The limit's value in `limits`.
@@ -75,6 +92,7 @@ impl LimitKind {
             LimitKind::FluxElements => limits.max_flux_elements,
             LimitKind::PhaseRepetitions => limits.max_phase_repetitions,
             LimitKind::PhaseSteps => limits.max_phase_steps,
+            LimitKind::WgslBytes => limits.max_wgsl_bytes,
         }
     }
 }
@@ -86,6 +104,7 @@ impl Default for Limits {
             max_flux_elements: 1 << 26,
             max_phase_repetitions: 1 << 16,
             max_phase_steps: u32::MAX as u64,
+            max_wgsl_bytes: 1 << 20,
         }
     }
 }
@@ -111,6 +130,42 @@ fn elem_bytes(t: ScalarType) -> u128 {
 }
 
 impl Limits {
+    /// Checks `wgsl`, the shader generated for `k`, against
+    /// [`Limits::max_wgsl_bytes`]; the GPU backend calls it before compiling
+    /// the shader.
+    ///
+    /// # Errors
+    /// [`IrError::Limit`] at the field's first phase (an unphased field's
+    /// body: its declaration).
+    pub fn check_wgsl(&self, k: &Kernel, wgsl: &str) -> Result<(), IrError> {
+        let bytes = wgsl.len() as u64;
+        if bytes <= self.max_wgsl_bytes {
+            return Ok(());
+        }
+        let pos = k
+            .phases
+            .iter()
+            .map(|p| p.pos)
+            .chain(k.sites.iter().copied())
+            .find(|p| p.line >= 1)
+            .unwrap_or_default();
+        Err(IrError::Limit {
+            kernel: k.name.clone(),
+            file: k.source.clone(),
+            pos,
+            quantity: format!(
+                "the WGSL shader generated for field `{}` ({} phase(s), {} state(s), {} IR nodes) takes",
+                k.name,
+                k.phases.len(),
+                k.states.len(),
+                k.nodes.len()
+            ),
+            value: bytes,
+            limit: self.max_wgsl_bytes,
+            kind: LimitKind::WgslBytes,
+        })
+    }
+
     /// Checks `total`, the steps of phased `k` up to and including phase
     /// `phase`, against [`Limits::max_phase_steps`].
     ///

@@ -25,6 +25,7 @@ const LIMITS: Limits = Limits {
     max_flux_elements: 1 << 12,
     max_phase_repetitions: 32,
     max_phase_steps: 64,
+    max_wgsl_bytes: 1 << 20,
 };
 
 /// The examples' sources, by file name.

@@ -96,6 +96,10 @@ pub(crate) struct EnsembleArgs {
     /// Steps per trajectory of a phased field (default 2^32 - 1).
     #[arg(long)]
     pub max_phase_steps: Option<u64>,
+    /// Bytes of the WGSL shader generated for the GPU (default 2^20; naga's
+    /// compile time grows with its square).
+    #[arg(long)]
+    pub max_wgsl_bytes: Option<u64>,
 }
 
 /// Options of the adaptive methods (`--method tsit5|dp5|bs3|vern7`).
@@ -143,6 +147,7 @@ fn ir_limits(a: &EnsembleArgs) -> vgpu::ir::Limits {
         max_flux_elements: a.max_flux_elements.unwrap_or(d.max_flux_elements),
         max_phase_repetitions: a.max_phase_repetitions.unwrap_or(d.max_phase_repetitions),
         max_phase_steps: a.max_phase_steps.unwrap_or(d.max_phase_steps),
+        max_wgsl_bytes: a.max_wgsl_bytes.unwrap_or(d.max_wgsl_bytes),
     }
 }
 
