@@ -121,6 +121,15 @@ pub enum GpuError {
         /// What does not fit, naming the shapes.
         reason: String,
     },
+    /// A control-flow kernel (compiled PTX) cannot be launched as asked: over an
+    /// adapter limit (named), or not expressible in WGSL.
+    #[error("kernel {kernel:?} on the GPU: {msg}")]
+    CfgLaunch {
+        /// The kernel's name.
+        kernel: String,
+        /// What is wrong, with the limit or instruction named.
+        msg: String,
+    },
     /// A fused kernel's IR could not be built or run (its generated code, not
     /// the caller's data: a VGPU bug).
     #[error("fused kernel {op}: {message}")]

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod backend;
+pub mod cfg_kernel;
 pub mod ensemble;
 mod error;
 pub mod fused;
@@ -25,6 +26,7 @@ mod stats;
 mod vgpu_cache;
 
 pub use backend::{ActiveBackend, BackendChoice};
+pub use cfg_kernel::{run_cfg_kernel, CfgFault, CfgLaunch, CfgRun, GlobalLayout};
 pub use ensemble::{run_ensemble_gpu, run_ensemble_gpu_with, EnsembleError, GpuEnsemble};
 pub use error::GpuError;
 pub use kernel_cache::{Binding, KernelCache, KernelKey, KernelSpec};

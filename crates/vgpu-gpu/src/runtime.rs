@@ -48,6 +48,7 @@ pub struct GpuContext {
     lost_reason: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Option<String>>>,
     init_time: Duration,
+    features: wgpu::Features,
 }
 
 impl fmt::Debug for GpuContext {
@@ -113,9 +114,12 @@ impl GpuContext {
         // Ask for everything the adapter offers: large matrices need the large
         // storage-buffer limits, and nothing here is meant to be portable-by-limit.
         let limits = adapter.limits();
+        // Optional features the generated kernels use where present: f64 (the
+        // correctly rounded f32 division and fma of compiled PTX).
+        let features = adapter.features() & wgpu::Features::SHADER_F64;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("vgpu"),
-            required_features: wgpu::Features::empty(),
+            required_features: features,
             required_limits: limits.clone(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
@@ -163,6 +167,7 @@ impl GpuContext {
             lost_reason,
             uncaptured,
             init_time: start.elapsed(),
+            features,
         })
     }
 
@@ -179,6 +184,11 @@ impl GpuContext {
     /// The device limits in force (the adapter's own limits).
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits
+    }
+
+    /// Whether the device has `SHADER_F64` (requested whenever the adapter offers it).
+    pub fn has_f64(&self) -> bool {
+        self.features.contains(wgpu::Features::SHADER_F64)
     }
 
     /// Destroys the shared device, as a driver reset would lose it: the device-lost

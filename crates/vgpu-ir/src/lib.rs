@@ -6,6 +6,7 @@
 
 pub mod adaptive;
 pub mod args;
+pub mod cfg;
 pub mod ast;
 mod check;
 pub mod derived;

@@ -331,6 +331,33 @@ pub fn run_case_with(
     opts: &ExecOptions,
     copts: &CaseOptions,
 ) -> Result<CaseReport, PtxError> {
+    run_case_on(path, opts, copts, &mut |m, entry, cfg, args, bufs, opts| {
+        m.launch(entry, cfg, args, bufs, opts)
+    })
+}
+
+/// How a case's launch is carried out: the module, entry, geometry, arguments,
+/// global memory (updated in place) and options, as [`Module::launch`] takes
+/// them. A fault comes back as [`PtxError::Fault`].
+pub type Launcher<'a> = dyn FnMut(
+        &Module,
+        &str,
+        &LaunchConfig,
+        &[KernelArg],
+        &mut [Vec<u8>],
+        &ExecOptions,
+    ) -> Result<LaunchStats, PtxError>
+    + 'a;
+
+/// [`run_case_with`] with the launch done by `launcher` (the interpreter, or a
+/// compiled GPU kernel): the case's checks, files and comparisons are the same
+/// for every backend.
+pub fn run_case_on(
+    path: &Path,
+    opts: &ExecOptions,
+    copts: &CaseOptions,
+    launcher: &mut Launcher<'_>,
+) -> Result<CaseReport, PtxError> {
     let path = if path.is_dir() {
         path.join("case.json")
     } else {
@@ -409,7 +436,7 @@ pub fn run_case_with(
         stats: None,
         ptx_path,
     };
-    match module.launch(&case.entry, &cfg, &args, &mut bufs, &opts) {
+    match launcher(&module, &case.entry, &cfg, &args, &mut bufs, &opts) {
         Err(e @ PtxError::Fault(_)) => report.error = Some(e),
         Err(e) => return Err(e),
         Ok(stats) => report.stats = Some(stats),

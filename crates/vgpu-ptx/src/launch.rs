@@ -175,6 +175,11 @@ impl Module {
             .collect()
     }
 
+    /// The file name the module was read from (for messages).
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
     /// Decodes one entry (calls inlined) into a launchable [`Kernel`].
     pub fn kernel(&self, entry: &str) -> Result<Kernel, PtxError> {
         crate::decode::decode_entry(&self.ast, &self.file, entry)
@@ -214,43 +219,19 @@ fn starts_with_version(text: &str) -> bool {
     }
 }
 
-/// Launches `k` with `args` over `buffers` (global memory; updated in place).
-///
-/// Blocks run in parallel. Atomics whose old value is never read are flux: they
-/// are applied after every block has run, in block order (x fastest) and within a
-/// block in execution order, so results are deterministic. If some global atomic's
-/// old value is read, blocks run one at a time in that same order instead.
-pub fn launch(
-    k: &Kernel,
-    cfg: &LaunchConfig,
-    args: &[KernelArg],
-    buffers: &mut [Vec<u8>],
-    opts: &ExecOptions,
-) -> Result<LaunchStats, PtxError> {
+/// The parameter buffer of `k` for `args`, a buffer argument `i` given the
+/// address `bases[i]`; each argument checked against its parameter's type and size.
+pub fn param_bytes(k: &Kernel, args: &[KernelArg], bases: &[u64]) -> Result<Vec<u8>, PtxError> {
     let lerr = |msg: String| PtxError::Launch {
         entry: k.name.clone(),
         msg,
     };
-    check_launch(k, cfg, buffers, opts)?;
     if args.len() != k.params.len() {
         return Err(lerr(format!(
             "{} arguments given, the kernel has {} parameters",
             args.len(),
             k.params.len()
         )));
-    }
-    // Global memory: module variables, then the buffers.
-    let mut regions: Vec<Region> = k
-        .globals
-        .iter()
-        .map(|g| Region::new(g.name.clone(), g.addr, &g.bytes, g.writable))
-        .collect();
-    let mut bases = Vec::new();
-    let mut at = BUFFER_BASE;
-    for (i, b) in buffers.iter().enumerate() {
-        bases.push(at);
-        regions.push(Region::new(format!("buffer {i}"), at, b, true));
-        at = (at + b.len() as u64 + BUFFER_GAP).next_multiple_of(256);
     }
     let mut params = vec![0u8; k.param_bytes as usize];
     for (i, (a, p)) in args.iter().zip(&k.params).enumerate() {
@@ -276,6 +257,41 @@ pub fn launch(
         }
         params[p.offset as usize..(p.offset + p.size) as usize].copy_from_slice(&bytes);
     }
+    Ok(params)
+}
+
+/// Launches `k` with `args` over `buffers` (global memory; updated in place).
+///
+/// Blocks run in parallel. Atomics whose old value is never read are flux: they
+/// are applied after every block has run, in block order (x fastest) and within a
+/// block in execution order, so results are deterministic. If some global atomic's
+/// old value is read, blocks run one at a time in that same order instead.
+pub fn launch(
+    k: &Kernel,
+    cfg: &LaunchConfig,
+    args: &[KernelArg],
+    buffers: &mut [Vec<u8>],
+    opts: &ExecOptions,
+) -> Result<LaunchStats, PtxError> {
+    let lerr = |msg: String| PtxError::Launch {
+        entry: k.name.clone(),
+        msg,
+    };
+    check_launch(k, cfg, buffers, opts)?;
+    // Global memory: module variables, then the buffers.
+    let mut regions: Vec<Region> = k
+        .globals
+        .iter()
+        .map(|g| Region::new(g.name.clone(), g.addr, &g.bytes, g.writable))
+        .collect();
+    let mut bases = Vec::new();
+    let mut at = BUFFER_BASE;
+    for (i, b) in buffers.iter().enumerate() {
+        bases.push(at);
+        regions.push(Region::new(format!("buffer {i}"), at, b, true));
+        at = (at + b.len() as u64 + BUFFER_GAP).next_multiple_of(256);
+    }
+    let params = param_bytes(k, args, &bases)?;
     mark_tracked(k, args, &mut regions);
     let gmem = GlobalMem { regions };
     let ctx = LaunchCtx {

@@ -32,6 +32,7 @@ mod half_ops;
 mod launch;
 mod lexer;
 pub mod limits;
+pub mod lower;
 mod memory;
 pub mod parser;
 mod program;
@@ -43,11 +44,13 @@ mod types;
 mod warp_ops;
 pub mod workload;
 
-pub use case::{run_case, run_case_with, BufferReport, Case, CaseOptions, CaseReport};
+pub use case::{
+    run_case, run_case_on, run_case_with, BufferReport, Case, CaseOptions, CaseReport, Launcher,
+};
 pub use error::{Fault, FaultClass, PtxError};
 pub use launch::{
-    launch, ExecOptions, KernelArg, LaunchConfig, LaunchStats, Module, TraceStep, TraceTarget,
-    DEFAULT_WATCHDOG,
+    launch, param_bytes, ExecOptions, KernelArg, LaunchConfig, LaunchStats, Module, TraceStep,
+    TraceTarget, DEFAULT_WATCHDOG,
 };
 pub use limits::Limits;
 pub use program::{Kernel, ParamInfo, RegInfo};

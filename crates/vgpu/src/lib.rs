@@ -11,6 +11,7 @@ pub mod limits;
 #[cfg(feature = "mpi")]
 pub mod mpi_world;
 pub mod output;
+pub mod ptx_gpu;
 pub mod shard;
 pub use dispatch::{resolve_backend, Dispatcher, EnsembleJob, EnsembleRun};
 pub use error::Error;

@@ -28,6 +28,7 @@ use crate::types::{ScalarType, Value};
 use std::fmt::Write;
 use vgpu_field::Tableau;
 
+pub mod cfg;
 pub mod jumps;
 pub mod phased;
 

@@ -1,4 +1,5 @@
-//! `vgpu ptx run …` and `vgpu ptx trace …`: run nvcc's PTX on the CPU, checked.
+//! `vgpu ptx run …` and `vgpu ptx trace …`: run nvcc's PTX on the CPU, checked,
+//! or (`--backend gpu|auto`) compiled for the GPU through wgpu.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,6 +10,7 @@ use ndarray_npy::{read_npy, write_npy};
 use vgpu::limits::{parse_size, Limits};
 use vgpu::output::OutputSet;
 use vgpu::ptx::{self, ExecOptions, KernelArg, LaunchConfig, Module, TraceTarget};
+use vgpu::ptx_gpu::PtxRunner;
 use vgpu::Error;
 
 /// `vgpu ptx …` subcommands.
@@ -89,6 +91,16 @@ pub(crate) struct LaunchArgs {
     /// Threads one launch may run, grid × block (default 2^32).
     #[arg(long, default_value_t = ptx::limits::DEFAULT_MAX_THREADS)]
     pub max_threads: u64,
+    /// Where the kernel runs: `cpu` (the checked interpreter), `gpu` (compiled
+    /// to WGSL and run through wgpu; an instruction it cannot run is an error
+    /// naming it) or `auto` (the GPU when the kernel compiles and an adapter
+    /// exists, else the interpreter, counted and said).
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
+    /// GPU backend: drop the bounds, alignment and watchdog checks from the
+    /// compiled kernel (faster; an out-of-bounds access is then not reported).
+    #[arg(long)]
+    pub unchecked: bool,
     /// Let a case.json name files outside its folder and that folder's parent
     /// (by default each file must lie there after symbolic links are resolved).
     #[arg(long)]
@@ -167,8 +179,12 @@ fn is_ptx(p: &Path) -> bool {
 fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<ExitCode, Error> {
     let mut opts = la.options();
     opts.trace = trace;
+    let backend = vgpu::resolve_backend(Some(&la.backend))?;
+    let mut runner = PtxRunner::new(backend, !la.unchecked);
     if is_ptx(input) {
-        return run_ptx_file(input, la, &opts);
+        let code = run_ptx_file(input, la, &opts, &mut runner)?;
+        report_backend(&runner);
+        return Ok(code);
     }
     // Cases: one, or a folder of them.
     let cases: Vec<PathBuf> = if input.is_dir() && !input.join("case.json").is_file() {
@@ -199,7 +215,9 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
         allow_outside: la.allow_outside,
     };
     for c in &cases {
-        let r = match ptx::run_case_with(c, &opts, &copts) {
+        let r = match ptx::run_case_on(c, &opts, &copts, &mut |m, e, g, a, b, o| {
+            runner.launch(m, e, g, a, b, o)
+        }) {
             Ok(r) => r,
             Err(e) if cases.len() > 1 => {
                 println!("case {}\n  ERROR: {e}", c.display());
@@ -220,6 +238,7 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
             }
         }
     }
+    report_backend(&runner);
     let all_pass = fail == 0 && error == 0;
     if cases.len() > 1 {
         if all_pass {
@@ -268,7 +287,7 @@ fn print_report(r: &ptx::CaseReport) -> bool {
         (None, Some(e)) => println!("  error: {e}"),
         (None, None) => {}
     }
-    if let Some(s) = &r.stats {
+    if let Some(s) = r.stats.as_ref().filter(|s| s.thread_instructions > 0) {
         println!("  {} thread-instructions", s.thread_instructions);
     }
     let ok = r.passed();
@@ -353,7 +372,29 @@ fn hold(limits: &Limits, what: &str, held: u64, bytes: u64) -> Result<u64, Error
     Ok(total)
 }
 
-fn run_ptx_file(path: &Path, la: &LaunchArgs, opts: &ExecOptions) -> Result<ExitCode, Error> {
+/// Says where the launches ran when it was not the interpreter alone.
+fn report_backend(r: &PtxRunner) {
+    if r.backend() == vgpu::BackendChoice::Cpu {
+        return;
+    }
+    println!(
+        "backend {:?}: {} launch(es) on the GPU ({} compiled), {} fell back to the interpreter",
+        r.backend(),
+        r.gpu_launches,
+        r.gpu_compiles,
+        r.fallbacks.len()
+    );
+    for f in &r.fallbacks {
+        println!("  fallback: {f}");
+    }
+}
+
+fn run_ptx_file(
+    path: &Path,
+    la: &LaunchArgs,
+    opts: &ExecOptions,
+    runner: &mut PtxRunner,
+) -> Result<ExitCode, Error> {
     let usage = |m: &str| Error::Usage(m.to_string());
     let entry = la
         .entry
@@ -455,7 +496,7 @@ fn run_ptx_file(path: &Path, la: &LaunchArgs, opts: &ExecOptions) -> Result<Exit
         block,
         shared_bytes: la.shared_bytes,
     };
-    let stats = module.launch(entry, &cfg, &args, &mut bufs, opts)?;
+    let stats = runner.launch(&module, entry, &cfg, &args, &mut bufs, opts)?;
     // Every buffer is written whole or not at all, and all of them together
     // (an input written back in place is never left half-written).
     let mut outputs = OutputSet::new();

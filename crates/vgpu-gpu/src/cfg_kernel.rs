@@ -1,0 +1,272 @@
+//! Running a kernel in the IR's control-flow form ([`vgpu_ir::cfg`], e.g. a
+//! compiled PTX entry) on the GPU: global memory laid out as one storage
+//! buffer ([`GlobalLayout`]), the launch's limits checked against the
+//! adapter's before anything is dispatched, the WGSL compiled once per
+//! (source, block shape, dynamic shared memory, checks, features) through the
+//! [`KernelCache`], one dispatch, the fault record read back.
+
+use crate::{Binding, GpuError, KernelCache, KernelSpec};
+use vgpu_ir::cfg::CfgKernel;
+use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
+
+/// Bytes left free after each allocation in global memory, so an access just
+/// past one lands in no allocation.
+const GAP: u64 = 256;
+
+/// Where each allocation of a launch sits in global memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalLayout {
+    /// Each launch buffer's byte address, in order.
+    pub buffer_addrs: Vec<u64>,
+    /// Bytes of the one global-memory binding.
+    pub total: u64,
+    /// (start, end, writable) byte offsets from [`GLOBAL_BASE`]: the module's
+    /// variables, then the buffers.
+    regions: Vec<(u64, u64, bool)>,
+}
+
+impl GlobalLayout {
+    /// The layout of `k`'s module variables (at their own addresses) and
+    /// buffers of `lens` bytes after them, each 256-aligned with a gap.
+    ///
+    /// # Errors
+    /// [`GpuError::CfgLaunch`] when the total does not fit in 32-bit offsets.
+    pub fn new(k: &CfgKernel, lens: &[usize]) -> Result<GlobalLayout, GpuError> {
+        let mut regions = Vec::new();
+        let mut end = 0u64;
+        for g in &k.globals {
+            let start = g.addr.checked_sub(GLOBAL_BASE).ok_or_else(|| {
+                launch_err(
+                    k,
+                    format!("module variable `{}` below the global base", g.name),
+                )
+            })?;
+            let e = start + g.bytes.len() as u64;
+            regions.push((start, e, g.writable));
+            end = end.max(e);
+        }
+        let mut at = (end + GAP).next_multiple_of(256);
+        let mut buffer_addrs = Vec::new();
+        for &len in lens {
+            buffer_addrs.push(GLOBAL_BASE + at);
+            regions.push((at, at + len as u64, true));
+            at = (at + len as u64 + GAP).next_multiple_of(256);
+        }
+        if GLOBAL_BASE + at > u32::MAX as u64 {
+            return Err(launch_err(
+                k,
+                format!(
+                    "global memory of {at} bytes does not fit the GPU path's 32-bit offsets (4 GiB)"
+                ),
+            ));
+        }
+        Ok(GlobalLayout {
+            buffer_addrs,
+            total: at,
+            regions,
+        })
+    }
+}
+
+/// One launch of a control-flow kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct CfgLaunch<'a> {
+    /// Blocks per grid.
+    pub grid: [u32; 3],
+    /// Threads per block.
+    pub block: [u32; 3],
+    /// Dynamic shared memory in bytes.
+    pub dyn_shared: u32,
+    /// The parameter buffer's bytes (pointers as [`GlobalLayout::buffer_addrs`]).
+    pub params: &'a [u8],
+    /// Bounds, alignment and watchdog checks on.
+    pub checked: bool,
+    /// The watchdog: block transitions per thread before it faults.
+    pub watchdog: u32,
+}
+
+/// The first fault a checked launch recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CfgFault {
+    /// The class ([`fault::CLASS_OUT_OF_BOUNDS`] …).
+    pub class: u32,
+    /// The source line.
+    pub line: u32,
+    /// The block.
+    pub block: [u32; 3],
+    /// The thread in its block.
+    pub thread: [u32; 3],
+    /// The address of the access (0 for the watchdog and `trap`).
+    pub addr: u64,
+}
+
+/// What a launch did.
+#[derive(Debug, Clone, Default)]
+pub struct CfgRun {
+    /// The first fault, if any; the buffers are then left as they were.
+    pub fault: Option<CfgFault>,
+    /// The kernel was compiled by this call (a cache miss).
+    pub compiled: bool,
+}
+
+fn launch_err(k: &CfgKernel, msg: String) -> GpuError {
+    GpuError::CfgLaunch {
+        kernel: k.name.clone(),
+        msg,
+    }
+}
+
+/// Checks the launch against the adapter's limits, naming the limit.
+fn check_limits(
+    k: &CfgKernel,
+    l: &CfgLaunch<'_>,
+    limits: &wgpu::Limits,
+    gmem: u64,
+) -> Result<(), GpuError> {
+    let [bx, by, bz] = l.block;
+    let threads = bx as u64 * by as u64 * bz as u64;
+    let e = |m: String| Err(launch_err(k, m));
+    if threads == 0 || l.grid.contains(&0) {
+        return e(format!(
+            "empty launch: grid {:?}, block {:?}",
+            l.grid, l.block
+        ));
+    }
+    if threads > limits.max_compute_invocations_per_workgroup as u64 {
+        return e(format!(
+            "block {:?} has {threads} threads; the adapter's max_compute_invocations_per_workgroup is {}",
+            l.block, limits.max_compute_invocations_per_workgroup
+        ));
+    }
+    let dims = [
+        limits.max_compute_workgroup_size_x,
+        limits.max_compute_workgroup_size_y,
+        limits.max_compute_workgroup_size_z,
+    ];
+    for (i, (&b, &m)) in l.block.iter().zip(&dims).enumerate() {
+        if b > m {
+            return e(format!(
+                "block dimension {} is {b}; the adapter's max_compute_workgroup_size_{} is {m}",
+                ["x", "y", "z"][i],
+                ["x", "y", "z"][i]
+            ));
+        }
+    }
+    for (i, &g) in l.grid.iter().enumerate() {
+        if g > limits.max_compute_workgroups_per_dimension {
+            return e(format!(
+                "grid dimension {} is {g}; the adapter's max_compute_workgroups_per_dimension is {} (splitting a grid is not done yet)",
+                ["x", "y", "z"][i],
+                limits.max_compute_workgroups_per_dimension
+            ));
+        }
+    }
+    let shared = (k.shared_static as u64 + l.dyn_shared as u64).next_multiple_of(4) + 8;
+    if shared > limits.max_compute_workgroup_storage_size as u64 {
+        return e(format!(
+            "{shared} bytes of shared memory per block (static {}, dynamic {}, 8 for barriers); the adapter's max_compute_workgroup_storage_size is {}",
+            k.shared_static, l.dyn_shared, limits.max_compute_workgroup_storage_size
+        ));
+    }
+    let max_binding = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
+    if gmem > max_binding {
+        return e(format!(
+            "global memory of {gmem} bytes (buffers and module variables) exceeds the adapter's max_storage_buffer_binding_size of {max_binding} bytes"
+        ));
+    }
+    Ok(())
+}
+
+/// Runs `k` once over `buffers` (updated in place unless a fault is recorded).
+///
+/// # Errors
+/// [`GpuError::CfgLaunch`] for a launch over the adapter's limits or a kernel
+/// the WGSL emitter refuses (naming why); the cache's errors for compilation,
+/// dispatch and a lost device.
+pub fn run_cfg_kernel(
+    cache: &mut KernelCache,
+    k: &CfgKernel,
+    layout: &GlobalLayout,
+    launch: &CfgLaunch<'_>,
+    buffers: &mut [Vec<u8>],
+) -> Result<CfgRun, GpuError> {
+    let ctx = cache.context();
+    if buffers.len() != layout.buffer_addrs.len() {
+        return Err(launch_err(
+            k,
+            format!(
+                "{} buffers given, the layout has {}",
+                buffers.len(),
+                layout.buffer_addrs.len()
+            ),
+        ));
+    }
+    let gmem_len = layout.total.max(4).next_multiple_of(4);
+    check_limits(k, launch, ctx.limits(), gmem_len)?;
+    let opts = CfgWgslOptions {
+        block: launch.block,
+        dyn_shared: launch.dyn_shared,
+        checked: launch.checked,
+        f64: ctx.has_f64(),
+    };
+    let wgsl = emit_cfg_wgsl(k, &opts).map_err(|e| launch_err(k, e.to_string()))?;
+    let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
+        .specialisation(&format!("{opts:?}"))
+        .workgroup_size(launch.block);
+    let compiled = !cache.is_compiled(&spec);
+    // Global memory: the module's variables, then the buffers.
+    let mut gmem = vec![0u8; gmem_len as usize];
+    for g in &k.globals {
+        let o = (g.addr - GLOBAL_BASE) as usize;
+        gmem[o..o + g.bytes.len()].copy_from_slice(&g.bytes);
+    }
+    for (b, &a) in buffers.iter().zip(&layout.buffer_addrs) {
+        let o = (a - GLOBAL_BASE) as usize;
+        gmem[o..o + b.len()].copy_from_slice(b);
+    }
+    let mut words = vec![0u32; meta::REGIONS + 3 * layout.regions.len()];
+    words[meta::NREGIONS] = layout.regions.len() as u32;
+    words[meta::WATCHDOG] = launch.watchdog;
+    for (i, &(s, e, w)) in layout.regions.iter().enumerate() {
+        words[meta::REGIONS + 3 * i] = s as u32;
+        words[meta::REGIONS + 3 * i + 1] = e as u32;
+        words[meta::REGIONS + 3 * i + 2] = w as u32;
+    }
+    let mut params = launch.params.to_vec();
+    params.resize(params.len().max(4).next_multiple_of(4), 0);
+    let mut rec = vec![0u32; fault::WORDS];
+    cache.dispatch(
+        &spec,
+        &mut [
+            Binding::ReadWrite(&mut gmem),
+            Binding::read(&words),
+            Binding::Read(&params),
+            Binding::read_write(&mut rec),
+        ],
+        launch.grid,
+    )?;
+    if rec[fault::CLAIMED] != 0 {
+        let w = |i: usize| rec[i];
+        return Ok(CfgRun {
+            fault: Some(CfgFault {
+                class: w(fault::CLASS),
+                line: w(fault::LINE),
+                block: [w(fault::BLOCK), w(fault::BLOCK + 1), w(fault::BLOCK + 2)],
+                thread: [w(fault::THREAD), w(fault::THREAD + 1), w(fault::THREAD + 2)],
+                addr: w(fault::ADDR) as u64 | (w(fault::ADDR + 1) as u64) << 32,
+            }),
+            compiled,
+        });
+    }
+    for (b, &a) in buffers.iter_mut().zip(&layout.buffer_addrs) {
+        let o = (a - GLOBAL_BASE) as usize;
+        let n = b.len();
+        b.copy_from_slice(&gmem[o..o + n]);
+    }
+    Ok(CfgRun {
+        fault: None,
+        compiled,
+    })
+}

@@ -1,0 +1,358 @@
+//! The control-flow kernel form: the IR extended with what PTX needs.
+//!
+//! A [`CfgKernel`] is one thread's program over typed virtual registers,
+//! arranged in basic blocks that end in a [`Term`] (jump, conditional branch,
+//! barrier, return, trap). Its instructions ([`Inst`]) are the integer and
+//! float arithmetic, comparisons, selections, conversions, loads and stores by
+//! memory space and special registers that a CUDA thread executes; a block of
+//! threads runs it together, meeting at [`Term::Barrier`]s.
+//!
+//! Field view (SPEC.md, "PTX as a field"): every [`Stmt`] is one unit-time
+//! segment of the piecewise-constant field on the register file; its flow over
+//! that unit is the assignment it names. Barriers are the collapses between
+//! which the threads' flows are independent. The WGSL emitter
+//! ([`crate::wgsl::cfg`]) runs exactly this flow, one invocation per thread and
+//! one workgroup per block.
+//!
+//! Values are bits: a register holds a predicate, 32 or 64 bits ([`RegTy`]);
+//! each operation says how it reads them (`f32`, `s32`, …), as PTX does.
+//! Sub-word integer types live in 32-bit registers and operations mask them.
+
+mod ops;
+
+pub use ops::{BinOp, CvtOp, FCmp, ICmp, IntRound, TernOp, UnOp};
+
+/// A register, by index into [`CfgKernel::regs`].
+pub type Reg = u32;
+
+/// A basic block, by index into [`CfgKernel::blocks`].
+pub type BlockId = u32;
+
+/// How a register stores its bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RegTy {
+    /// A predicate (one bit).
+    Pred,
+    /// 32 bits (also 8- and 16-bit integers, zero- or sign-extended as written).
+    B32,
+    /// 64 bits.
+    B64,
+}
+
+/// A source operand: a register or an immediate (its bits, zero-extended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Val {
+    /// A register.
+    Reg(Reg),
+    /// An immediate's bits.
+    Imm(u64),
+}
+
+/// A state space of a memory access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Space {
+    /// Global memory: byte addresses of the launch's allocations.
+    Global,
+    /// The block's shared memory (static, then dynamic): byte offsets.
+    Shared,
+    /// The thread's local memory: byte offsets.
+    Local,
+    /// The kernel's parameter buffer: byte offsets.
+    Param,
+}
+
+/// A special register's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Special {
+    /// `%tid.{x,y,z}`: the thread's index in its block.
+    Tid(u8),
+    /// `%ntid.{x,y,z}`: the block's shape.
+    Ntid(u8),
+    /// `%ctaid.{x,y,z}`: the block's index in the grid.
+    Ctaid(u8),
+    /// `%nctaid.{x,y,z}`: the grid's shape.
+    Nctaid(u8),
+    /// `%laneid`: the thread's linear index in its block modulo 32.
+    LaneId,
+    /// `%warpid`: the thread's linear index in its block divided by 32.
+    WarpId,
+    /// A constant (`WARP_SZ`, `%nsmid`, the cluster registers …).
+    Const(u64),
+}
+
+/// One instruction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inst {
+    /// `d = op(a)`.
+    Un {
+        /// The operation.
+        op: UnOp,
+        /// Destination.
+        d: Reg,
+        /// Source.
+        a: Val,
+    },
+    /// `d = op(a, b)`.
+    Bin {
+        /// The operation.
+        op: BinOp,
+        /// Destination.
+        d: Reg,
+        /// First source.
+        a: Val,
+        /// Second source.
+        b: Val,
+    },
+    /// `d = op(a, b, c)`.
+    Tern {
+        /// The operation.
+        op: TernOp,
+        /// Destination.
+        d: Reg,
+        /// First source.
+        a: Val,
+        /// Second source.
+        b: Val,
+        /// Third source.
+        c: Val,
+    },
+    /// `d = cvt(a)`.
+    Cvt {
+        /// The conversion.
+        op: CvtOp,
+        /// Destination.
+        d: Reg,
+        /// Source.
+        a: Val,
+    },
+    /// `d = special register`.
+    Special {
+        /// Destination.
+        d: Reg,
+        /// Which.
+        s: Special,
+    },
+    /// Loads `d.len()` consecutive elements of `size` bytes (1, 2, 4 or 8) from
+    /// `base + off` in `space`; `sign` sign-extends sub-word elements. A
+    /// destination [`None`] is loaded and dropped (a sink).
+    Load {
+        /// The state space.
+        space: Space,
+        /// Bytes per element.
+        size: u8,
+        /// Sign-extend.
+        sign: bool,
+        /// Destinations.
+        d: Vec<Option<Reg>>,
+        /// Base address.
+        base: Val,
+        /// Byte offset.
+        off: i64,
+    },
+    /// Stores `src.len()` consecutive elements of `size` bytes at `base + off`.
+    Store {
+        /// The state space.
+        space: Space,
+        /// Bytes per element.
+        size: u8,
+        /// Values.
+        src: Vec<Val>,
+        /// Base address.
+        base: Val,
+        /// Byte offset.
+        off: i64,
+    },
+}
+
+/// A statement: an instruction, its guard and its source line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stmt {
+    /// What is done.
+    pub inst: Inst,
+    /// Runs only when this predicate register is true (false when negated).
+    pub guard: Option<(Reg, bool)>,
+    /// The source line (1-based; faults name it).
+    pub line: u32,
+}
+
+/// How a basic block ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Term {
+    /// Go on at the block.
+    Jump(BlockId),
+    /// Go to `then` when the predicate (negated when `neg`) is true, else `els`.
+    Branch {
+        /// The predicate register.
+        p: Reg,
+        /// Negated.
+        neg: bool,
+        /// Target when true.
+        then: BlockId,
+        /// Target when false.
+        els: BlockId,
+    },
+    /// Wait for every thread of the block that has not returned (`bar.sync`),
+    /// then go on at `next`.
+    Barrier {
+        /// The block after the barrier.
+        next: BlockId,
+        /// The barrier's source line.
+        line: u32,
+    },
+    /// The thread ends.
+    Return,
+    /// The thread faults (`trap`).
+    Trap {
+        /// The source line.
+        line: u32,
+    },
+}
+
+/// A basic block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    /// The statements, in order.
+    pub stmts: Vec<Stmt>,
+    /// How it ends.
+    pub term: Term,
+}
+
+/// Initial bytes of global memory that the module itself defines (`.global`,
+/// `.const` variables), at a fixed byte address.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GlobalInit {
+    /// The variable's name.
+    pub name: String,
+    /// Its byte address.
+    pub addr: u64,
+    /// Its initial bytes.
+    pub bytes: Vec<u8>,
+    /// Whether the kernel may write it (`.global`; `.const` is read-only).
+    pub writable: bool,
+}
+
+/// A kernel in control-flow form. Block 0 is the entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CfgKernel {
+    /// The kernel's name.
+    pub name: String,
+    /// Every register's storage.
+    pub regs: Vec<RegTy>,
+    /// The basic blocks; block 0 is the entry.
+    pub blocks: Vec<Block>,
+    /// Bytes of the parameter buffer.
+    pub param_bytes: u32,
+    /// Static shared memory in bytes (the launch's dynamic part follows it).
+    pub shared_static: u32,
+    /// Local memory per thread in bytes.
+    pub local_bytes: u32,
+    /// The module's global variables.
+    pub globals: Vec<GlobalInit>,
+}
+
+impl CfgKernel {
+    /// Whether any block ends in a barrier.
+    pub fn has_barriers(&self) -> bool {
+        self.blocks
+            .iter()
+            .any(|b| matches!(b.term, Term::Barrier { .. }))
+    }
+
+    /// Whether any operation computes in `f64` (the adapter needs `SHADER_F64`
+    /// for the WGSL form), with the first such statement's line.
+    pub fn f64_line(&self) -> Option<u32> {
+        self.blocks.iter().flat_map(|b| &b.stmts).find_map(|s| {
+            let uses = match &s.inst {
+                Inst::Un { op, .. } => op.uses_f64(),
+                Inst::Bin { op, .. } => op.uses_f64(),
+                Inst::Tern { op, .. } => op.uses_f64(),
+                _ => false,
+            };
+            uses.then_some(s.line)
+        })
+    }
+
+    /// Checks the kernel's structure: every register, block and access size in
+    /// range, so that the emitters never meet an index they cannot name.
+    pub fn validate(&self) -> Result<(), String> {
+        let nregs = self.regs.len() as u64;
+        let nblocks = self.blocks.len() as u32;
+        if nblocks == 0 {
+            return Err("the kernel has no blocks".into());
+        }
+        let reg = |r: Reg| -> Result<(), String> {
+            if (r as u64) < nregs {
+                Ok(())
+            } else {
+                Err(format!("register {r} out of range ({nregs} registers)"))
+            }
+        };
+        let val = |v: &Val| match v {
+            Val::Reg(r) => reg(*r),
+            Val::Imm(_) => Ok(()),
+        };
+        let blk = |b: BlockId| {
+            if b < nblocks {
+                Ok(())
+            } else {
+                Err(format!("block {b} out of range ({nblocks} blocks)"))
+            }
+        };
+        for b in &self.blocks {
+            for s in &b.stmts {
+                if let Some((g, _)) = s.guard {
+                    reg(g)?;
+                }
+                match &s.inst {
+                    Inst::Un { d, a, .. } | Inst::Cvt { d, a, .. } => {
+                        reg(*d)?;
+                        val(a)?;
+                    }
+                    Inst::Bin { d, a, b, .. } => {
+                        reg(*d)?;
+                        val(a)?;
+                        val(b)?;
+                    }
+                    Inst::Tern { d, a, b, c, .. } => {
+                        reg(*d)?;
+                        val(a)?;
+                        val(b)?;
+                        val(c)?;
+                    }
+                    Inst::Special { d, .. } => reg(*d)?,
+                    Inst::Load { size, d, base, .. } => {
+                        if ![1, 2, 4, 8].contains(size) {
+                            return Err(format!("line {}: load of {size} bytes", s.line));
+                        }
+                        for r in d.iter().flatten() {
+                            reg(*r)?;
+                        }
+                        val(base)?;
+                    }
+                    Inst::Store {
+                        size, src, base, ..
+                    } => {
+                        if ![1, 2, 4, 8].contains(size) {
+                            return Err(format!("line {}: store of {size} bytes", s.line));
+                        }
+                        for v in src {
+                            val(v)?;
+                        }
+                        val(base)?;
+                    }
+                }
+            }
+            match b.term {
+                Term::Jump(t) => blk(t)?,
+                Term::Branch { p, then, els, .. } => {
+                    reg(p)?;
+                    blk(then)?;
+                    blk(els)?;
+                }
+                Term::Barrier { next, .. } => blk(next)?,
+                Term::Return | Term::Trap { .. } => {}
+            }
+        }
+        Ok(())
+    }
+}

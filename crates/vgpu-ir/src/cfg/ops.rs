@@ -1,0 +1,231 @@
+//! The operations of the control-flow form. Integer operations name their
+//! width in bits (8, 16, 32 or 64; 1 for predicates): the result is masked to
+//! it. Float operations name their type and rounding; every one is exact
+//! (correctly rounded as PTX defines it) or not here at all. Registers hold
+//! bits only; f64 values in registers are not in this form yet (naga's WGSL
+//! has no bitcast between `f64` and `vec2<u32>`), f64 is used inside the
+//! correctly rounded f32 operations only.
+
+/// Integer comparisons (`lo ls hi hs` are `Lt Le Gt Ge` unsigned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ICmp {
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+/// Float comparisons: ordered (false when either operand is NaN), unordered
+/// (true when either is NaN), `Num` (neither is NaN) and `Nan` (either is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FCmp {
+    /// ordered `==`
+    Eq,
+    /// ordered `!=`
+    Ne,
+    /// ordered `<`
+    Lt,
+    /// ordered `<=`
+    Le,
+    /// ordered `>`
+    Gt,
+    /// ordered `>=`
+    Ge,
+    /// unordered `==`
+    Equ,
+    /// unordered `!=`
+    Neu,
+    /// unordered `<`
+    Ltu,
+    /// unordered `<=`
+    Leu,
+    /// unordered `>`
+    Gtu,
+    /// unordered `>=`
+    Geu,
+    /// neither is NaN
+    Num,
+    /// either is NaN
+    Nan,
+}
+
+/// One-source operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    /// The low `bits` bits of `a`.
+    Mov(u8),
+    /// Bitwise not on `bits` bits.
+    Not(u8),
+    /// Two's-complement negation on `bits` bits.
+    Neg(u8),
+    /// f32 `−a` (the sign bit flipped).
+    NegF32,
+    /// f32 `|a|` (the sign bit cleared).
+    AbsF32,
+    /// f32 square root, correctly rounded (`sqrt.rn.f32`; computed in f64 and
+    /// rounded once, exact since 53 ≥ 2·24 + 2).
+    SqrtF32Rn,
+    /// f32 reciprocal, correctly rounded (`rcp.rn.f32`, through f64 as above).
+    RcpF32Rn,
+}
+
+/// Two-source operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    /// f32 `a + b`, to nearest even.
+    AddF32,
+    /// f32 `a − b`, to nearest even.
+    SubF32,
+    /// f32 `a · b`, to nearest even.
+    MulF32,
+    /// f32 `a / b`, correctly rounded (`div.rn.f32`; through f64, exact since
+    /// 53 ≥ 2·24 + 2).
+    DivF32Rn,
+    /// f32 `min` (a NaN operand loses; −0 below +0).
+    MinF32,
+    /// f32 `max` (a NaN operand loses; +0 above −0).
+    MaxF32,
+    /// Integer `a + b` on `bits` bits, wrapping.
+    Add(u8),
+    /// Integer `a − b` on `bits` bits, wrapping.
+    Sub(u8),
+    /// Integer `a · b`, the low `bits` bits.
+    MulLo(u8),
+    /// Integer `a · b` of 32-bit operands, the high 32 bits.
+    MulHi32 {
+        /// Signed operands.
+        signed: bool,
+    },
+    /// 32 × 32 → 64-bit product.
+    MulWide {
+        /// Signed operands.
+        signed: bool,
+    },
+    /// Integer minimum on `bits` bits.
+    Min {
+        /// Width.
+        bits: u8,
+        /// Signed comparison.
+        signed: bool,
+    },
+    /// Integer maximum on `bits` bits.
+    Max {
+        /// Width.
+        bits: u8,
+        /// Signed comparison.
+        signed: bool,
+    },
+    /// Bitwise and on `bits` bits.
+    And(u8),
+    /// Bitwise or on `bits` bits.
+    Or(u8),
+    /// Bitwise xor on `bits` bits.
+    Xor(u8),
+    /// `a << b` on `bits` bits (0 once `b ≥ bits`).
+    Shl(u8),
+    /// Logical `a >> b` on `bits` bits (0 once `b ≥ bits`).
+    ShrU(u8),
+    /// Arithmetic `a >> b` on `bits` bits (the sign once `b ≥ bits`).
+    ShrS(u8),
+    /// Integer comparison of `bits`-bit operands into a predicate.
+    SetpInt {
+        /// Which comparison.
+        cmp: ICmp,
+        /// Signed comparison.
+        signed: bool,
+        /// Operand width.
+        bits: u8,
+    },
+    /// f32 comparison into a predicate.
+    SetpF32(FCmp),
+}
+
+/// Three-source operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TernOp {
+    /// f32 `(±a) · b + (±c)` with one rounding to nearest even (`fma.rn.f32`;
+    /// the product is exact in f64, the sum rounded to odd there and then to
+    /// f32, which is exact since 53 ≥ 24 + 2).
+    FmaF32 {
+        /// The product negated.
+        neg_ab: bool,
+        /// The addend negated.
+        neg_c: bool,
+    },
+    /// Integer `a · b + c`, the low `bits` bits.
+    MadLo(u8),
+    /// 32 × 32 + 64 → 64 bits.
+    MadWide {
+        /// Signed operands.
+        signed: bool,
+    },
+    /// `c ? a : b` on `bits` bits, `c` a predicate.
+    Selp(u8),
+}
+
+/// Float rounding to an integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntRound {
+    /// Toward zero (`.rzi`).
+    Zero,
+    /// To nearest even (`.rni`).
+    Nearest,
+    /// Toward −∞ (`.rmi`).
+    Down,
+    /// Toward +∞ (`.rpi`).
+    Up,
+}
+
+/// Conversions (`cvt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CvtOp {
+    /// An integer of `sbits` bits (sign-extended when `signed`) wrapped to `dbits`.
+    Int {
+        /// Source width.
+        sbits: u8,
+        /// Source signed.
+        signed: bool,
+        /// Destination width.
+        dbits: u8,
+    },
+    /// A 32-bit integer → f32, to nearest even.
+    I32ToF32Rn {
+        /// Source signed.
+        signed: bool,
+    },
+    /// f32 → a 32-bit integer with the rounding, saturating; NaN gives 0.
+    F32ToI32 {
+        /// Destination signed.
+        signed: bool,
+        /// Rounding.
+        rnd: IntRound,
+    },
+    /// f32 → f32 rounded to an integral value (`cvt.rni.f32.f32` …).
+    F32Round(IntRound),
+}
+
+impl UnOp {
+    pub(crate) fn uses_f64(self) -> bool {
+        matches!(self, UnOp::SqrtF32Rn | UnOp::RcpF32Rn)
+    }
+}
+
+impl BinOp {
+    pub(crate) fn uses_f64(self) -> bool {
+        matches!(self, BinOp::DivF32Rn)
+    }
+}
+
+impl TernOp {
+    pub(crate) fn uses_f64(self) -> bool {
+        matches!(self, TernOp::FmaF32 { .. })
+    }
+}

@@ -1,0 +1,113 @@
+//! WGSL for the control-flow form ([`crate::cfg`]): one CUDA block is one
+//! workgroup, one thread one invocation.
+//!
+//! * Control flow: a per-thread state machine, `loop { switch pc { … } }`, one
+//!   case per basic block; WGSL has no goto, and this runs any graph.
+//! * Barriers: when the kernel has any, the state machine sits in an outer loop
+//!   of rounds. In a round every thread runs to its next barrier or its end;
+//!   then all meet at a `workgroupBarrier()` (in uniform control flow, as WGSL
+//!   demands), count through a workgroup atomic how many are waiting, and
+//!   leave the outer loop together when none is (the count made uniform with
+//!   `workgroupUniformLoad`). A thread that has returned keeps taking part in
+//!   the rounds and does nothing in them, as an exited CUDA thread does not
+//!   hold a `bar.sync` back.
+//! * Memory: global memory is one `array<u32>` (`array<atomic<u32>>` when the
+//!   kernel stores sub-words there) addressed by bytes from [`GLOBAL_BASE`];
+//!   sub-word loads shift and mask, sub-word stores are an atomic and/or pair
+//!   so neighbouring bytes of other threads survive. Shared memory is a
+//!   workgroup array, local memory a private array, parameters a storage
+//!   buffer. 64-bit integers are `vec2<u32>` (low, high).
+//! * Checks (unless [`CfgWgslOptions::checked`] is off): every global access is
+//!   looked up in the launch's region table (bounds, read-only, alignment),
+//!   every shared, local and parameter access bounded, and the number of block
+//!   transitions counted against a watchdog; the first fault is written to the
+//!   fault record (class, line, block, thread, address) and the thread stops.
+//!
+//! Bindings (group 0): `0` global memory, `1` launch words ([`meta`] layout:
+//! region count, watchdog, regions as (start, end, writable) byte offsets),
+//! `2` parameters (words), `3` the fault record ([`fault`] layout).
+
+mod emit;
+mod prelude;
+
+use crate::cfg::CfgKernel;
+use crate::error::IrError;
+
+pub use emit::emit_cfg_wgsl;
+
+/// The byte address that global memory's offset 0 has (module variables sit
+/// at their own addresses above it, launch buffers after them).
+pub const GLOBAL_BASE: u64 = 0x10_0000;
+
+/// Layout of the launch words (binding 1).
+pub mod meta {
+    /// Word: how many regions follow.
+    pub const NREGIONS: usize = 0;
+    /// Word: the watchdog's limit on block transitions per thread.
+    pub const WATCHDOG: usize = 1;
+    /// First region word; each region is (start, end, writable) in byte offsets
+    /// from [`super::GLOBAL_BASE`].
+    pub const REGIONS: usize = 4;
+}
+
+/// Layout of the fault record (binding 3), in words.
+pub mod fault {
+    /// Nonzero once a fault is recorded (the first one wins).
+    pub const CLAIMED: usize = 0;
+    /// The class ([`CLASS_OUT_OF_BOUNDS`] …).
+    pub const CLASS: usize = 1;
+    /// The source line.
+    pub const LINE: usize = 2;
+    /// The block index, x y z.
+    pub const BLOCK: usize = 3;
+    /// The thread index, x y z.
+    pub const THREAD: usize = 6;
+    /// The faulting address, low then high word.
+    pub const ADDR: usize = 9;
+    /// Words in the record.
+    pub const WORDS: usize = 12;
+    /// An access outside every allocation (or a write to a read-only one).
+    pub const CLASS_OUT_OF_BOUNDS: u32 = 1;
+    /// An access not aligned to its size.
+    pub const CLASS_MISALIGNED: u32 = 2;
+    /// The watchdog ran out.
+    pub const CLASS_WATCHDOG: u32 = 3;
+    /// `trap`.
+    pub const CLASS_TRAP: u32 = 4;
+}
+
+/// What the WGSL is generated for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CfgWgslOptions {
+    /// The block shape (the workgroup size).
+    pub block: [u32; 3],
+    /// Dynamic shared memory in bytes.
+    pub dyn_shared: u32,
+    /// Bounds, alignment and watchdog checks with fault records.
+    pub checked: bool,
+    /// The adapter has `SHADER_F64` (the correctly rounded f32 division,
+    /// square root, reciprocal and fma compute in f64).
+    pub f64: bool,
+}
+
+/// Whether `k` can become WGSL under `o`, and why not (the first statement it
+/// cannot emit, with its line).
+pub fn check_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<(), IrError> {
+    k.validate().map_err(|m| IrError::Unsupported {
+        kernel: k.name.clone(),
+        backend: "gpu (WGSL)".into(),
+        reason: m,
+    })?;
+    if !o.f64 {
+        if let Some(line) = k.f64_line() {
+            return Err(IrError::Unsupported {
+                kernel: k.name.clone(),
+                backend: "gpu (WGSL)".into(),
+                reason: format!(
+                    "line {line}: a correctly rounded f32 division, square root, reciprocal or fma needs an adapter with SHADER_F64, which this one lacks"
+                ),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! WGSL helper functions of the control-flow emitter: 64-bit integers on
+//! `vec2<u32>` (low, high), exact f32 operations written on bits (NaN tests,
+//! min/max, integer conversions), and the f64-based correctly rounded
+//! division, square root, reciprocal and fused multiply-add.
+
+/// Helpers every control-flow kernel gets (no f64 in them).
+pub(super) const INT_PRELUDE: &str = r#"
+fn msk(bits: u32) -> u32 { return select((1u << bits) - 1u, 0xffffffffu, bits >= 32u); }
+fn sx32(x: u32, bits: u32) -> u32 {
+  if (bits >= 32u) { return x; }
+  let s = 32u - bits;
+  return bitcast<u32>(bitcast<i32>(x << s) >> s);
+}
+fn w64(x: u32) -> vec2<u32> { return vec2<u32>(x, 0u); }
+fn sw64(x: u32) -> vec2<u32> { return vec2<u32>(x, select(0u, 0xffffffffu, (x >> 31u) != 0u)); }
+fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+  let lo = a.x + b.x;
+  return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+fn neg64(a: vec2<u32>) -> vec2<u32> { return add64(~a, vec2<u32>(1u, 0u)); }
+fn sub64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return add64(a, neg64(b)); }
+fn mulw_u32(a: u32, b: u32) -> vec2<u32> {
+  let al = a & 0xffffu; let ah = a >> 16u; let bl = b & 0xffffu; let bh = b >> 16u;
+  let ll = al * bl; let lh = al * bh; let hl = ah * bl; let hh = ah * bh;
+  let mid = (ll >> 16u) + (lh & 0xffffu) + (hl & 0xffffu);
+  let lo = (ll & 0xffffu) | (mid << 16u);
+  let hi = hh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u);
+  return vec2<u32>(lo, hi);
+}
+fn mulw_s32(a: u32, b: u32) -> vec2<u32> {
+  var r = mulw_u32(a, b);
+  if ((a >> 31u) != 0u) { r.y = r.y - b; }
+  if ((b >> 31u) != 0u) { r.y = r.y - a; }
+  return r;
+}
+fn mul64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+  let l = mulw_u32(a.x, b.x);
+  return vec2<u32>(l.x, l.y + a.x * b.y + a.y * b.x);
+}
+fn shl64(a: vec2<u32>, n: u32) -> vec2<u32> {
+  if (n >= 64u) { return vec2<u32>(0u, 0u); }
+  if (n >= 32u) { return vec2<u32>(0u, a.x << (n - 32u)); }
+  if (n == 0u) { return a; }
+  return vec2<u32>(a.x << n, (a.y << n) | (a.x >> (32u - n)));
+}
+fn shru64(a: vec2<u32>, n: u32) -> vec2<u32> {
+  if (n >= 64u) { return vec2<u32>(0u, 0u); }
+  if (n >= 32u) { return vec2<u32>(a.y >> (n - 32u), 0u); }
+  if (n == 0u) { return a; }
+  return vec2<u32>((a.x >> n) | (a.y << (32u - n)), a.y >> n);
+}
+fn shrs64(a: vec2<u32>, n: u32) -> vec2<u32> {
+  let s = select(0u, 0xffffffffu, (a.y >> 31u) != 0u);
+  if (n >= 64u) { return vec2<u32>(s, s); }
+  if (n >= 32u) { return vec2<u32>(bitcast<u32>(bitcast<i32>(a.y) >> (n - 32u)), s); }
+  if (n == 0u) { return a; }
+  return vec2<u32>((a.x >> n) | (a.y << (32u - n)), bitcast<u32>(bitcast<i32>(a.y) >> n));
+}
+fn shl32(a: u32, n: u32, bits: u32) -> u32 { return select((a << min(n, 31u)) & msk(bits), 0u, n >= bits); }
+fn shru32(a: u32, n: u32, bits: u32) -> u32 { return select((a & msk(bits)) >> min(n, 31u), 0u, n >= bits); }
+fn shrs32(a: u32, n: u32, bits: u32) -> u32 {
+  let v = bitcast<i32>(sx32(a, bits));
+  return bitcast<u32>(v >> min(n, 31u)) & msk(bits);
+}
+fn ltu64(a: vec2<u32>, b: vec2<u32>) -> bool { return a.y < b.y || (a.y == b.y && a.x < b.x); }
+fn lts64(a: vec2<u32>, b: vec2<u32>) -> bool {
+  let ay = bitcast<i32>(a.y); let by = bitcast<i32>(b.y);
+  return ay < by || (ay == by && a.x < b.x);
+}
+fn cmp64(a: vec2<u32>, b: vec2<u32>, op: u32, signed: bool) -> u32 {
+  let eq = all(a == b);
+  let lt = select(ltu64(a, b), lts64(a, b), signed);
+  var r = false;
+  switch op {
+    case 0u: { r = eq; }
+    case 1u: { r = !eq; }
+    case 2u: { r = lt; }
+    case 3u: { r = lt || eq; }
+    case 4u: { r = !(lt || eq); }
+    default: { r = !lt; }
+  }
+  return select(0u, 1u, r);
+}
+fn cmp32(a: u32, b: u32, op: u32, signed: bool, bits: u32) -> u32 {
+  let eq = (a & msk(bits)) == (b & msk(bits));
+  let lt = select((a & msk(bits)) < (b & msk(bits)), bitcast<i32>(sx32(a, bits)) < bitcast<i32>(sx32(b, bits)), signed);
+  var r = false;
+  switch op {
+    case 0u: { r = eq; }
+    case 1u: { r = !eq; }
+    case 2u: { r = lt; }
+    case 3u: { r = lt || eq; }
+    case 4u: { r = !(lt || eq); }
+    default: { r = !lt; }
+  }
+  return select(0u, 1u, r);
+}
+fn f(x: u32) -> f32 { return bitcast<f32>(x); }
+fn isnan32(x: u32) -> bool { return (x & 0x7fffffffu) > 0x7f800000u; }
+fn fminmax32(a: u32, b: u32, mx: bool) -> u32 {
+  if (isnan32(a)) { return b; }
+  if (isnan32(b)) { return a; }
+  let x = f(a); let y = f(b);
+  if (x == y) { return select(b, a, ((a >> 31u) != 0u) != mx); }
+  if (mx) { return select(b, a, x > y); }
+  return select(b, a, x < y);
+}
+fn fcmp32(a: u32, b: u32, op: u32) -> u32 {
+  let un = isnan32(a) || isnan32(b);
+  let x = f(a); let y = f(b);
+  var r = false;
+  switch op {
+    case 0u: { r = !un && x == y; }
+    case 1u: { r = !un && x != y; }
+    case 2u: { r = !un && x < y; }
+    case 3u: { r = !un && x <= y; }
+    case 4u: { r = !un && x > y; }
+    case 5u: { r = !un && x >= y; }
+    case 6u: { r = un || x == y; }
+    case 7u: { r = un || x != y; }
+    case 8u: { r = un || x < y; }
+    case 9u: { r = un || x <= y; }
+    case 10u: { r = un || x > y; }
+    case 11u: { r = un || x >= y; }
+    case 12u: { r = !un; }
+    default: { r = un; }
+  }
+  return select(0u, 1u, r);
+}
+// u32 -> f32 bits, to nearest even, in integer arithmetic.
+fn u32_to_f32(x: u32) -> u32 {
+  if (x == 0u) { return 0u; }
+  let lz = countLeadingZeros(x);
+  let e = 31u - lz;
+  if (e <= 23u) { return ((e + 127u) << 23u) + ((x << (23u - e)) & 0x7fffffu); }
+  let sh = e - 23u;
+  let m = x >> sh;
+  let rem = x & ((1u << sh) - 1u);
+  let half = 1u << (sh - 1u);
+  var r = ((e + 127u) << 23u) + (m & 0x7fffffu);
+  if (rem > half || (rem == half && (m & 1u) != 0u)) { r = r + 1u; }
+  return r;
+}
+fn s32_to_f32(x: u32) -> u32 {
+  if ((x >> 31u) == 0u) { return u32_to_f32(x); }
+  return u32_to_f32(0u - x) | 0x80000000u;
+}
+// f32 bits -> 32-bit integer, rounded by mode (0 zero, 1 nearest even, 2 down, 3 up), saturating; NaN -> 0.
+fn f32_to_i32(a: u32, signed: bool, mode: u32) -> u32 {
+  if (isnan32(a)) { return 0u; }
+  var x = f(a);
+  switch mode {
+    case 1u: { x = round(x); }
+    case 2u: { x = floor(x); }
+    case 3u: { x = ceil(x); }
+    default: { x = trunc(x); }
+  }
+  if (signed) {
+    if (x >= 2147483648.0) { return 0x7fffffffu; }
+    if (x <= -2147483648.0) { return 0x80000000u; }
+    return bitcast<u32>(i32(x));
+  }
+  if (x >= 4294967296.0) { return 0xffffffffu; }
+  if (x <= 0.0) { return 0u; }
+  return u32(x);
+}
+fn f32_round(a: u32, mode: u32) -> u32 {
+  if (isnan32(a)) { return a | 0x00400000u; }
+  let x = f(a);
+  var r = x;
+  switch mode {
+    case 1u: { r = round(x); }
+    case 2u: { r = floor(x); }
+    case 3u: { r = ceil(x); }
+    default: { r = trunc(x); }
+  }
+  // Keep the sign of a zero result as PTX does (round(-0.3) = -0).
+  return bitcast<u32>(r) | (a & 0x80000000u);
+}
+"#;
+
+/// Helpers that compute in f64 (only emitted when the adapter has `SHADER_F64`).
+pub(super) const F64_PRELUDE: &str = r#"
+// One f32 rounding of an exact f64 value s + e (e the error of s = RN(s + e)),
+// to nearest even: RN(s) unless s is a midpoint between two f32s and e decides.
+fn round_sum_f32(s: f64, e: f64) -> f32 {
+  let t1 = f32(s);
+  let t1b = bitcast<u32>(t1);
+  if ((t1b & 0x7fffffffu) >= 0x7f800000u) {
+    // Overflow: the midpoint that rounds to infinity is 2^128 - 2^103.
+    let m = 340282356779733661637539395458142568448.0lf;
+    if (abs(s) == m && e != 0.0lf && (e < 0.0lf) != (s < 0.0lf)) {
+      return bitcast<f32>((t1b & 0x80000000u) | 0x7f7fffffu);
+    }
+    return t1;
+  }
+  let d = s - f64(t1);
+  if (d == 0.0lf || e == 0.0lf) { return t1; }
+  // The other f32 neighbour of s, on the side of d.
+  let away = (d > 0.0lf) == (t1b >> 31u == 0u) || (t1b & 0x7fffffffu) == 0u;
+  var t2b = select(t1b - 1u, t1b + 1u, away);
+  if ((t1b & 0x7fffffffu) == 0u) { t2b = select(0x80000001u, 1u, d > 0.0lf); }
+  let t2 = bitcast<f32>(t2b);
+  if ((f64(t1) + f64(t2)) * 0.5lf != s) { return t1; }
+  // A tie broken by RN(s); the exact value lies on the side of e.
+  if ((e > 0.0lf) == (f64(t2) > s)) { return t2; }
+  return t1;
+}
+fn fma_f32(a: u32, b: u32, c: u32) -> u32 {
+  let p = f64(f(a)) * f64(f(b));
+  let cc = f64(f(c));
+  if (((a & 0x7f800000u) == 0x7f800000u) || ((b & 0x7f800000u) == 0x7f800000u) || ((c & 0x7f800000u) == 0x7f800000u)) {
+    return bitcast<u32>(f32(p + cc));
+  }
+  let s = p + cc;
+  let bb = s - p;
+  let e = (p - (s - bb)) + (cc - bb);
+  return bitcast<u32>(round_sum_f32(s, e));
+}
+fn div_f32(a: u32, b: u32) -> u32 { return bitcast<u32>(f32(f64(f(a)) / f64(f(b)))); }
+fn sqrt_f32(a: u32) -> u32 {
+  if ((a >> 31u) != 0u && (a & 0x7fffffffu) != 0u) { return 0x7fffffffu; }
+  return bitcast<u32>(f32(sqrt(f64(f(a)))));
+}
+fn rcp_f32(a: u32) -> u32 { return bitcast<u32>(f32(1.0lf / f64(f(a)))); }
+"#;

@@ -1,0 +1,244 @@
+//! The control-flow form's WGSL passes naga's validation: every operation,
+//! every memory space, sub-word stores, barriers (the uniform round loop),
+//! checked and unchecked, with and without f64.
+
+use vgpu_ir::cfg::*;
+use vgpu_ir::wgsl::cfg::{check_cfg_wgsl, emit_cfg_wgsl, CfgWgslOptions};
+
+fn validate(src: &str, f64: bool) {
+    let module = naga::front::wgsl::parse_str(src)
+        .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
+    let caps = if f64 {
+        naga::valid::Capabilities::FLOAT64
+    } else {
+        naga::valid::Capabilities::empty()
+    };
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{e:?}\n{src}"));
+}
+
+fn st(inst: Inst) -> Stmt {
+    Stmt {
+        inst,
+        guard: None,
+        line: 7,
+    }
+}
+
+/// A kernel that uses every instruction kind once, a loop, and a barrier.
+fn everything() -> CfgKernel {
+    use Val::{Imm, Reg as R};
+    let regs = vec![
+        RegTy::B32,
+        RegTy::B32,
+        RegTy::B64,
+        RegTy::Pred,
+        RegTy::B64,
+        RegTy::B32,
+    ];
+    let mut s = vec![
+        st(Inst::Special {
+            d: 0,
+            s: Special::Tid(0),
+        }),
+        st(Inst::Load {
+            space: Space::Param,
+            size: 8,
+            sign: false,
+            d: vec![Some(2)],
+            base: Imm(0),
+            off: 0,
+        }),
+        st(Inst::Load {
+            space: Space::Global,
+            size: 2,
+            sign: true,
+            d: vec![Some(1), None],
+            base: R(2),
+            off: 4,
+        }),
+        st(Inst::Store {
+            space: Space::Global,
+            size: 1,
+            src: vec![R(1)],
+            base: R(2),
+            off: -1,
+        }),
+        st(Inst::Store {
+            space: Space::Shared,
+            size: 4,
+            src: vec![R(1)],
+            base: R(0),
+            off: 0,
+        }),
+        st(Inst::Store {
+            space: Space::Local,
+            size: 8,
+            src: vec![R(2)],
+            base: Imm(0),
+            off: 0,
+        }),
+    ];
+    for op in [
+        UnOp::Mov(16),
+        UnOp::Mov(64),
+        UnOp::Not(32),
+        UnOp::Neg(64),
+        UnOp::NegF32,
+        UnOp::AbsF32,
+        UnOp::SqrtF32Rn,
+        UnOp::RcpF32Rn,
+    ] {
+        s.push(st(Inst::Un { op, d: 5, a: R(1) }));
+    }
+    for op in [
+        BinOp::AddF32,
+        BinOp::SubF32,
+        BinOp::MulF32,
+        BinOp::DivF32Rn,
+        BinOp::MinF32,
+        BinOp::MaxF32,
+        BinOp::Add(64),
+        BinOp::Sub(8),
+        BinOp::MulLo(64),
+        BinOp::MulHi32 { signed: true },
+        BinOp::MulWide { signed: false },
+        BinOp::Min {
+            bits: 64,
+            signed: true,
+        },
+        BinOp::Max {
+            bits: 16,
+            signed: false,
+        },
+        BinOp::And(64),
+        BinOp::Or(32),
+        BinOp::Xor(1),
+        BinOp::Shl(64),
+        BinOp::ShrU(32),
+        BinOp::ShrS(64),
+        BinOp::SetpInt {
+            cmp: ICmp::Le,
+            signed: true,
+            bits: 64,
+        },
+        BinOp::SetpF32(FCmp::Ltu),
+    ] {
+        s.push(st(Inst::Bin {
+            op,
+            d: 4,
+            a: R(2),
+            b: Imm(3),
+        }));
+    }
+    for op in [
+        TernOp::FmaF32 {
+            neg_ab: true,
+            neg_c: false,
+        },
+        TernOp::MadLo(64),
+        TernOp::MadWide { signed: true },
+        TernOp::Selp(64),
+    ] {
+        s.push(st(Inst::Tern {
+            op,
+            d: 4,
+            a: R(1),
+            b: R(0),
+            c: R(3),
+        }));
+    }
+    for op in [
+        CvtOp::Int {
+            sbits: 16,
+            signed: true,
+            dbits: 64,
+        },
+        CvtOp::I32ToF32Rn { signed: true },
+        CvtOp::F32ToI32 {
+            signed: false,
+            rnd: IntRound::Nearest,
+        },
+        CvtOp::F32Round(IntRound::Down),
+    ] {
+        s.push(st(Inst::Cvt { op, d: 5, a: R(1) }));
+    }
+    s.push(Stmt {
+        inst: Inst::Un {
+            op: UnOp::Mov(32),
+            d: 1,
+            a: Imm(1),
+        },
+        guard: Some((3, true)),
+        line: 9,
+    });
+    CfgKernel {
+        name: "everything".into(),
+        regs,
+        blocks: vec![
+            Block {
+                stmts: s,
+                term: Term::Barrier { next: 1, line: 8 },
+            },
+            Block {
+                stmts: vec![],
+                term: Term::Branch {
+                    p: 3,
+                    neg: false,
+                    then: 0,
+                    els: 2,
+                },
+            },
+            Block {
+                stmts: vec![],
+                term: Term::Trap { line: 10 },
+            },
+        ],
+        param_bytes: 8,
+        shared_static: 1024,
+        local_bytes: 8,
+        globals: vec![],
+    }
+}
+
+#[test]
+fn every_operation_validates_checked_and_unchecked() {
+    let k = everything();
+    for checked in [true, false] {
+        let o = CfgWgslOptions {
+            block: [64, 2, 1],
+            dyn_shared: 100,
+            checked,
+            f64: true,
+        };
+        validate(&emit_cfg_wgsl(&k, &o).unwrap(), true);
+    }
+}
+
+#[test]
+fn f32_exact_operations_need_f64_and_name_the_line() {
+    let k = everything();
+    let o = CfgWgslOptions {
+        block: [32, 1, 1],
+        dyn_shared: 0,
+        checked: true,
+        f64: false,
+    };
+    let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
+    assert!(e.contains("line 7") && e.contains("SHADER_F64"), "{e}");
+}
+
+#[test]
+fn malformed_kernels_are_refused() {
+    let mut k = everything();
+    k.blocks[1].term = Term::Jump(99);
+    let o = CfgWgslOptions {
+        block: [32, 1, 1],
+        dyn_shared: 0,
+        checked: true,
+        f64: true,
+    };
+    let e = emit_cfg_wgsl(&k, &o).unwrap_err().to_string();
+    assert!(e.contains("block 99 out of range"), "{e}");
+}

@@ -1,0 +1,487 @@
+//! Lowering a decoded kernel ([`Kernel`], program.rs) into the IR's control-flow
+//! form ([`vgpu_ir::cfg::CfgKernel`]), from which the IR's WGSL room emits the
+//! GPU kernel. One decoded instruction becomes one statement (same registers,
+//! same guard, same line); branches, returns and barriers end basic blocks.
+//!
+//! The typed warp operations (warp_ops.rs) map one to one. The decoder's
+//! closures are opaque, so for those the instruction is read again from the
+//! module at its line and lowered only where its form is known here (`div.rn`,
+//! `sqrt.rn`, `rcp.rn`, `cvt` between f32 and 32-bit integers, integer
+//! `min`/`max`/`neg`, `mul.hi`); anything else is [`PtxError::Unsupported`]
+//! naming the instruction and its line, never a silent approximation.
+
+use std::collections::HashMap;
+
+use vgpu_ir::cfg::{
+    self, BinOp, Block, CfgKernel, CvtOp, FCmp, GlobalInit, ICmp, Inst, IntRound, RegTy, Stmt,
+    TernOp, UnOp, Val,
+};
+
+use crate::ast::{self, Space};
+use crate::error::PtxError;
+use crate::program::{Kernel, Op, Src};
+use crate::semantics::Mods;
+use crate::special::Special;
+use crate::types::Ty;
+use crate::warp_ops::{self, Kind};
+
+/// Lowers `k` (decoded from module `m`, read from `file`) into control-flow form.
+///
+/// # Errors
+/// [`PtxError::Unsupported`] for the first instruction the form cannot hold
+/// yet, with its line.
+pub fn lower_kernel(k: &Kernel, m: &ast::Module, file: &str) -> Result<CfgKernel, PtxError> {
+    Lowering::new(k, m, file).run()
+}
+
+/// Decodes `entry` of `module` and lowers it: the decoded kernel (for its
+/// parameter layout) and its control-flow form.
+///
+/// # Errors
+/// The decoder's errors, and [`lower_kernel`]'s.
+pub fn lower_entry(
+    module: &crate::launch::Module,
+    entry: &str,
+) -> Result<(Kernel, CfgKernel), PtxError> {
+    let k = module.kernel(entry)?;
+    let c = lower_kernel(&k, module.ast(), module.file())?;
+    Ok((k, c))
+}
+
+struct Lowering<'a> {
+    k: &'a Kernel,
+    file: &'a str,
+    by_line: HashMap<u32, Vec<&'a ast::Instruction>>,
+}
+
+fn val(s: Src) -> Val {
+    match s {
+        Src::Reg(r) => Val::Reg(r),
+        Src::Imm(x) => Val::Imm(x),
+    }
+}
+
+fn bits_of(mask: u64) -> u8 {
+    mask.count_ones() as u8
+}
+
+fn icmp(c: warp_ops::ICmp) -> ICmp {
+    use warp_ops::ICmp as C;
+    match c {
+        C::Eq => ICmp::Eq,
+        C::Ne => ICmp::Ne,
+        C::Lt => ICmp::Lt,
+        C::Le => ICmp::Le,
+        C::Gt => ICmp::Gt,
+        C::Ge => ICmp::Ge,
+    }
+}
+
+fn fcmp(c: warp_ops::FCmp) -> FCmp {
+    use warp_ops::FCmp as C;
+    match c {
+        C::Eq => FCmp::Eq,
+        C::Ne => FCmp::Ne,
+        C::Lt => FCmp::Lt,
+        C::Le => FCmp::Le,
+        C::Gt => FCmp::Gt,
+        C::Ge => FCmp::Ge,
+        C::Equ => FCmp::Equ,
+        C::Neu => FCmp::Neu,
+        C::Ltu => FCmp::Ltu,
+        C::Leu => FCmp::Leu,
+        C::Gtu => FCmp::Gtu,
+        C::Geu => FCmp::Geu,
+        C::Num => FCmp::Num,
+        C::Nan => FCmp::Nan,
+    }
+}
+
+impl<'a> Lowering<'a> {
+    fn new(k: &'a Kernel, m: &'a ast::Module, file: &'a str) -> Self {
+        let mut by_line: HashMap<u32, Vec<&ast::Instruction>> = HashMap::new();
+        for f in &m.functions {
+            for s in f.body.iter().flatten() {
+                if let ast::Stmt::Inst(i) = s {
+                    by_line.entry(i.line).or_default().push(i);
+                }
+            }
+        }
+        Lowering { k, file, by_line }
+    }
+
+    fn unsupported(&self, line: u32, why: &str) -> PtxError {
+        let what = match self.by_line.get(&line).map(|v| v.as_slice()) {
+            Some([i]) => i.opcode_text(),
+            _ => "instruction".into(),
+        };
+        PtxError::Unsupported {
+            file: self.file.into(),
+            line,
+            what,
+            why: format!("not on the GPU path yet: {why}"),
+        }
+    }
+
+    fn run(&self) -> Result<CfgKernel, PtxError> {
+        let k = self.k;
+        let code = &k.code;
+        let n = code.len();
+        // Leaders: the entry, branch targets, and what follows a block's end.
+        let mut leader = vec![false; n + 1];
+        leader[0] = true;
+        leader[n] = true;
+        for (i, inst) in code.iter().enumerate() {
+            match inst.op {
+                Op::Bra { target } => {
+                    leader[(target as usize).min(n)] = true;
+                    leader[i + 1] = true;
+                }
+                Op::Exit | Op::Trap | Op::Bar { .. } => leader[i + 1] = true,
+                _ => {}
+            }
+        }
+        // Block ids: one per leader before n, then the fall-off-the-end return block.
+        let mut block_of = vec![0u32; n + 1];
+        let mut nb = 0u32;
+        for i in 0..=n {
+            if leader[i] {
+                if i < n {
+                    nb += 1;
+                }
+                block_of[i] = nb.saturating_sub(1);
+            } else {
+                block_of[i] = block_of[i - 1];
+            }
+        }
+        let end_block = nb; // returns
+        block_of[n] = end_block;
+        let target = |i: usize| -> u32 {
+            if i >= n {
+                end_block
+            } else {
+                block_of[i]
+            }
+        };
+        let mut blocks: Vec<Block> = Vec::new();
+        let mut cur: Vec<Stmt> = Vec::new();
+        for (i, inst) in code.iter().enumerate() {
+            let line = inst.line;
+            let guard = inst.guard;
+            let term = match &inst.op {
+                Op::Bra { target: t } => Some(match guard {
+                    None => cfg::Term::Jump(target(*t as usize)),
+                    Some((p, neg)) => cfg::Term::Branch {
+                        p,
+                        neg,
+                        then: target(*t as usize),
+                        els: target(i + 1),
+                    },
+                }),
+                Op::Exit => Some(match guard {
+                    None => cfg::Term::Return,
+                    Some((p, neg)) => cfg::Term::Branch {
+                        p,
+                        neg,
+                        then: end_block,
+                        els: target(i + 1),
+                    },
+                }),
+                Op::Trap if guard.is_none() => Some(cfg::Term::Trap { line }),
+                Op::Bar { red: None } if guard.is_none() => Some(cfg::Term::Barrier {
+                    next: target(i + 1),
+                    line,
+                }),
+                Op::Trap | Op::Bar { .. } => {
+                    return Err(self.unsupported(line, "a guarded trap or barrier, or bar.red"))
+                }
+                Op::Nop => None,
+                op => {
+                    cur.push(Stmt {
+                        inst: self.inst(op, line)?,
+                        guard,
+                        line,
+                    });
+                    None
+                }
+            };
+            let ends = term.is_some() || leader[i + 1];
+            if ends {
+                let term = term.unwrap_or(cfg::Term::Jump(target(i + 1)));
+                blocks.push(Block {
+                    stmts: std::mem::take(&mut cur),
+                    term,
+                });
+            }
+        }
+        debug_assert_eq!(blocks.len() as u32, end_block);
+        blocks.push(Block {
+            stmts: Vec::new(),
+            term: cfg::Term::Return,
+        });
+        let regs = k
+            .regs
+            .iter()
+            .map(|r| match r.ty {
+                Ty::Pred => RegTy::Pred,
+                t if t.bits() > 32 => RegTy::B64,
+                _ => RegTy::B32,
+            })
+            .collect();
+        let ck = CfgKernel {
+            name: k.name.clone(),
+            regs,
+            blocks,
+            param_bytes: k.param_bytes,
+            shared_static: k.shared_static,
+            local_bytes: k.local_bytes,
+            globals: k
+                .globals
+                .iter()
+                .map(|g| GlobalInit {
+                    name: g.name.clone(),
+                    addr: g.addr,
+                    bytes: g.bytes.clone(),
+                    writable: g.writable,
+                })
+                .collect(),
+        };
+        ck.validate().map_err(|m| PtxError::Launch {
+            entry: k.name.clone(),
+            msg: format!("lowering produced a malformed kernel: {m}"),
+        })?;
+        Ok(ck)
+    }
+
+    fn space(&self, s: Space, line: u32) -> Result<cfg::Space, PtxError> {
+        Ok(match s {
+            Space::Global | Space::Const => cfg::Space::Global,
+            Space::Shared => cfg::Space::Shared,
+            Space::Local => cfg::Space::Local,
+            Space::Param => cfg::Space::Param,
+            Space::Generic => {
+                return Err(self.unsupported(
+                    line,
+                    "a generic address (a state space the kernel decides at run time)",
+                ))
+            }
+        })
+    }
+
+    fn inst(&self, op: &Op, line: u32) -> Result<Inst, PtxError> {
+        Ok(match op {
+            Op::Warp(w) => {
+                let (d, a, b, c) = (w.d, val(w.a), val(w.b), val(w.c));
+                let bin = |op| Inst::Bin { op, d, a, b };
+                let un = |op| Inst::Un { op, d, a };
+                let tern = |op| Inst::Tern { op, d, a, b, c };
+                match w.kind {
+                    Kind::AddF32 => bin(BinOp::AddF32),
+                    Kind::SubF32 => bin(BinOp::SubF32),
+                    Kind::MulF32 => bin(BinOp::MulF32),
+                    Kind::FmaF32 => tern(TernOp::FmaF32 {
+                        neg_ab: false,
+                        neg_c: false,
+                    }),
+                    Kind::FmsF32 => tern(TernOp::FmaF32 {
+                        neg_ab: false,
+                        neg_c: true,
+                    }),
+                    Kind::FnmaF32 => tern(TernOp::FmaF32 {
+                        neg_ab: true,
+                        neg_c: false,
+                    }),
+                    Kind::AbsF32 => un(UnOp::AbsF32),
+                    Kind::NegF32 => un(UnOp::NegF32),
+                    Kind::MinF32 => bin(BinOp::MinF32),
+                    Kind::MaxF32 => bin(BinOp::MaxF32),
+                    Kind::Add(m) => bin(BinOp::Add(bits_of(m))),
+                    Kind::Sub(m) => bin(BinOp::Sub(bits_of(m))),
+                    Kind::MulLo(m) => bin(BinOp::MulLo(bits_of(m))),
+                    Kind::MadLo(m) => tern(TernOp::MadLo(bits_of(m))),
+                    Kind::And(m) => bin(BinOp::And(bits_of(m))),
+                    Kind::Or(m) => bin(BinOp::Or(bits_of(m))),
+                    Kind::Xor(m) => bin(BinOp::Xor(bits_of(m))),
+                    Kind::Not(m) => un(UnOp::Not(bits_of(m))),
+                    Kind::Mov(m) => un(UnOp::Mov(bits_of(m))),
+                    Kind::Shl(bits) => bin(BinOp::Shl(bits as u8)),
+                    Kind::ShrU(bits) => bin(BinOp::ShrU(bits as u8)),
+                    Kind::ShrS(bits) => bin(BinOp::ShrS(bits as u8)),
+                    Kind::MulWide { signed } => bin(BinOp::MulWide { signed }),
+                    Kind::MadWide { signed } => tern(TernOp::MadWide { signed }),
+                    Kind::Selp => {
+                        let bits = self.k.regs[d as usize].ty.bits().max(1) as u8;
+                        tern(TernOp::Selp(bits))
+                    }
+                    Kind::CvtInt {
+                        sbits,
+                        signed,
+                        dmask,
+                    } => Inst::Cvt {
+                        op: CvtOp::Int {
+                            sbits: sbits as u8,
+                            signed,
+                            dbits: bits_of(dmask),
+                        },
+                        d,
+                        a,
+                    },
+                    Kind::SetpInt { cmp, signed, bits } => bin(BinOp::SetpInt {
+                        cmp: icmp(cmp),
+                        signed,
+                        bits: bits as u8,
+                    }),
+                    Kind::SetpF32(c) => bin(BinOp::SetpF32(fcmp(c))),
+                }
+            }
+            Op::Special { d, s } => Inst::Special {
+                d: *d,
+                s: match s {
+                    Special::Tid(i) => cfg::Special::Tid(*i),
+                    Special::Ntid(i) => cfg::Special::Ntid(*i),
+                    Special::Ctaid(i) => cfg::Special::Ctaid(*i),
+                    Special::Nctaid(i) => cfg::Special::Nctaid(*i),
+                    Special::LaneId => cfg::Special::LaneId,
+                    Special::WarpId => cfg::Special::WarpId,
+                    Special::Zero => cfg::Special::Const(0),
+                    Special::One => cfg::Special::Const(1),
+                    _ => return Err(self.unsupported(line, "this special register")),
+                },
+            },
+            Op::Ld {
+                space,
+                size,
+                sign,
+                d,
+                addr,
+                ..
+            } => Inst::Load {
+                space: self.space(*space, line)?,
+                size: *size,
+                sign: *sign,
+                d: d.iter().map(|&r| (r != u32::MAX).then_some(r)).collect(),
+                base: val(addr.base),
+                off: addr.off,
+            },
+            Op::St {
+                space,
+                size,
+                src,
+                addr,
+                ..
+            } => Inst::Store {
+                space: self.space(*space, line)?,
+                size: *size,
+                src: src.iter().map(|&s| val(s)).collect(),
+                base: val(addr.base),
+                off: addr.off,
+            },
+            Op::Alu { d, a, b, .. } => self.alu(line, *d, val(*a), val(*b))?,
+            Op::Atom { .. } => return Err(self.unsupported(line, "atomics")),
+            Op::Shfl { .. }
+            | Op::Vote { .. }
+            | Op::Redux { .. }
+            | Op::ActiveMask { .. }
+            | Op::Match { .. }
+            | Op::WarpSync { .. } => return Err(self.unsupported(line, "warp operations")),
+            _ => return Err(self.unsupported(line, "this operation")),
+        })
+    }
+
+    /// A closure-decoded one-result instruction, read again at its line.
+    fn alu(&self, line: u32, d: u32, a: Val, b: Val) -> Result<Inst, PtxError> {
+        let ins = match self.by_line.get(&line).map(|v| v.as_slice()) {
+            Some([i]) => *i,
+            _ => {
+                return Err(
+                    self.unsupported(line, "the instruction could not be found alone on its line")
+                )
+            }
+        };
+        let op = ins.opcode[0].as_str();
+        let mods = Mods(&ins.opcode[1..]);
+        let tys = mods.types();
+        let ftz = mods.has("ftz") || mods.has("sat");
+        let rnd = |m: &Mods| {
+            [
+                ("rzi", IntRound::Zero),
+                ("rni", IntRound::Nearest),
+                ("rmi", IntRound::Down),
+                ("rpi", IntRound::Up),
+            ]
+            .into_iter()
+            .find(|(s, _)| m.has(s))
+            .map(|(_, r)| r)
+        };
+        let no = |why: &str| Err(self.unsupported(line, why));
+        Ok(match (op, tys.as_slice()) {
+            ("div", [Ty::F32]) if mods.has("rn") && !ftz => Inst::Bin {
+                op: BinOp::DivF32Rn,
+                d,
+                a,
+                b,
+            },
+            ("sqrt", [Ty::F32]) if mods.has("rn") && !ftz => Inst::Un {
+                op: UnOp::SqrtF32Rn,
+                d,
+                a,
+            },
+            ("rcp", [Ty::F32]) if mods.has("rn") && !ftz => Inst::Un {
+                op: UnOp::RcpF32Rn,
+                d,
+                a,
+            },
+            ("min" | "max", [t]) if t.is_int() && t.bits() <= 64 && !mods.has("relu") => {
+                let bits = t.bits() as u8;
+                let signed = t.is_signed();
+                let op = if op == "min" {
+                    BinOp::Min { bits, signed }
+                } else {
+                    BinOp::Max { bits, signed }
+                };
+                Inst::Bin { op, d, a, b }
+            }
+            ("neg", [t]) if t.is_int() => Inst::Un {
+                op: UnOp::Neg(t.bits() as u8),
+                d,
+                a,
+            },
+            ("mul", [t]) if mods.has("hi") && t.is_int() && t.bits() == 32 => Inst::Bin {
+                op: BinOp::MulHi32 {
+                    signed: t.is_signed(),
+                },
+                d,
+                a,
+                b,
+            },
+            ("cvt", [dt, at]) if !ftz => match (dt, at) {
+                (Ty::F32, Ty::S32 | Ty::U32)
+                    if !mods.has("rz") && !mods.has("rm") && !mods.has("rp") =>
+                {
+                    Inst::Cvt {
+                        op: CvtOp::I32ToF32Rn {
+                            signed: *at == Ty::S32,
+                        },
+                        d,
+                        a,
+                    }
+                }
+                (Ty::S32 | Ty::U32, Ty::F32) if rnd(&mods).is_some() => Inst::Cvt {
+                    op: CvtOp::F32ToI32 {
+                        signed: *dt == Ty::S32,
+                        rnd: rnd(&mods).expect("checked"),
+                    },
+                    d,
+                    a,
+                },
+                (Ty::F32, Ty::F32) if rnd(&mods).is_some() => Inst::Cvt {
+                    op: CvtOp::F32Round(rnd(&mods).expect("checked")),
+                    d,
+                    a,
+                },
+                _ => return no("this conversion"),
+            },
+            _ => return no("this instruction form"),
+        })
+    }
+}

@@ -1,0 +1,159 @@
+//! PTX launches on a chosen backend: `cpu` is the checked interpreter,
+//! `gpu` the entry compiled into the IR's control-flow form
+//! ([`vgpu_ptx::lower`]) and run as WGSL through the kernel cache
+//! ([`vgpu_gpu::cfg_kernel`]), `auto` the GPU where the kernel compiles and an
+//! adapter exists, otherwise the interpreter, counted and said. `gpu` never
+//! falls back: what cannot run there is an error naming the instruction and
+//! its PTX line, or the adapter limit.
+
+use vgpu_gpu::{run_cfg_kernel, CfgFault, CfgLaunch, GlobalLayout, KernelCache};
+use vgpu_ir::wgsl::cfg::fault;
+use vgpu_ptx::{
+    ExecOptions, Fault, FaultClass, KernelArg, LaunchConfig, LaunchStats, Module, PtxError,
+};
+
+use crate::dispatch::Backend;
+
+/// Runs PTX launches on one backend, keeping the GPU's kernel cache between
+/// launches and counting fallbacks.
+#[derive(Debug)]
+pub struct PtxRunner {
+    backend: Backend,
+    checked: bool,
+    cache: Option<KernelCache>,
+    /// Launches that ran on the GPU.
+    pub gpu_launches: u64,
+    /// Kernels compiled for the GPU (cache misses).
+    pub gpu_compiles: u64,
+    /// Launches that `auto` ran on the interpreter instead, with the reason.
+    pub fallbacks: Vec<String>,
+}
+
+fn gpu_err(entry: &str, msg: String) -> PtxError {
+    PtxError::Launch {
+        entry: entry.to_string(),
+        msg: format!("on the GPU: {msg}"),
+    }
+}
+
+fn fault_class(c: u32) -> FaultClass {
+    match c {
+        fault::CLASS_MISALIGNED => FaultClass::Misaligned,
+        fault::CLASS_WATCHDOG => FaultClass::Watchdog,
+        fault::CLASS_TRAP => FaultClass::Trap,
+        _ => FaultClass::OutOfBounds,
+    }
+}
+
+impl PtxRunner {
+    /// A runner for `backend`; `checked`: bounds, alignment and watchdog
+    /// checks in the GPU kernel (the interpreter always checks bounds).
+    pub fn new(backend: Backend, checked: bool) -> PtxRunner {
+        PtxRunner {
+            backend,
+            checked,
+            cache: None,
+            gpu_launches: 0,
+            gpu_compiles: 0,
+            fallbacks: Vec::new(),
+        }
+    }
+
+    /// The backend asked for.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Launches `entry` of `m` on this runner's backend (see the module docs).
+    ///
+    /// # Errors
+    /// The interpreter's errors; on the GPU, [`PtxError::Unsupported`] for an
+    /// instruction the GPU path cannot run, [`PtxError::Launch`] for an
+    /// adapter that is missing, a limit exceeded or a failed dispatch, and
+    /// [`PtxError::Fault`] for a fault the checked kernel recorded.
+    pub fn launch(
+        &mut self,
+        m: &Module,
+        entry: &str,
+        cfg: &LaunchConfig,
+        args: &[KernelArg],
+        bufs: &mut [Vec<u8>],
+        opts: &ExecOptions,
+    ) -> Result<LaunchStats, PtxError> {
+        match self.backend {
+            Backend::Cpu => m.launch(entry, cfg, args, bufs, opts),
+            Backend::Gpu => self.launch_gpu(m, entry, cfg, args, bufs, opts),
+            Backend::Auto => match self.launch_gpu(m, entry, cfg, args, bufs, opts) {
+                Err(e @ PtxError::Fault(_)) => Err(e),
+                Err(e) => {
+                    self.fallbacks.push(format!("{entry}: {e}"));
+                    m.launch(entry, cfg, args, bufs, opts)
+                }
+                ok => ok,
+            },
+        }
+    }
+
+    fn launch_gpu(
+        &mut self,
+        m: &Module,
+        entry: &str,
+        cfg: &LaunchConfig,
+        args: &[KernelArg],
+        bufs: &mut [Vec<u8>],
+        opts: &ExecOptions,
+    ) -> Result<LaunchStats, PtxError> {
+        if opts.trace.is_some() {
+            return Err(gpu_err(
+                entry,
+                "a trace runs on the interpreter only (--backend cpu)".into(),
+            ));
+        }
+        let (k, ck) = vgpu_ptx::lower::lower_entry(m, entry)?;
+        if self.cache.is_none() {
+            self.cache = Some(KernelCache::new().map_err(|e| gpu_err(entry, e.to_string()))?);
+        }
+        let cache = self.cache.as_mut().expect("set above");
+        let lens: Vec<usize> = bufs.iter().map(Vec::len).collect();
+        let layout = GlobalLayout::new(&ck, &lens).map_err(|e| gpu_err(entry, e.to_string()))?;
+        let params = vgpu_ptx::param_bytes(&k, args, &layout.buffer_addrs)?;
+        let launch = CfgLaunch {
+            grid: cfg.grid,
+            block: cfg.block,
+            dyn_shared: cfg.shared_bytes,
+            params: &params,
+            checked: self.checked,
+            // The interpreter's watchdog counts instructions per warp; the GPU's
+            // counts loop iterations per thread, a coarser unit of the same bound.
+            watchdog: opts.watchdog.min(u32::MAX as u64) as u32,
+        };
+        let run = run_cfg_kernel(cache, &ck, &layout, &launch, bufs)
+            .map_err(|e| gpu_err(entry, e.to_string()))?;
+        self.gpu_launches += 1;
+        self.gpu_compiles += run.compiled as u64;
+        if let Some(f) = run.fault {
+            let CfgFault {
+                class,
+                line,
+                block,
+                thread,
+                addr,
+            } = f;
+            let class = fault_class(class);
+            let detail = match class {
+                FaultClass::Watchdog => "the GPU kernel's watchdog ran out".to_string(),
+                FaultClass::Trap => "trap".to_string(),
+                _ => format!("address {addr:#x} (GPU kernel check)"),
+            };
+            return Err(PtxError::Fault(Box::new(Fault {
+                class,
+                entry: entry.to_string(),
+                block,
+                thread,
+                line,
+                detail,
+            })));
+        }
+        Ok(LaunchStats::default())
+    }
+}
