@@ -28,7 +28,7 @@ use crate::types::{ScalarType, Value};
 use std::fmt::Write;
 use vgpu_field::Tableau;
 
-pub mod cfg;
+pub mod adaptive;
 pub mod jumps;
 pub mod phased;
 
@@ -109,7 +109,8 @@ pub fn literal(v: Value) -> String {
         }
         Value::U32(x) => format!("{x}u"),
         Value::Bool(b) => b.to_string(),
-        Value::F64(x) => format!("{x:?}"),
+        // Shortest round-trip decimal, typed: `lf` is naga's f64 suffix.
+        Value::F64(x) => format!("{x:?}lf"),
     }
 }
 
@@ -302,9 +303,15 @@ impl ParamSlots {
 /// integer division and remainder as the CPU defines them, and the
 /// bounds-checked buffer loads `ld{param}(index, site, gid)`.
 pub fn emit_prelude(s: &mut String, k: &Kernel, slots: &ParamSlots) {
+    emit_prelude_typed(s, k, slots, "f32");
+}
+
+/// [`emit_prelude`] with `out` an array of `out_ty` (`f64` for the adaptive
+/// ensembles of `f64` fields).
+pub(crate) fn emit_prelude_typed(s: &mut String, k: &Kernel, slots: &ParamSlots, out_ty: &str) {
     let _ = writeln!(
         s,
-        "@group(0) @binding(0) var<storage, read_write> out: array<f32>;"
+        "@group(0) @binding(0) var<storage, read_write> out: array<{out_ty}>;"
     );
     let _ = writeln!(
         s,
@@ -346,6 +353,181 @@ pub fn emit_prelude(s: &mut String, k: &Kernel, slots: &ParamSlots) {
     }
 }
 
+/// The field as WGSL functions, shared by the fixed-step ([`emit_wgsl`]) and
+/// adaptive ([`adaptive`]) ensemble shaders: `struct S` (one state), `struct L`
+/// (the field's values computed once per trajectory: uniform and per-lane
+/// nodes, the `init(x)` it reads) and `fn field(t, h: S, l: L, gid) -> S`,
+/// states and time in the float type `ty` (`f32` or `f64`).
+pub(crate) struct FieldFn {
+    /// `struct S`, `struct L` and `fn field`.
+    pub(crate) text: String,
+    /// Per node: computed before the step loop.
+    pub(crate) pre: Vec<bool>,
+    /// The nodes computed before the loop (initial values, uniform and lane
+    /// nodes of the field), in dependency order.
+    pub(crate) pre_nodes: Vec<NodeId>,
+    /// The states' initial-value nodes.
+    pub(crate) init_roots: Vec<NodeId>,
+    /// Per state: whether the field reads `init(x)`.
+    init_used: Vec<bool>,
+    /// The field's nodes held in `L`.
+    pub(crate) field_pre: Vec<NodeId>,
+}
+
+impl FieldFn {
+    pub(crate) fn new(k: &Kernel, ty: &str) -> FieldFn {
+        let dim = k.states.len();
+        let phase = &k.phases[0];
+        let var = k.variance();
+        let roots = k.phase_roots(phase);
+        let field_nodes = k.reachable(&roots);
+        let init_roots: Vec<NodeId> = k.states.iter().map(|s| s.init).collect();
+        let mut pre_roots = init_roots.clone();
+        for &n in &field_nodes {
+            if var[n.index()] != Variance::Varying && !matches!(k.nodes[n.index()], Node::Const(_))
+            {
+                pre_roots.push(n);
+            }
+        }
+        let pre_nodes = k.reachable(&pre_roots);
+        let mut pre = vec![false; k.nodes.len()];
+        for n in &pre_nodes {
+            pre[n.index()] = true;
+        }
+        let slots = ParamSlots::of(k);
+        let ms = |p: u32| slots.scalar[p as usize];
+        let mut s = String::new();
+        // State and lane-value structs.
+        let _ = writeln!(
+            s,
+            "struct S {{ {} }}",
+            (0..dim)
+                .map(|i| format!("v{i}: {ty}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut lfields: Vec<String> = vec![];
+        let mut init_used = vec![false; dim];
+        for &n in &field_nodes {
+            if let Node::Init(j) = k.nodes[n.index()] {
+                init_used[j as usize] = true;
+            }
+        }
+        for (j, used) in init_used.iter().enumerate() {
+            if *used {
+                lfields.push(format!("i{j}: {ty}"));
+            }
+        }
+        let field_pre: Vec<NodeId> = field_nodes
+            .iter()
+            .copied()
+            .filter(|n| {
+                pre[n.index()] && !matches!(k.nodes[n.index()], Node::Const(_) | Node::Init(_))
+            })
+            .collect();
+        for n in &field_pre {
+            lfields.push(format!("n{}: {}", n.index(), wty(k.ty(*n))));
+        }
+        if lfields.is_empty() {
+            lfields.push("unused: u32".into());
+        }
+        let _ = writeln!(s, "struct L {{ {} }}", lfields.join(", "));
+        // The field.
+        let _ = writeln!(s, "fn field(t: {ty}, h: S, l: L, gid: u32) -> S {{");
+        let nm = Names {
+            k,
+            pre: &pre,
+            in_field: true,
+        };
+        for &n in &field_nodes {
+            if pre[n.index()]
+                || matches!(
+                    k.nodes[n.index()],
+                    Node::Const(_) | Node::State(_) | Node::Init(_) | Node::Builtin(Builtin::Time)
+                )
+            {
+                continue;
+            }
+            let _ = writeln!(s, "    let n{} = {};", n.index(), expr(k, n, &nm, &ms));
+        }
+        let zero = if ty == "f64" { "0.0lf" } else { "0.0f" };
+        let rates: Vec<String> = phase
+            .updates
+            .iter()
+            .map(|u| match u {
+                Update::Rate(r) => nm.r(*r),
+                _ => zero.into(),
+            })
+            .collect();
+        let _ = writeln!(s, "    return S({});\n}}", rates.join(", "));
+        FieldFn {
+            text: s,
+            pre,
+            pre_nodes,
+            init_roots,
+            init_used,
+            field_pre,
+        }
+    }
+
+    /// `let` lines computing the initial values `i0, i1, …` (builtins named
+    /// `gid`, `lid`, `wg`, `nwg`, as in the entry points).
+    pub(crate) fn init_lines(&self, k: &Kernel, ms: &dyn Fn(u32) -> usize) -> String {
+        let nm0 = Names {
+            k,
+            pre: &self.pre,
+            in_field: false,
+        };
+        let mut s = String::new();
+        for n in k.reachable(&self.init_roots) {
+            if matches!(k.nodes[n.index()], Node::Const(_)) {
+                continue;
+            }
+            let _ = writeln!(s, "    let n{} = {};", n.index(), expr(k, n, &nm0, ms));
+        }
+        for (j, st) in k.states.iter().enumerate() {
+            let _ = writeln!(s, "    let i{j} = {};", nm0.r(st.init));
+        }
+        s
+    }
+
+    /// `let` lines computing `nodes` (before the loop, `i0, i1, …` in scope)
+    /// and `let l = L(…)`.
+    pub(crate) fn lane_lines(
+        &self,
+        k: &Kernel,
+        ms: &dyn Fn(u32) -> usize,
+        nodes: &[NodeId],
+    ) -> String {
+        let nm0 = Names {
+            k,
+            pre: &self.pre,
+            in_field: false,
+        };
+        let mut s = String::new();
+        for &n in nodes {
+            if matches!(k.nodes[n.index()], Node::Const(_) | Node::Init(_)) {
+                continue;
+            }
+            let _ = writeln!(s, "    let n{} = {};", n.index(), expr(k, n, &nm0, ms));
+        }
+        let mut lvals: Vec<String> = vec![];
+        for (j, used) in self.init_used.iter().enumerate() {
+            if *used {
+                lvals.push(format!("i{j}"));
+            }
+        }
+        for n in &self.field_pre {
+            lvals.push(format!("n{}", n.index()));
+        }
+        if lvals.is_empty() {
+            lvals.push("0u".into());
+        }
+        let _ = writeln!(s, "    let l = L({});", lvals.join(", "));
+        s
+    }
+}
+
 /// Emits the compute shader integrating `k` with `tableau` in workgroups of `wg`
 /// invocations (entry point `main`).
 ///
@@ -354,23 +536,8 @@ pub fn emit_prelude(s: &mut String, k: &Kernel, slots: &ParamSlots) {
 pub fn emit_wgsl(k: &Kernel, tableau: &Tableau, wg: u32) -> Result<String, IrError> {
     check_wgsl(k)?;
     let dim = k.states.len();
-    let phase = &k.phases[0];
-    let var = k.variance();
-    let roots = k.phase_roots(phase);
-    let field_nodes = k.reachable(&roots);
-    let init_roots: Vec<NodeId> = k.states.iter().map(|s| s.init).collect();
-    // Everything computed before the loop: initial values, uniform and lane nodes of the field.
-    let mut pre_roots = init_roots.clone();
-    for &n in &field_nodes {
-        if var[n.index()] != Variance::Varying && !matches!(k.nodes[n.index()], Node::Const(_)) {
-            pre_roots.push(n);
-        }
-    }
-    let pre_nodes = k.reachable(&pre_roots);
-    let mut pre = vec![false; k.nodes.len()];
-    for n in &pre_nodes {
-        pre[n.index()] = true;
-    }
+    let ff = FieldFn::new(k, "f32");
+    let (pre_nodes, init_roots) = (&ff.pre_nodes, &ff.init_roots);
     let slots = ParamSlots::of(k);
     let ms = |p: u32| slots.scalar[p as usize];
 
@@ -384,66 +551,7 @@ pub fn emit_wgsl(k: &Kernel, tableau: &Tableau, wg: u32) -> Result<String, IrErr
     );
     let _ = writeln!(s, "const WG: u32 = {wg}u;");
     emit_prelude(&mut s, k, &slots);
-    // State and lane-value structs.
-    let _ = writeln!(
-        s,
-        "struct S {{ {} }}",
-        (0..dim)
-            .map(|i| format!("v{i}: f32"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let mut lfields: Vec<String> = vec![];
-    let mut init_used = vec![false; dim];
-    for &n in &field_nodes {
-        if let Node::Init(j) = k.nodes[n.index()] {
-            init_used[j as usize] = true;
-        }
-    }
-    for (j, used) in init_used.iter().enumerate() {
-        if *used {
-            lfields.push(format!("i{j}: f32"));
-        }
-    }
-    let field_pre: Vec<NodeId> = field_nodes
-        .iter()
-        .copied()
-        .filter(|n| pre[n.index()] && !matches!(k.nodes[n.index()], Node::Const(_) | Node::Init(_)))
-        .collect();
-    for n in &field_pre {
-        lfields.push(format!("n{}: {}", n.index(), wty(k.ty(*n))));
-    }
-    if lfields.is_empty() {
-        lfields.push("unused: u32".into());
-    }
-    let _ = writeln!(s, "struct L {{ {} }}", lfields.join(", "));
-    // The field.
-    let _ = writeln!(s, "fn field(t: f32, h: S, l: L, gid: u32) -> S {{");
-    let nm = Names {
-        k,
-        pre: &pre,
-        in_field: true,
-    };
-    for &n in &field_nodes {
-        if pre[n.index()]
-            || matches!(
-                k.nodes[n.index()],
-                Node::Const(_) | Node::State(_) | Node::Init(_) | Node::Builtin(Builtin::Time)
-            )
-        {
-            continue;
-        }
-        let _ = writeln!(s, "    let n{} = {};", n.index(), expr(k, n, &nm, &ms));
-    }
-    let rates: Vec<String> = phase
-        .updates
-        .iter()
-        .map(|u| match u {
-            Update::Rate(r) => nm.r(*r),
-            _ => "0.0f".into(),
-        })
-        .collect();
-    let _ = writeln!(s, "    return S({});\n}}", rates.join(", "));
+    s.push_str(&ff.text);
     // The entry point.
     let _ = writeln!(
         s,
@@ -451,43 +559,19 @@ pub fn emit_wgsl(k: &Kernel, tableau: &Tableau, wg: u32) -> Result<String, IrErr
     );
     s.push_str("    let wg = wid.y * nwg.x + wid.x;\n    let gid = wg * WG + lid;\n    if (gid >= launch[0]) { return; }\n");
     s.push_str("    let steps = launch[1];\n    let t0 = bitcast<f32>(launch[2]);\n    let dt = bitcast<f32>(launch[3]);\n");
-    let nm0 = Names {
-        k,
-        pre: &pre,
-        in_field: false,
-    };
     // Initial values first (they read no state), then what reads `init(x)`.
-    let init_nodes = k.reachable(&init_roots);
+    s.push_str(&ff.init_lines(k, &ms));
+    let init_nodes = k.reachable(init_roots);
     let mut done = vec![false; k.nodes.len()];
     for &n in &init_nodes {
         done[n.index()] = true;
-        if matches!(k.nodes[n.index()], Node::Const(_)) {
-            continue;
-        }
-        let _ = writeln!(s, "    let n{} = {};", n.index(), expr(k, n, &nm0, &ms));
     }
-    for (j, st) in k.states.iter().enumerate() {
-        let _ = writeln!(s, "    let i{j} = {};", nm0.r(st.init));
-    }
-    for &n in &pre_nodes {
-        if done[n.index()] || matches!(k.nodes[n.index()], Node::Const(_) | Node::Init(_)) {
-            continue;
-        }
-        let _ = writeln!(s, "    let n{} = {};", n.index(), expr(k, n, &nm0, &ms));
-    }
-    let mut lvals: Vec<String> = vec![];
-    for (j, used) in init_used.iter().enumerate() {
-        if *used {
-            lvals.push(format!("i{j}"));
-        }
-    }
-    for n in &field_pre {
-        lvals.push(format!("n{}", n.index()));
-    }
-    if lvals.is_empty() {
-        lvals.push("0u".into());
-    }
-    let _ = writeln!(s, "    let l = L({});", lvals.join(", "));
+    let rest: Vec<NodeId> = pre_nodes
+        .iter()
+        .copied()
+        .filter(|n| !done[n.index()])
+        .collect();
+    s.push_str(&ff.lane_lines(k, &ms, &rest));
     let _ = writeln!(
         s,
         "    var h = S({});",
