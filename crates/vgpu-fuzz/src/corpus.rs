@@ -36,6 +36,40 @@ pub fn default_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Whether `dir` is a VGPU repository root (it holds `examples/` and this
+/// crate's manifest).
+pub fn is_root(dir: &Path) -> bool {
+    dir.join("crates/vgpu-fuzz/Cargo.toml").is_file() && dir.join("examples").is_dir()
+}
+
+/// The nearest repository root at or above `start`.
+pub fn root_above(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|d| is_root(d))
+        .map(Path::to_path_buf)
+}
+
+/// The repository to read seeds from and save findings in, for a binary that
+/// may run on another machine than the one it was built on: the nearest root
+/// at or above the current directory, else above the executable (a binary
+/// left in the repository's `target/release/`), else the one this crate was
+/// built in when it still exists.
+///
+/// # Errors
+/// [`FuzzError::NoRoot`] when none is found (pass `--root`).
+pub fn find_root() -> Result<PathBuf, FuzzError> {
+    let cwd = std::env::current_dir().ok();
+    let exe = std::env::current_exe().ok();
+    cwd.as_deref()
+        .and_then(root_above)
+        .or_else(|| exe.as_deref().and_then(root_above))
+        .or_else(|| Some(default_root()).filter(|d| is_root(d)))
+        .ok_or_else(|| FuzzError::NoRoot {
+            cwd: cwd.map_or_else(|| "?".into(), |p| p.display().to_string()),
+        })
+}
+
 fn walk(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;

@@ -4,8 +4,9 @@
 //! (or an input runs past the hang limit) the announced input is run alone in
 //! a fresh child to confirm it, and the batch goes on after it. Findings are
 //! saved as `regressions/<target>/<hash>.<ext>` with a `<hash>.txt` note;
-//! a finding whose signature a saved note (in `regressions/` or `known/`)
-//! already holds is not new.
+//! a finding whose signature a note in `known/` (crashes not fixed yet)
+//! holds, or one this run already saved, is not new. The notes of
+//! `regressions/` are fixed bugs: the same signature again is a new finding.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -273,7 +274,8 @@ fn parse_line(line: &str, rep: &mut ChildReport) {
     }
 }
 
-/// The findings' store: signatures already saved, and the folder new ones go to.
+/// The findings' store: the signatures not to save (those of `known/` and
+/// those this run saved), and the folder new ones go to.
 struct Store {
     target: Target,
     dir: PathBuf,
@@ -344,8 +346,7 @@ impl Store {
 pub fn run(cfg: &RunConfig) -> Result<Summary, FuzzError> {
     let corpus = Corpus::load(cfg.target, &cfg.root)?;
     let regressions = cfg.out.join("regressions").join(cfg.target.name());
-    let mut known = signatures(&regressions);
-    known.extend(signatures(&cfg.out.join("known").join(cfg.target.name())));
+    let known = signatures(&cfg.out.join("known").join(cfg.target.name()));
     let store = Arc::new(Mutex::new(Store {
         target: cfg.target,
         dir: regressions,

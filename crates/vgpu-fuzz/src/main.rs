@@ -54,10 +54,12 @@ enum Cmd {
         /// An input running longer is a hang.
         #[arg(long, default_value_t = 30.0)]
         hang_secs: f64,
-        /// The repository root (seeds).
+        /// The repository root (seeds; default: the nearest one above the
+        /// current directory, else above this executable).
         #[arg(long)]
         root: Option<PathBuf>,
-        /// The folder holding regressions/ and known/ (default: this crate's).
+        /// The folder holding regressions/ and known/ (default:
+        /// ROOT/crates/vgpu-fuzz).
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -132,6 +134,10 @@ fn real_main() -> Result<ExitCode, vgpu_fuzz::FuzzError> {
             root,
             out,
         } => {
+            let root = match root {
+                Some(r) => r,
+                None => corpus::find_root()?,
+            };
             let exe = std::env::current_exe().map_err(|e| vgpu_fuzz::FuzzError::Io {
                 path: "the current executable".into(),
                 source: e,
@@ -147,8 +153,8 @@ fn real_main() -> Result<ExitCode, vgpu_fuzz::FuzzError> {
                 seconds,
                 jobs,
                 batch: batch.max(1),
-                root: root.unwrap_or_else(corpus::default_root),
-                out: out.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
+                out: out.unwrap_or_else(|| root.join("crates").join("vgpu-fuzz")),
+                root,
                 stack_kib,
                 hang_secs,
                 exe,
@@ -197,7 +203,11 @@ fn real_main() -> Result<ExitCode, vgpu_fuzz::FuzzError> {
             iteration,
             root,
         } => {
-            let c = Corpus::load(target, &root.unwrap_or_else(corpus::default_root))?;
+            let root = match root {
+                Some(r) => r,
+                None => corpus::find_root()?,
+            };
+            let c = Corpus::load(target, &root)?;
             let input = vgpu_fuzz::generate(&c, seed, iteration);
             let mut out = std::io::stdout().lock();
             out.write_all(&input)
