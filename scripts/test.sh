@@ -24,10 +24,10 @@ echo "== vgpu --features mpi (mpirun -n 2, -n 3)"
 cargo clippy -p vgpu --features mpi --all-targets -- -D warnings
 cargo test -p vgpu --features mpi --test cli_mpi
 
-# Bounded fuzzing (docs/FUZZING.md): 15 s per target in the dev profile, whose
-# build the tests above already made (a release build would recompile wgpu and
-# naga). Exits non-zero on a new finding; the ones listed in
-# crates/vgpu-fuzz/known/ do not fail it.
+# Bounded fuzzing (docs/FUZZING.md), in the dev profile, whose build the tests
+# above already made (a release build would recompile wgpu and naga). Exits
+# non-zero on a new finding; the ones listed in crates/vgpu-fuzz/known/ do not
+# fail it.
 # A fixed count of inputs (the same inputs on every machine, seed 1), at most
 # 30 s per target: a finding beyond them is for the long runs of docs/FUZZING.md,
 # not a red CI on a faster machine.

@@ -2,7 +2,7 @@
 //! (docs/FUZZING.md).
 //!
 //! ```sh
-//! vgpu-fuzz run --target field --seconds 20              # CI's bounded run
+//! vgpu-fuzz run --target field --iterations 2000 --seconds 30  # CI's bounded run
 //! vgpu-fuzz run --target ptx --seconds 36000 --jobs 2    # hours
 //! vgpu-fuzz show --target npy --seed 1 --iteration 42     # regenerate one input
 //! ```
