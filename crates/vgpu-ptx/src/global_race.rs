@@ -305,7 +305,7 @@ impl GlobalLog {
                         continue;
                     }
                     let r = if e.kind == Kind::Write {
-                        shadow.write_at(i, b, tid, e.line, who)
+                        shadow.write_at(i, b, tid, e.line, who, false)
                     } else {
                         shadow.read_at(i, b, tid, e.line, who)
                     };

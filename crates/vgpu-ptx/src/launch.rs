@@ -547,7 +547,9 @@ fn check_launch(
         l,
         &format!("{geometry}: per-worker scratch"),
         &[
-            shared_total * (1 + crate::race::SHADOW_BYTES_PER_BYTE),
+            // The block's shared window: its bytes and the reserved region's.
+            crate::special::reserved_region(shared_total).1
+                * (1 + crate::race::SHADOW_BYTES_PER_BYTE),
             nthreads * k.local_bytes as u64,
             nwarps * 32 * 8 * k.regs.len().max(1) as u64,
             if opts.check && k.store_targets.some {

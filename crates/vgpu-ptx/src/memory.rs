@@ -328,40 +328,57 @@ pub(crate) fn check_align(space: &str, addr: u64, align: u64) -> Result<(), MemF
 
 /// A block's shared memory.
 pub(crate) struct SharedMem {
+    /// The kernel's bytes, the padding to the reserved region, and the
+    /// reserved region's usable bytes (`crate::special::reserved_region`).
     pub data: Vec<u8>,
     pub shadow: Option<Shadow>,
+    /// The kernel's own bytes (static plus dynamic).
+    user: u64,
+    /// Where the reserved region begins (`%reserved_smem_offset_begin`).
+    reserved: u64,
 }
 
 impl SharedMem {
-    /// `size` bytes for a block of `nwarps` warps; `check`: with the checker's
-    /// shadow.
-    pub(crate) fn new(size: usize, check: bool, nwarps: usize) -> SharedMem {
-        SharedMem {
-            data: vec![0; size],
-            shadow: check.then(|| Shadow::new(size, nwarps)),
-        }
+    /// A block's shared memory: `user` bytes of the kernel's, then the region
+    /// reserved for system software, for a block of `nwarps` warps; `check`:
+    /// with the checker's shadow.
+    pub(crate) fn new(user: usize, check: bool, nwarps: usize) -> SharedMem {
+        let (begin, end, _) = crate::special::reserved_region(user as u64);
+        let mut m = SharedMem {
+            data: vec![0; end as usize],
+            shadow: check.then(|| Shadow::new(end as usize, nwarps)),
+            user: user as u64,
+            reserved: begin,
+        };
+        m.reset();
+        m
     }
 
-    /// Resets for the next block (same size).
+    /// Resets for the next block (same size). The reserved region starts
+    /// zeroed and initialised (system software's memory, not the kernel's).
     pub(crate) fn reset(&mut self) {
         self.data.fill(0);
         if let Some(s) = &mut self.shadow {
             s.reset();
+            s.mark_initialised(self.reserved as usize..self.data.len());
         }
     }
 
     #[inline]
     fn bounds(&self, addr: u64, size: u8) -> Result<usize, MemFault> {
-        if addr
-            .checked_add(size as u64)
-            .is_none_or(|e| e > self.data.len() as u64)
-        {
-            return Err(fault(
+        match addr.checked_add(size as u64) {
+            Some(e) if e <= self.user => Ok(addr as usize),
+            Some(e) if addr >= self.reserved && e <= self.data.len() as u64 => Ok(addr as usize),
+            _ => Err(fault(
                 FaultClass::OutOfBounds,
-                format!("shared {size}-byte access at 0x{addr:x}, the block has {} bytes of shared memory", self.data.len()),
-            ));
+                format!(
+                    "shared {size}-byte access at 0x{addr:x}, the block has {} bytes of shared memory (and the {} bytes reserved for system software at 0x{:x})",
+                    self.user,
+                    self.data.len() as u64 - self.reserved,
+                    self.reserved
+                ),
+            )),
         }
-        Ok(addr as usize)
     }
 
     /// A load by thread `tid` (its linear index in the block) at PTX `line`;
@@ -411,8 +428,9 @@ impl SharedMem {
     ) -> Result<(), MemFault> {
         let a = self.bounds(addr, size)?;
         if let Some(s) = &mut self.shadow {
-            for b in a..a + size as usize {
-                s.write(b, tid, line, who)?;
+            for (i, b) in (a..a + size as usize).enumerate() {
+                let same = self.data[b] == (v >> (8 * i)) as u8;
+                s.write_value(b, tid, line, who, same)?;
             }
         }
         for i in 0..size as usize {

@@ -15,6 +15,56 @@ use crate::warp_ops::WarpOp;
 
 /// A pure operation on up to three register values (as bits), giving one.
 pub(crate) type AluFn = Box<dyn Fn(u64, u64, u64) -> u64 + Send + Sync>;
+/// A memory operation's semantics in the PTX memory model. Every scope
+/// (`.cta` and wider) includes the block, so two strong operations of one
+/// block never race; release and acquire also order the accesses around them
+/// (the checker's happens-before, race.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Order {
+    /// A plain (weak) access.
+    #[default]
+    Weak,
+    /// `.relaxed` (also `.volatile`, `.mmio`, and atomics without semantics).
+    Relaxed,
+    /// `.acquire`.
+    Acquire,
+    /// `.release`.
+    Release,
+    /// `.acq_rel`.
+    AcqRel,
+}
+
+impl Order {
+    /// The order a `ld`/`st`/`atom`/`red` instruction's modifiers give it;
+    /// `atomic`: atomics are at least relaxed.
+    pub(crate) fn of(mods: &[String], atomic: bool) -> Order {
+        let has = |m: &str| mods.iter().any(|x| x == m);
+        if has("acq_rel") {
+            Order::AcqRel
+        } else if has("acquire") {
+            Order::Acquire
+        } else if has("release") {
+            Order::Release
+        } else if atomic || has("relaxed") || has("volatile") || has("mmio") {
+            Order::Relaxed
+        } else {
+            Order::Weak
+        }
+    }
+    /// A strong operation (anything but a plain access).
+    pub(crate) fn strong(self) -> bool {
+        self != Order::Weak
+    }
+    /// Has acquire semantics.
+    pub(crate) fn acquires(self) -> bool {
+        matches!(self, Order::Acquire | Order::AcqRel)
+    }
+    /// Has release semantics.
+    pub(crate) fn releases(self) -> bool {
+        matches!(self, Order::Release | Order::AcqRel)
+    }
+}
+
 /// A pure operation giving two values (`setp` with two destinations, carries).
 pub(crate) type Alu2Fn = Box<dyn Fn(u64, u64, u64) -> (u64, u64) + Send + Sync>;
 /// An atomic read-modify-write: `(old, b, c) -> new`.
@@ -115,6 +165,8 @@ pub(crate) enum Op {
     /// Load `d.len()` elements of `size` bytes; `sign` sign-extends. Bit `i`
     /// of `unused` is set when the program uses no byte of element `i`
     /// (`.pragma "used_bytes_mask"`): the checker does not look at it.
+    /// `order`: its semantics in the PTX memory model (`.relaxed`,
+    /// `.volatile`, `.mmio`: relaxed; `.acquire`).
     Ld {
         space: Space,
         size: u8,
@@ -122,13 +174,16 @@ pub(crate) enum Op {
         d: Vec<u32>,
         addr: Addr,
         unused: u32,
+        order: Order,
     },
-    /// Store `src.len()` elements of `size` bytes.
+    /// Store `src.len()` elements of `size` bytes; `order` as for `Ld`
+    /// (`.relaxed`, `.volatile`, `.mmio`: relaxed; `.release`).
     St {
         space: Space,
         size: u8,
         src: Vec<Src>,
         addr: Addr,
+        order: Order,
     },
     /// Atomic read-modify-write; `d` receives the old value; `deferred`: the old
     /// value is never read, so a global atomic may be applied after the launch
@@ -142,6 +197,8 @@ pub(crate) enum Op {
         b: Src,
         c: Src,
         deferred: bool,
+        /// Relaxed unless `.acquire`, `.release` or `.acq_rel`.
+        order: Order,
     },
     /// Branch.
     Bra { target: u32 },

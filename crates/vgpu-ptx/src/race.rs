@@ -10,6 +10,18 @@
 //! comes first in VGPU's schedule: read-after-write, write-after-read and
 //! write-after-write, each naming both threads and both PTX lines.
 //!
+//! Strong operations (atomics, `.relaxed`/`.acquire`/`.release`/`.volatile`
+//! loads and stores: every scope includes the block) never race with each
+//! other. Release and acquire order the accesses around them: a release by a
+//! warp (`st.release`, `atom/red.release`, `.acq_rel`) publishes the warp's
+//! clock at that byte, an acquire of the byte by another warp (`ld.acquire`,
+//! `atom.acquire`, `.acq_rel`) joins it into its own, and an earlier access of
+//! warp W is ordered before warp V's access when V's clock of W has reached the
+//! access's (vector clocks at warp granularity: a release publishes what all of
+//! the warp's lanes did before it, as the lanes that release in practice do
+//! after a `bar.warp.sync`). A weak store to the byte ends the release
+//! sequence; atomics continue it.
+//!
 //! A read of a byte nothing has written is not reported at once: in VGPU's
 //! schedule (warp after warp) another thread may write it later in the same
 //! barrier interval, which makes the read a write-after-read race, not an
@@ -19,6 +31,8 @@
 
 use crate::error::FaultClass;
 use crate::memory::MemFault;
+use crate::program::Order;
+use std::collections::HashMap;
 
 /// One access, as the shadow remembers it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,6 +43,13 @@ pub(crate) struct Access {
     line: u32,
     /// The thread's warp's warp-sync count when it accessed.
     sync: u32,
+    /// The warp instruction it was part of ([`Shadow::next_instance`]).
+    inst: u32,
+    /// A strong operation (an atomic, or a `.relaxed`/`.acquire`/`.release`/
+    /// `.volatile` load or store): it races with no other strong operation.
+    strong: bool,
+    /// The warp's own clock when it accessed (release/acquire order).
+    rc: u32,
 }
 
 /// A read of shared memory that nothing had written, waiting for the end of its
@@ -71,6 +92,17 @@ pub(crate) struct Shadow {
     pub pending: Option<PendingRead>,
     /// The space's name in messages (`shared`, `global`).
     space: &'static str,
+    /// The current warp instruction's number (wrapping).
+    inst: u32,
+    /// The current warp instruction's memory order.
+    order: Order,
+    /// Warps in the block.
+    nwarps: usize,
+    /// Vector clocks: `vc[v * nwarps + w]` is what warp `v` has acquired of
+    /// warp `w`'s clock (`vc[w * nwarps + w]`: `w`'s own, from 1).
+    vc: Vec<u32>,
+    /// The clocks released at a byte (its release sequence's join).
+    released: HashMap<usize, Vec<u32>>,
 }
 
 /// Bytes of checker shadow per byte of shared memory (what a launch's memory
@@ -91,6 +123,11 @@ impl Shadow {
             warps: vec![WarpSyncs::default(); nwarps],
             pending: None,
             space: "shared",
+            inst: 0,
+            order: Order::Weak,
+            nwarps,
+            vc: fresh_clocks(nwarps),
+            released: HashMap::new(),
         }
     }
 
@@ -101,6 +138,11 @@ impl Shadow {
         s.written.fill(true);
         s.space = space;
         s
+    }
+
+    /// Marks the bytes `range` as initialised (written before the block began).
+    pub(crate) fn mark_initialised(&mut self, range: std::ops::Range<usize>) {
+        self.written[range].fill(true);
     }
 
     /// Clears for the next block.
@@ -114,6 +156,8 @@ impl Shadow {
         self.epoch = 1;
         self.warps.fill(WarpSyncs::default());
         self.pending = None;
+        self.vc = fresh_clocks(self.nwarps);
+        self.released.clear();
     }
 
     /// A block barrier completed: a new interval begins. Returns the pending
@@ -145,18 +189,79 @@ impl Shadow {
             who: tid + 1,
             line,
             sync: self.warps.get((tid / 32) as usize).map_or(0, |w| w.count),
+            inst: self.inst,
+            strong: self.order.strong(),
+            rc: self.clock(tid / 32, tid / 32),
         }
     }
 
+    /// Warp `v`'s clock of warp `w` (0 for a warp outside the block).
+    fn clock(&self, v: u32, w: u32) -> u32 {
+        let (v, w) = (v as usize, w as usize);
+        if v < self.nwarps && w < self.nwarps {
+            self.vc[v * self.nwarps + w]
+        } else {
+            0
+        }
+    }
+
+    /// A new warp instruction begins: the accesses its lanes make until the
+    /// next call are simultaneous (one instruction of one warp); `order`: its
+    /// semantics in the PTX memory model.
+    pub(crate) fn next_instance(&mut self, order: Order) {
+        self.inst = self.inst.wrapping_add(1);
+        self.order = order;
+    }
+
+    /// Whether the earlier access `a` and an access now conflict without
+    /// racing: both strong (morally strong: every scope includes the block).
+    fn both_strong(&self, a: Access) -> bool {
+        self.order.strong() && a.strong
+    }
+
+    /// An acquire of byte `b` by thread `tid`'s warp: joins what was released there.
+    fn acquire(&mut self, b: usize, tid: u32) {
+        let v = (tid / 32) as usize;
+        if v >= self.nwarps {
+            return;
+        }
+        if let Some(r) = self.released.get(&b) {
+            let row = &mut self.vc[v * self.nwarps..(v + 1) * self.nwarps];
+            for (x, y) in row.iter_mut().zip(r) {
+                *x = (*x).max(*y);
+            }
+        }
+    }
+
+    /// A release at byte `b` by thread `tid`'s warp: publishes its clocks there
+    /// (joined with the release sequence's when `rmw`, replacing it otherwise),
+    /// then advances its own clock.
+    fn release(&mut self, b: usize, tid: u32, rmw: bool) {
+        let v = (tid / 32) as usize;
+        if v >= self.nwarps {
+            return;
+        }
+        let n = self.nwarps;
+        let row = self.vc[v * n..(v + 1) * n].to_vec();
+        match self.released.get_mut(&b) {
+            Some(r) if rmw => r.iter_mut().zip(&row).for_each(|(x, y)| *x = (*x).max(*y)),
+            _ => {
+                self.released.insert(b, row);
+            }
+        }
+        self.vc[v * n + v] += 1;
+    }
+
     /// Whether the earlier access `a` (of this interval) is ordered before an
-    /// access by thread `tid` now: the same thread, or a warp sync of both since.
+    /// access by thread `tid` now: the same thread, a warp sync of both since
+    /// (one warp), or an acquire of a release made after it (two warps).
     fn ordered(&self, a: Access, tid: u32) -> bool {
         let other = a.who - 1;
         if other == tid {
             return true;
         }
         if other / 32 != tid / 32 {
-            return false;
+            return self.clock(tid / 32, other / 32) >= a.rc;
         }
         let both = (1u32 << (other % 32)) | (1u32 << (tid % 32));
         let w = &self.warps[(tid / 32) as usize];
@@ -187,7 +292,10 @@ impl Shadow {
         if !self.written[b] {
             self.pending
                 .get_or_insert(PendingRead { tid, line, byte: b });
-        } else if self.wepoch[b] == self.epoch && !self.ordered(self.writer[b], tid) {
+        } else if self.wepoch[b] == self.epoch
+            && !self.both_strong(self.writer[b])
+            && !self.ordered(self.writer[b], tid)
+        {
             let w = self.writer[b];
             return Err(race(format!(
                 "read-after-write hazard on {} byte 0x{at:x}: read here, written by thread {} at PTX line {}, with no barrier between",
@@ -206,9 +314,13 @@ impl Shadow {
         } else {
             self.reader2[b] = me;
         }
+        if self.order.acquires() {
+            self.acquire(b, tid);
+        }
         Ok(())
     }
 
+    #[cfg(test)]
     /// Checks and records a write of byte `b` by thread `tid` at PTX `line`.
     pub(crate) fn write(
         &mut self,
@@ -217,10 +329,25 @@ impl Shadow {
         line: u32,
         who: &dyn Fn(u32) -> String,
     ) -> Result<(), MemFault> {
-        self.write_at(b, b as u64, tid, line, who)
+        self.write_at(b, b as u64, tid, line, who, false)
     }
 
-    /// [`Shadow::write`] of byte `b`, whose address messages name as `at`.
+    /// [`Shadow::write`] that knows whether the byte already holds the value
+    /// written (`same_value`): lanes of one warp instruction writing the same
+    /// value to one byte do not race (the store is one transaction and every
+    /// outcome is the same, as racecheck treats it); different values do.
+    pub(crate) fn write_value(
+        &mut self,
+        b: usize,
+        tid: u32,
+        line: u32,
+        who: &dyn Fn(u32) -> String,
+        same_value: bool,
+    ) -> Result<(), MemFault> {
+        self.write_at(b, b as u64, tid, line, who, same_value)
+    }
+
+    /// [`Shadow::write_value`] of byte `b`, whose address messages name as `at`.
     pub(crate) fn write_at(
         &mut self,
         b: usize,
@@ -228,8 +355,15 @@ impl Shadow {
         tid: u32,
         line: u32,
         who: &dyn Fn(u32) -> String,
+        same_value: bool,
     ) -> Result<(), MemFault> {
-        if self.wepoch[b] == self.epoch && !self.ordered(self.writer[b], tid) {
+        let w = self.writer[b];
+        let simultaneous = same_value && w.inst == self.inst && (w.who - 1) / 32 == tid / 32;
+        if self.wepoch[b] == self.epoch
+            && !simultaneous
+            && !self.both_strong(w)
+            && !self.ordered(w, tid)
+        {
             let w = self.writer[b];
             return Err(race(format!(
                 "write-after-write hazard on {} byte 0x{at:x}: written here and by thread {} at PTX line {}, with no barrier between",
@@ -240,7 +374,7 @@ impl Shadow {
         }
         if self.repoch[b] == self.epoch {
             for r in [self.reader[b], self.reader2[b]] {
-                if r.who != 0 && !self.ordered(r, tid) {
+                if r.who != 0 && !self.both_strong(r) && !self.ordered(r, tid) {
                     let unwritten = self
                         .pending
                         .is_some_and(|p| p.byte == b && p.tid + 1 == r.who);
@@ -260,6 +394,12 @@ impl Shadow {
         self.writer[b] = self.access(tid, line);
         self.wepoch[b] = self.epoch;
         self.written[b] = true;
+        if self.order.releases() {
+            self.release(b, tid, false);
+        } else {
+            // A store without release semantics ends the release sequence.
+            self.released.remove(&b);
+        }
         Ok(())
     }
 
@@ -272,11 +412,29 @@ impl Shadow {
                 detail: format!("atomic on shared byte 0x{b:x} that nothing wrote"),
             });
         }
-        self.writer[b] = self.access(tid, line);
+        if self.order.acquires() {
+            self.acquire(b, tid);
+        }
+        self.writer[b] = Access {
+            strong: true,
+            ..self.access(tid, line)
+        };
         self.wepoch[b] = self.epoch;
         self.repoch[b] = 0;
+        if self.order.releases() {
+            self.release(b, tid, true);
+        }
         Ok(())
     }
+}
+
+/// Vector clocks for `n` warps: each warp's own clock 1, nothing acquired.
+fn fresh_clocks(n: usize) -> Vec<u32> {
+    let mut vc = vec![0; n * n];
+    for w in 0..n {
+        vc[w * n + w] = 1;
+    }
+    vc
 }
 
 fn race(detail: String) -> MemFault {
@@ -292,6 +450,114 @@ mod tests {
 
     fn who(t: u32) -> String {
         format!("#{t}")
+    }
+
+    #[test]
+    fn lanes_of_one_store_writing_one_value_do_not_race() {
+        let mut s = Shadow::new(8, 2);
+        // One warp instruction: lanes 0 and 1 write the same value to byte 0.
+        s.next_instance(Order::Weak);
+        s.write_value(0, 0, 10, &who, false).unwrap();
+        s.write_value(0, 1, 10, &who, true).unwrap();
+        // A different value in one instruction is a race.
+        s.next_instance(Order::Weak);
+        s.write_value(1, 0, 11, &who, false).unwrap();
+        let e = s.write_value(1, 1, 11, &who, false).unwrap_err();
+        assert!(
+            e.detail.contains("write-after-write") && e.detail.contains("#0"),
+            "{}",
+            e.detail
+        );
+        // The same value in a later instruction of the warp (no sync) is a race.
+        s.next_instance(Order::Weak);
+        let e = s.write_value(0, 2, 10, &who, true).unwrap_err();
+        assert!(e.detail.contains("write-after-write"), "{}", e.detail);
+        // So is the same value from another warp in the "same" instruction number.
+        let mut s = Shadow::new(8, 2);
+        s.next_instance(Order::Weak);
+        s.write_value(0, 0, 10, &who, false).unwrap();
+        let e = s.write_value(0, 32, 10, &who, true).unwrap_err();
+        assert!(e.detail.contains("write-after-write"), "{}", e.detail);
+    }
+
+    #[test]
+    fn release_then_acquire_orders_the_accesses_around_them() {
+        // Warp 0: thread 31 writes a slot, thread 0 releases a flag (an
+        // atomic with .acq_rel). Warp 1: thread 32 acquires the flag, then
+        // reads the slot: ordered, no race.
+        let mut s = Shadow::new(16, 2);
+        s.mark_initialised(8..12);
+        s.next_instance(Order::Weak);
+        s.write(0, 31, 10, &who).unwrap();
+        s.next_instance(Order::AcqRel);
+        s.atomic(8, 0, 11).unwrap();
+        s.next_instance(Order::Acquire);
+        s.read(8, 32, 12, &who).unwrap();
+        s.next_instance(Order::Weak);
+        s.read(0, 32, 13, &who).unwrap();
+        // A write after the release is not published by it: a race.
+        s.write(1, 31, 14, &who).unwrap();
+        let e = s.read(1, 33, 15, &who).unwrap_err();
+        assert!(e.detail.contains("read-after-write"), "{}", e.detail);
+        // Without the acquire (a relaxed load of the flag), the read races.
+        let mut s = Shadow::new(16, 2);
+        s.mark_initialised(8..12);
+        s.next_instance(Order::Weak);
+        s.write(0, 31, 10, &who).unwrap();
+        s.next_instance(Order::Release);
+        s.write(8, 0, 11, &who).unwrap();
+        s.next_instance(Order::Relaxed);
+        s.read(8, 32, 12, &who).unwrap();
+        s.next_instance(Order::Weak);
+        let e = s.read(0, 32, 13, &who).unwrap_err();
+        assert!(e.detail.contains("read-after-write"), "{}", e.detail);
+        // A weak store to the flag ends the release sequence.
+        let mut s = Shadow::new(16, 2);
+        s.next_instance(Order::Weak);
+        s.write(0, 31, 10, &who).unwrap();
+        s.next_instance(Order::Release);
+        s.write(8, 0, 11, &who).unwrap();
+        s.next_instance(Order::Weak);
+        s.write(8, 0, 12, &who).unwrap();
+        s.next_instance(Order::Acquire);
+        s.read(8, 32, 13, &who).unwrap_err();
+    }
+
+    #[test]
+    fn strong_operations_and_atomics_do_not_race_with_each_other() {
+        let mut s = Shadow::new(8, 2);
+        s.write(0, 0, 9, &who).unwrap();
+        s.next_instance(Order::Weak);
+        s.write(1, 0, 9, &who).unwrap();
+        s.write(2, 0, 9, &who).unwrap();
+        // An atomic by thread 0, then an `ld.acquire` by thread 40: no race.
+        s.atomic(0, 0, 10).unwrap();
+        s.next_instance(Order::Relaxed);
+        s.read(0, 40, 11, &who).unwrap();
+        // A plain load after the atomic races.
+        s.next_instance(Order::Weak);
+        let e = s.read(0, 41, 12, &who).unwrap_err();
+        assert!(e.detail.contains("read-after-write"), "{}", e.detail);
+        // `st.relaxed` after `st.relaxed` of another warp: no race; a plain
+        // store after it: a race.
+        s.next_instance(Order::Relaxed);
+        s.write(1, 0, 13, &who).unwrap();
+        s.write(1, 40, 14, &who).unwrap();
+        s.next_instance(Order::Weak);
+        let e = s.write(1, 41, 15, &who).unwrap_err();
+        assert!(e.detail.contains("write-after-write"), "{}", e.detail);
+        // A strong store after another warp's plain read races (WAR).
+        let mut s = Shadow::new(8, 2);
+        s.write(3, 0, 16, &who).unwrap();
+        let mut t = Shadow::new(8, 2);
+        t.mark_initialised(3..4);
+        t.next_instance(Order::Weak);
+        t.read(3, 0, 17, &who).unwrap();
+        t.next_instance(Order::Relaxed);
+        let e = t.write(3, 40, 18, &who).unwrap_err();
+        assert!(e.detail.contains("write-after-read"), "{}", e.detail);
+        s.next_instance(Order::Relaxed);
+        s.read(3, 0, 19, &who).unwrap();
     }
 
     fn class(r: Result<(), MemFault>) -> Option<FaultClass> {

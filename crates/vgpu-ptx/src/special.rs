@@ -15,13 +15,20 @@
 //! - clusters: every launch is a grid of one-CTA clusters (`%cluster_ctaid` 0,
 //!   `%cluster_nctaid` 1, `%clusterid` = `%ctaid`, `%nclusterid` = `%nctaid`,
 //!   `%cluster_ctarank` 0, `%cluster_nctarank` 1, `%is_explicit_cluster` 0);
-//! - shared memory: `%total_smem_size` and `%aggr_smem_size` are the block's
-//!   static plus dynamic bytes, `%dynamic_smem_size` the dynamic bytes. VGPU
-//!   reserves no shared memory for the system, so the reserved region is empty
-//!   and sits just past the block's shared memory: `%reserved_smem_offset_begin`
-//!   = `%reserved_smem_offset_end` = `%reserved_smem_offset_<0|1>` = the block's
-//!   shared bytes, `%reserved_smem_offset_cap` 0 (an access there is out of
-//!   bounds, as an access into an empty region is).
+//! - shared memory: `%dynamic_smem_size` is the dynamic bytes;
+//!   `%total_smem_size` the static plus dynamic bytes in units of the shared
+//!   memory allocation unit (128 bytes on sm_80 and later, as the ISA says:
+//!   "returned in multiples of shared memory allocation unit size"). Behind
+//!   them lies the region reserved for NVIDIA system software (1 KiB per block
+//!   from sm_80), laid out as an sm_8x/sm_90 GPU reports it: it begins at
+//!   `%total_smem_size` (`%reserved_smem_offset_begin` = `_0` = `_1`),
+//!   `%reserved_smem_offset_end` is 288 bytes on (what cooperative groups'
+//!   multi-warp tiles may use for their barriers and exchange slots, found
+//!   through `%reserved_smem_offset_1`) and `%reserved_smem_offset_cap` 1 KiB
+//!   on; `%aggr_smem_size` counts the kernel's bytes and the reserved KiB. The
+//!   288 bytes from `begin` are real, zeroed, initialised memory of the block;
+//!   the padding before `begin` and the bytes from `end` are out of bounds
+//!   ([`reserved_region`]).
 
 /// A special register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,14 +54,35 @@ pub(crate) enum Special {
     DynSmem,
     TotalSmem,
     AggrSmem,
-    /// `%reserved_smem_offset_begin`, `_end` and `_<0|1>`.
+    /// `%reserved_smem_offset_begin` and `_<0|1>`.
     ReservedSmemOffset,
+    /// `%reserved_smem_offset_end`.
+    ReservedSmemEnd,
     ReservedSmemCap,
     /// `%envreg<n>`, `%pm<n>`, `%pm<n>_64`, `%current_graph_exec`,
     /// `%is_explicit_cluster`, `%cluster_ctaid.*`, `%cluster_ctarank`: 0.
     Zero,
     /// `%cluster_nctaid.*`, `%cluster_nctarank`: 1.
     One,
+}
+
+/// Shared memory's allocation unit on sm_80 and later, in bytes.
+pub(crate) const SMEM_UNIT: u64 = 128;
+/// Bytes of the reserved region from its beginning that system software's
+/// users may rely on (cooperative groups asserts its multi-warp scratch fits).
+pub(crate) const RESERVED_SMEM_USABLE: u64 = 288;
+/// The reserved region's capacity per block on sm_80 and later.
+pub(crate) const RESERVED_SMEM_CAP: u64 = 1024;
+
+/// The reserved shared region of a block whose kernel uses `user` bytes of
+/// shared memory: `(begin, end, cap)` offsets in the block's shared window.
+pub(crate) fn reserved_region(user: u64) -> (u64, u64, u64) {
+    let begin = user.div_ceil(SMEM_UNIT) * SMEM_UNIT;
+    (
+        begin,
+        begin + RESERVED_SMEM_USABLE,
+        begin + RESERVED_SMEM_CAP,
+    )
 }
 
 /// The value of the constant `WARP_SZ` (nvcc emits it for `warpSize`).
@@ -114,7 +142,8 @@ pub(crate) fn special(name: &str) -> Option<Special> {
         "%dynamic_smem_size" => Special::DynSmem,
         "%total_smem_size" => Special::TotalSmem,
         "%aggr_smem_size" => Special::AggrSmem,
-        "%reserved_smem_offset_begin" | "%reserved_smem_offset_end" => Special::ReservedSmemOffset,
+        "%reserved_smem_offset_begin" => Special::ReservedSmemOffset,
+        "%reserved_smem_offset_end" => Special::ReservedSmemEnd,
         "%reserved_smem_offset_cap" => Special::ReservedSmemCap,
         "%current_graph_exec" | "%is_explicit_cluster" | "%cluster_ctarank" => Special::Zero,
         "%cluster_nctarank" => Special::One,
@@ -143,7 +172,7 @@ pub(crate) struct SpecialCtx {
 
 /// The value of special register `s` for the thread `c` describes.
 pub(crate) fn value(s: Special, c: &SpecialCtx) -> u64 {
-    let shared = c.shared_static as u64 + c.dyn_shared as u64;
+    let (begin, end, cap) = reserved_region(c.shared_static as u64 + c.dyn_shared as u64);
     match s {
         Special::Tid(i) => c.tid[i as usize] as u64,
         Special::Ntid(i) => c.ntid[i as usize] as u64,
@@ -165,10 +194,12 @@ pub(crate) fn value(s: Special, c: &SpecialCtx) -> u64 {
         Special::Clock | Special::GlobalTimerLo => c.steps & 0xffff_ffff,
         Special::ClockHi | Special::GlobalTimerHi => c.steps >> 32,
         Special::Clock64 | Special::GlobalTimer => c.steps,
-        Special::SmId | Special::GridId | Special::Zero | Special::ReservedSmemCap => 0,
+        Special::SmId | Special::GridId | Special::Zero => 0,
         Special::NSmId | Special::One => 1,
         Special::DynSmem => c.dyn_shared as u64,
-        Special::TotalSmem | Special::AggrSmem | Special::ReservedSmemOffset => shared,
+        Special::TotalSmem | Special::ReservedSmemOffset => begin,
+        Special::ReservedSmemEnd => end,
+        Special::ReservedSmemCap | Special::AggrSmem => cap,
     }
 }
 
@@ -274,13 +305,23 @@ mod tests {
     fn shared_memory_sizes_and_the_empty_reserved_region() {
         let c = ctx(0, 0);
         assert_eq!(val("%dynamic_smem_size", &c), 1024);
+        // 256 + 1024 bytes: already a multiple of the 128-byte unit.
         assert_eq!(val("%total_smem_size", &c), 1280);
-        assert_eq!(val("%aggr_smem_size", &c), 1280);
+        assert_eq!(val("%aggr_smem_size", &c), 1280 + 1024);
         assert_eq!(val("%reserved_smem_offset_begin", &c), 1280);
-        assert_eq!(val("%reserved_smem_offset_end", &c), 1280);
+        assert_eq!(val("%reserved_smem_offset_end", &c), 1280 + 288);
         assert_eq!(val("%reserved_smem_offset_0", &c), 1280);
         assert_eq!(val("%reserved_smem_offset_1", &c), 1280);
-        assert_eq!(val("%reserved_smem_offset_cap", &c), 0);
+        assert_eq!(val("%reserved_smem_offset_cap", &c), 1280 + 1024);
+        // 100 bytes round up to one unit.
+        let c = SpecialCtx {
+            shared_static: 100,
+            dyn_shared: 0,
+            ..c
+        };
+        assert_eq!(val("%total_smem_size", &c), 128);
+        assert_eq!(val("%reserved_smem_offset_1", &c), 128);
+        assert_eq!(val("%reserved_smem_offset_end", &c), 128 + 288);
         assert!(special("%reserved_smem_offset_2").is_none());
     }
 

@@ -21,6 +21,9 @@ impl Lower<'_> {
             return Err(self.err_sem(ins.line, format!("{} needs 2 operands", ins.opcode_text())));
         }
         let size = ty.bytes() as u8;
+        // Strong operations (PTX ISA, memory consistency model): a scope
+        // qualifier's semantics, or `.volatile` (relaxed at system scope).
+        let order = Order::of(mods.0, false);
         if is_st {
             let (sp, addr) = self.addr(ins, &ops[0], space)?;
             let src = match &ops[1] {
@@ -39,6 +42,7 @@ impl Lower<'_> {
                     size,
                     src,
                     addr,
+                    order,
                 },
                 g,
                 ins.line,
@@ -81,6 +85,7 @@ impl Lower<'_> {
                     d,
                     addr,
                     unused,
+                    order,
                 },
                 g,
                 ins.line,
@@ -142,6 +147,7 @@ impl Lower<'_> {
                 b,
                 c,
                 deferred: false,
+                order: Order::of(mods.0, true),
             },
             g,
             ins.line,

@@ -313,11 +313,16 @@ impl BlockRun<'_, '_> {
             b,
             c,
             deferred,
+            order,
         } = &inst.op
         else {
             return Ok(());
         };
         let line = inst.line;
+        if let Some(s) = &mut self.shared.shadow {
+            // The lanes' atomics are one warp instruction.
+            s.next_instance(*order);
+        }
         for l in lanes(em) {
             let tid = base + l as u32;
             let a = rd(regs, addr.base, l).wrapping_add(addr.off as u64);

@@ -195,8 +195,16 @@ impl BlockRun<'_, '_> {
         let ctx = self.ctx;
         let run = self;
         loop {
-            for w in warps.iter_mut() {
-                run.run_warp(w)?;
+            // Round after round until no warp yielded (a warp yields after a
+            // strong load, where it may be spinning on another warp's store).
+            loop {
+                let mut yielded = false;
+                for w in warps.iter_mut() {
+                    yielded |= run.run_warp(w)?;
+                }
+                if !yielded {
+                    break;
+                }
             }
             // Every lane is parked at a barrier or has exited.
             let mut waiting: Option<(u32, u32)> = None; // (tid, pc)
@@ -359,8 +367,12 @@ impl BlockRun<'_, '_> {
         self.fault(e.class, tid, line, e.detail)
     }
 
-    /// Runs a warp until all its lanes are parked at a barrier or exited.
-    fn run_warp(&mut self, w: &mut Warp) -> Result<(), PtxError> {
+    /// Runs a warp until all its lanes are parked at a barrier or exited
+    /// (`Ok(false)`), or until it yields after a strong load (`.volatile`,
+    /// `.relaxed`, `.acquire`: `Ok(true)`), so that a warp spinning on a flag
+    /// another warp sets lets that warp run (forward progress, as the GPU's
+    /// schedulers give; cooperative groups' multi-warp tiles wait that way).
+    fn run_warp(&mut self, w: &mut Warp) -> Result<bool, PtxError> {
         let k = self.ctx.k;
         let code = &k.code;
         let limit = self.ctx.opts.watchdog;
@@ -373,7 +385,7 @@ impl BlockRun<'_, '_> {
                 }
             }
             if pc == u32::MAX {
-                return Ok(());
+                return Ok(false);
             }
             let mut mask = 0u32;
             let mut next_other = u32::MAX;
@@ -470,6 +482,12 @@ impl BlockRun<'_, '_> {
                                 let d = inst.op.dsts();
                                 self.record(inst, w, &d);
                             }
+                            if matches!(&inst.op, Op::Ld { order, .. } if order.strong()) {
+                                for l in lanes(mask) {
+                                    w.pc[l] = pc + 1;
+                                }
+                                return Ok(true);
+                            }
                         }
                         pc += 1;
                     }
@@ -546,8 +564,13 @@ impl BlockRun<'_, '_> {
                 d,
                 addr,
                 unused,
+                order,
             } => {
                 let (line, base) = (inst.line, w.base);
+                if let Some(s) = &mut self.shared.shadow {
+                    // The lanes' loads are one warp instruction.
+                    s.next_instance(*order);
+                }
                 self.exec_ld(line, *space, *size, *sign, d, addr, *unused, regs, base, em)?;
                 self.check_full_log()?;
             }
@@ -556,7 +579,12 @@ impl BlockRun<'_, '_> {
                 size,
                 src,
                 addr,
+                order,
             } => {
+                if let Some(s) = &mut self.shared.shadow {
+                    // The lanes' stores are one warp instruction.
+                    s.next_instance(*order);
+                }
                 self.exec_st(inst.line, *space, *size, src, addr, regs, w.base, em)?;
                 self.check_full_log()?;
             }
