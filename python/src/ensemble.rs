@@ -181,6 +181,7 @@ pub(crate) fn prepare(
     backend: Backend,
     block: Option<u32>,
     par: Par,
+    shard: Option<(usize, usize)>,
 ) -> PyResult<PreparedEnsemble> {
     let kernel = py
         .detach(|| no_panic("ensemble", || compile(file, source)))
@@ -189,6 +190,22 @@ pub(crate) fn prepare(
     let mut integration = Integration::new(n, t.0, t.1, dt).method(method).par(par);
     if let Some(b) = block {
         integration = integration.block(b);
+    }
+    // shard=(i, r): the rows [lo, hi) of the whole run, cut at whole blocks
+    // (the rule of `vgpu ensemble --shard`), with the whole run's indices.
+    if let Some((index, count)) = shard {
+        let who = format!("shard=({index}, {count})");
+        let spec = vgpu::shard::ShardSpec::parse(&format!("{index}/{count}"))
+            .map_err(|e| PyValueError::new_err(e.to_string().replace("--shard", "shard=")))?;
+        let (lo, hi) = spec
+            .range(n, integration.block as usize)
+            .map_err(|e| PyValueError::new_err(e.to_string().replace("--shard", "shard=")))?;
+        vgpu::shard::refuse_flux(&kernel, &who).map_err(facade_error)?;
+        integration.n = hi - lo;
+        integration = integration.slice(vgpu::ir::Slice {
+            first: lo,
+            total: n,
+        });
     }
     // Sizes first: nothing is allocated for an ensemble beyond the limits.
     vgpu::Limits::default()

@@ -103,7 +103,7 @@ impl PyVgpu {
     /// `file` in error messages) over `t` with step `dt`; returns the final
     /// states (n, dim), the flux outputs {name: 1-D array} and where it ran.
     /// `backend`: "auto", "gpu" or "cpu"; `None` reads `VGPU_BACKEND` (default auto).
-    #[pyo3(signature = (source, file, n, t, dt, method = "rk4", params = None, backend = None, block = None, threads = None))]
+    #[pyo3(signature = (source, file, n, t, dt, method = "rk4", params = None, backend = None, block = None, threads = None, shard = None))]
     #[allow(clippy::too_many_arguments)]
     fn ensemble(
         &self,
@@ -118,6 +118,7 @@ impl PyVgpu {
         backend: Option<&str>,
         block: Option<u32>,
         threads: Option<usize>,
+        shard: Option<(usize, usize)>,
     ) -> PyResult<(Py<PyAny>, Py<PyDict>, &'static str)> {
         let method = parse_method(method)?;
         let backend = vgpu::resolve_backend(backend)
@@ -137,6 +138,7 @@ impl PyVgpu {
             backend,
             block,
             parse_threads(threads),
+            shard,
         )?;
         let result = py
             .detach(|| no_panic("ensemble", || job.run(&self.dispatcher)))
@@ -151,7 +153,7 @@ impl PyVgpu {
     /// or `n × dim` values; `rtol`/`atol`: one value or one per state. Returns
     /// (values (n, dim), or (n, K, dim) with `saveat`; status (n,) uint8;
     /// steps (n, 2) uint64).
-    #[pyo3(signature = (source, file, n, tspan, method, rtol, atol, dt0 = None, dtmin = None, dtmax = None, maxiters = None, saveat = None, u0 = None, params = None, backend = None, threads = None))]
+    #[pyo3(signature = (source, file, n, tspan, method, rtol, atol, dt0 = None, dtmin = None, dtmax = None, maxiters = None, saveat = None, u0 = None, params = None, backend = None, threads = None, shard = None))]
     #[allow(clippy::too_many_arguments)]
     fn ensemble_adaptive(
         &self,
@@ -172,6 +174,7 @@ impl PyVgpu {
         params: Option<&Bound<'_, PyDict>>,
         backend: Option<&str>,
         threads: Option<usize>,
+        shard: Option<(usize, usize)>,
     ) -> PyResult<(Py<PyAny>, Py<PyAny>, Py<PyAny>)> {
         use vgpu::dispatch::MethodChoice;
         use vgpu::field::adaptive::AdaptiveEnsemble;
@@ -218,15 +221,46 @@ impl PyVgpu {
             opts = opts.saveat(s);
         }
         let (kernel, args) = kernel_and_args(py, source, file, params)?;
+        // shard=(i, r): trajectories [lo, hi) of the whole run (one trajectory
+        // per unit, the rule of `vgpu ensemble --shard`), globally indexed.
+        let (mut spans, mut u0): (Vec<(f64, f64)>, _) =
+            (tspan.chunks(2).map(|r| (r[0], r[1])).collect(), u0);
+        let (run_n, slice) = match shard {
+            None => (n, None),
+            Some((index, count)) => {
+                let spec = vgpu::shard::ShardSpec::parse(&format!("{index}/{count}"))
+                    .and_then(|s| s.range(n, 1))
+                    .map_err(|e| {
+                        PyValueError::new_err(e.to_string().replace("--shard", "shard="))
+                    })?;
+                let (lo, hi) = spec;
+                if spans.len() == n && n > 1 {
+                    spans = spans[lo..hi].to_vec();
+                }
+                if let Some(v) = u0.as_mut() {
+                    let dim = kernel.states.len();
+                    if v.len() == n * dim {
+                        *v = v[lo * dim..hi * dim].to_vec();
+                    }
+                }
+                (
+                    hi - lo,
+                    Some(vgpu::ir::Slice {
+                        first: lo,
+                        total: n,
+                    }),
+                )
+            }
+        };
         let job = PreparedAdaptive {
             kernel,
             args,
             run: vgpu::ir::adaptive::AdaptiveRun {
-                n,
-                spans: tspan.chunks(2).map(|r| (r[0], r[1])).collect(),
+                n: run_n,
+                spans,
                 u0,
                 options: opts,
-                slice: None,
+                slice,
             },
             backend,
         };

@@ -69,6 +69,20 @@ def _matrix(op: str, name: str, x: Any) -> np.ndarray:
     return _array(op, name, x, 2)
 
 
+def _shard(shard: Any) -> Optional[Tuple[int, int]]:
+    """``shard=(i, r)`` as two whole numbers (``None`` for the whole run)."""
+    if shard is None:
+        return None
+    try:
+        i, r = shard
+        i, r = int(i), int(r)
+    except (TypeError, ValueError):
+        raise ValueError(f"ensemble: shard={shard!r}: expected (i, r), shard i of r (0-based)") from None
+    if r < 1 or not 0 <= i < r:
+        raise ValueError(f"ensemble: shard={shard!r}: expected 0 <= i < r")
+    return (i, r)
+
+
 class VGPUCache:
     """Matrix multiplication and fused kernels through VGPU's persistent kernel cache.
 
@@ -280,6 +294,7 @@ class VGPU:
         u0: Any = None,
         tspan: Any = None,
         return_status: bool = False,
+        shard: Optional[Tuple[int, int]] = None,
     ) -> Any:
         """Integrates ``n`` trajectories of a ``.field`` kernel (CUDA's
         ``<<<grid, block>>>``: trajectory ``i`` is thread ``i``).
@@ -330,6 +345,16 @@ class VGPU:
                 ``(t0, t1)`` rows (instead of ``t``).
             return_status: adaptive: also return the per-trajectory status and
                 step counts.
+            shard: ``(i, r)``: integrate only shard ``i`` of ``r`` (0-based) --
+                the rows ``[lo, hi)`` of the whole run, cut at whole blocks
+                (adaptive: at trajectories) as ``vgpu ensemble --shard i/r``
+                cuts them -- with the whole run's indices (``i``, ``n``,
+                buffers, ``u0``/``tspan`` rows), so each row has the bits the
+                whole run gives it. Returns the slice's arrays;
+                ``numpy.concatenate`` of shards ``0..r`` in order is the whole
+                run's array. On a cluster, run the CLI under ``mpirun`` (the
+                ``mpi`` feature) or one ``--shard`` per job and ``vgpu merge``
+                (docs/SCALING.md). Kernels with flux outputs are refused.
 
         Returns:
             The final states, an ``(n, number of states)`` array of the kernel's
@@ -361,7 +386,7 @@ class VGPU:
                 backend=backend, block=block, threads=threads,
                 return_fluxes=return_fluxes, rtol=rtol, atol=atol, dt0=dt0,
                 dtmin=dtmin, dtmax=dtmax, maxiters=maxiters, saveat=saveat,
-                u0=u0, tspan=tspan, return_status=return_status,
+                u0=u0, tspan=tspan, return_status=return_status, shard=shard,
             )
         if str(method).lower() not in ("rk4", "euler"):
             raise ValueError(
@@ -382,14 +407,15 @@ class VGPU:
             raise ValueError(f"ensemble: method={method!r} needs dt (the fixed step)")
         states, fluxes, _ran_on = self._vgpu.ensemble(
             text, name, int(n), (float(t[0]), float(t[1])), float(dt), method,
-            dict(params or {}), backend, block, threads,
+            dict(params or {}), backend, block, threads, _shard(shard),
         )
         return (states, fluxes) if return_fluxes else states
 
     def _adaptive(self, text: str, name: str, *, n: Any, t: Any, dt: Any, method: str,
                   params: Any, backend: Any, block: Any, threads: Any, return_fluxes: bool,
                   rtol: Any, atol: Any, dt0: Any, dtmin: Any, dtmax: Any, maxiters: Any,
-                  saveat: Any, u0: Any, tspan: Any, return_status: bool) -> Any:
+                  saveat: Any, u0: Any, tspan: Any, return_status: bool,
+                  shard: Any = None) -> Any:
         """The adaptive branch of :meth:`ensemble` (its arguments checked here)."""
         n = int(n)
         if dt is not None:
@@ -444,7 +470,7 @@ class VGPU:
             text, name, n, spans, method, tol("rtol", rtol), tol("atol", atol),
             opt_float("dt0", dt0), opt_float("dtmin", dtmin), opt_float("dtmax", dtmax),
             None if maxiters is None else int(maxiters), save, u0_flat,
-            dict(params or {}), backend, threads,
+            dict(params or {}), backend, threads, _shard(shard),
         )
         return (values, status, steps) if return_status else values
 

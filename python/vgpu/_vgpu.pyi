@@ -94,6 +94,7 @@ class VGPU:
         backend: Optional[str] = ...,
         block: Optional[int] = ...,
         threads: Optional[int] = ...,
+        shard: Optional[Tuple[int, int]] = ...,
     ) -> Tuple[np.ndarray, Dict[str, np.ndarray], str]: ...
     def ensemble_adaptive(
         self,
@@ -113,5 +114,6 @@ class VGPU:
         params: Optional[Dict[str, Any]] = ...,
         backend: Optional[str] = ...,
         threads: Optional[int] = ...,
+        shard: Optional[Tuple[int, int]] = ...,
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def ptx_case(self, path: str, check: bool = ..., parallel: bool = ...) -> Dict[str, Any]: ...

@@ -76,7 +76,11 @@ impl Split {
                 }
             )));
         }
-        let (lo, hi) = spec.range(a.n, unit)?;
+        let flag = format!("--shard {}/{}", spec.index, spec.count);
+        let (lo, hi) = spec.range(a.n, unit).map_err(|e| match e {
+            Error::Usage(m) => Error::Usage(m.replace(&flag, &spec_name(&spec, &mode))),
+            e => e,
+        })?;
         Ok(Some(Split {
             spec,
             lo,
@@ -222,6 +226,12 @@ fn detect_world() -> Option<(ShardSpec, Mode)> {
 
 #[cfg(not(feature = "mpi"))]
 fn detect_world() -> Option<(ShardSpec, Mode)> {
+    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some_and(|v| v != "1") {
+        eprintln!(
+            "note: running under mpirun, but this vgpu was built without the `mpi` feature: \
+             every rank runs the whole ensemble (cargo build --features mpi)"
+        );
+    }
     None
 }
 
