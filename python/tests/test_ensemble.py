@@ -167,6 +167,24 @@ def test_hostile_sizes_are_refused_before_allocation():
         c.matmul(np.ones((100000, 1), np.float32), np.ones((1, 100000), np.float32))
 
 
+def test_checker_refusals_keep_the_interpreter_alive():
+    # Issue 15's panics and stack overflow, through Python: a 12,000-term
+    # left-nested chain (once a stack overflow that killed the interpreter), a
+    # negated literal as an index, an integer expression as a float's initial
+    # value. Each is a VGPUError naming its place.
+    v = vgpu.VGPU()
+    chain = " + ".join(["x"] * 12_000)
+    with pytest.raises(vgpu.VGPUError, match=r"<string>:3:\d+: .*nested at most 256 deep"):
+        v.ensemble(f"field f() {{\n  state x = 1.0;\n  d(x)/dt = {chain};\n}}", n=1,
+                   t=(0, 1), dt=0.5)
+    with pytest.raises(vgpu.VGPUError, match=r"<string>:3:15: `-` does not apply to u32"):
+        v.ensemble("field f(x: f32[]) {\n  state y = 0.0;\n  d(y)/dt = x[-1];\n}", n=4,
+                   t=(0, 1), dt=0.5, params={"x": np.zeros(4, np.float32)})
+    with pytest.raises(vgpu.VGPUError, match=r"<string>:2:15: `&` does not apply to f32"):
+        v.ensemble("field f() {\n  state x = 0 & 0;\n  d(x)/dt = 1.0;\n}", n=1, t=(0, 1),
+                   dt=0.5)
+
+
 def test_garbage_source_names_file_line_col(tmp_path):
     with pytest.raises(vgpu.VGPUError, match=r"<string>:2:\d+"):
         vgpu.VGPU().ensemble("field f() {\n  state = ;\n}", n=1, dt=0.1)
