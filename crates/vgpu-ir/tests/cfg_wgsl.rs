@@ -164,6 +164,31 @@ fn everything() -> CfgKernel {
     ] {
         s.push(st(Inst::Cvt { op, d: 5, a: R(1) }));
     }
+    for (i, op) in [
+        AtomOp::Add,
+        AtomOp::AddF32,
+        AtomOp::Min { signed: true },
+        AtomOp::Max { signed: false },
+        AtomOp::Cas,
+        AtomOp::Dec,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        s.push(st(Inst::Atom {
+            space: if i % 2 == 0 {
+                Space::Global
+            } else {
+                Space::Shared
+            },
+            op,
+            d: (i % 3 != 0).then_some(1),
+            base: R(2),
+            off: 0,
+            b: R(0),
+            c: Imm(5),
+        }));
+    }
     s.push(Stmt {
         inst: Inst::Un {
             op: UnOp::Mov(32),

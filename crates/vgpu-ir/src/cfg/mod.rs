@@ -20,7 +20,7 @@
 
 mod ops;
 
-pub use ops::{BinOp, CvtOp, FCmp, ICmp, IntRound, TernOp, UnOp};
+pub use ops::{AtomOp, BinOp, CvtOp, FCmp, ICmp, IntRound, TernOp, UnOp};
 
 /// A register, by index into [`CfgKernel::regs`].
 pub type Reg = u32;
@@ -161,6 +161,24 @@ pub enum Inst {
         base: Val,
         /// Byte offset.
         off: i64,
+    },
+    /// An atomic read-modify-write of the 32-bit word at `base + off` in
+    /// global or shared memory; `d` receives the old value (`red`: none).
+    Atom {
+        /// The state space (global or shared).
+        space: Space,
+        /// The operation.
+        op: AtomOp,
+        /// Receives the old value.
+        d: Option<Reg>,
+        /// Base address.
+        base: Val,
+        /// Byte offset.
+        off: i64,
+        /// The operand.
+        b: Val,
+        /// The second operand (`cas`: the new value).
+        c: Val,
     },
 }
 
@@ -320,6 +338,24 @@ impl CfgKernel {
                         val(c)?;
                     }
                     Inst::Special { d, .. } => reg(*d)?,
+                    Inst::Atom {
+                        space,
+                        d,
+                        base,
+                        b,
+                        c,
+                        ..
+                    } => {
+                        if !matches!(space, Space::Global | Space::Shared) {
+                            return Err(format!("line {}: an atomic in {space:?} memory", s.line));
+                        }
+                        for r in d {
+                            reg(*r)?;
+                        }
+                        val(base)?;
+                        val(b)?;
+                        val(c)?;
+                    }
                     Inst::Load { size, d, base, .. } => {
                         if ![1, 2, 4, 8].contains(size) {
                             return Err(format!("line {}: load of {size} bytes", s.line));

@@ -229,3 +229,42 @@ impl TernOp {
         matches!(self, TernOp::FmaF32 { .. })
     }
 }
+
+/// Atomic read-modify-write operations on 32-bit words (`atom`, `red`): the
+/// word becomes `op(old, b, c)` and the destination receives `old`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AtomOp {
+    /// Integer `old + b`, wrapping.
+    Add,
+    /// f32 `old + b` with subnormal operands and result flushed to zero (as
+    /// `atom.add.f32` is defined), to nearest even.
+    AddF32,
+    /// Integer minimum.
+    Min {
+        /// Signed comparison.
+        signed: bool,
+    },
+    /// Integer maximum.
+    Max {
+        /// Signed comparison.
+        signed: bool,
+    },
+    /// f32 minimum (a NaN operand loses).
+    MinF32,
+    /// f32 maximum (a NaN operand loses).
+    MaxF32,
+    /// `old & b`.
+    And,
+    /// `old | b`.
+    Or,
+    /// `old ^ b`.
+    Xor,
+    /// `b`.
+    Exch,
+    /// `old == b ? c : old`.
+    Cas,
+    /// `old >= b ? 0 : old + 1`.
+    Inc,
+    /// `old == 0 || old > b ? b : old - 1`.
+    Dec,
+}

@@ -13,8 +13,8 @@
 use std::collections::HashMap;
 
 use vgpu_ir::cfg::{
-    self, BinOp, Block, CfgKernel, CvtOp, FCmp, GlobalInit, ICmp, Inst, IntRound, RegTy, Stmt,
-    TernOp, UnOp, Val,
+    self, AtomOp, BinOp, Block, CfgKernel, CvtOp, FCmp, GlobalInit, ICmp, Inst, IntRound, RegTy,
+    Stmt, TernOp, UnOp, Val,
 };
 
 use crate::ast::{self, Space};
@@ -377,7 +377,32 @@ impl<'a> Lowering<'a> {
                 off: addr.off,
             },
             Op::Alu { d, a, b, .. } => self.alu(line, *d, val(*a), val(*b))?,
-            Op::Atom { .. } => return Err(self.unsupported(line, "atomics")),
+            Op::Atom {
+                space,
+                size,
+                d,
+                addr,
+                b,
+                c,
+                ..
+            } => {
+                if *size != 4 {
+                    return Err(self.unsupported(line, "atomics on other than 32-bit words"));
+                }
+                let space = self.space(*space, line)?;
+                if !matches!(space, cfg::Space::Global | cfg::Space::Shared) {
+                    return Err(self.unsupported(line, "atomics outside global and shared memory"));
+                }
+                Inst::Atom {
+                    space,
+                    op: self.atom_op(line)?,
+                    d: *d,
+                    base: val(addr.base),
+                    off: addr.off,
+                    b: val(*b),
+                    c: val(*c),
+                }
+            }
             Op::Shfl { .. }
             | Op::Vote { .. }
             | Op::Redux { .. }
@@ -385,6 +410,43 @@ impl<'a> Lowering<'a> {
             | Op::Match { .. }
             | Op::WarpSync { .. } => return Err(self.unsupported(line, "warp operations")),
             _ => return Err(self.unsupported(line, "this operation")),
+        })
+    }
+
+    /// The operation of the `atom`/`red` at `line`, read again there.
+    fn atom_op(&self, line: u32) -> Result<AtomOp, PtxError> {
+        let ins = match self.by_line.get(&line).map(|v| v.as_slice()) {
+            Some([i]) if i.opcode[0] == "atom" || i.opcode[0] == "red" => *i,
+            _ => {
+                return Err(
+                    self.unsupported(line, "the atomic could not be found alone on its line")
+                )
+            }
+        };
+        let mods = Mods(&ins.opcode[1..]);
+        let ty = mods.ty();
+        let signed = ty.is_some_and(|t| t.is_signed());
+        let float = ty == Some(Ty::F32);
+        let op = [
+            "add", "min", "max", "and", "or", "xor", "exch", "cas", "inc", "dec",
+        ]
+        .into_iter()
+        .find(|o| mods.has(o));
+        Ok(match (op, float) {
+            (Some("add"), false) => AtomOp::Add,
+            (Some("add"), true) => AtomOp::AddF32,
+            (Some("min"), false) => AtomOp::Min { signed },
+            (Some("max"), false) => AtomOp::Max { signed },
+            (Some("min"), true) => AtomOp::MinF32,
+            (Some("max"), true) => AtomOp::MaxF32,
+            (Some("and"), false) => AtomOp::And,
+            (Some("or"), false) => AtomOp::Or,
+            (Some("xor"), false) => AtomOp::Xor,
+            (Some("exch"), _) => AtomOp::Exch,
+            (Some("cas"), _) => AtomOp::Cas,
+            (Some("inc"), false) => AtomOp::Inc,
+            (Some("dec"), false) => AtomOp::Dec,
+            _ => return Err(self.unsupported(line, "this atomic operation")),
         })
     }
 

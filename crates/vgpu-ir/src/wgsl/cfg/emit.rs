@@ -61,11 +61,39 @@ pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrErro
     Ok(e.out)
 }
 
-fn stores_subword(k: &CfgKernel, sp: Space) -> bool {
+/// Whether the space's words must be atomic: sub-word stores (an and/or pair
+/// keeps the neighbouring bytes) or atomics there.
+fn needs_atomic_words(k: &CfgKernel, sp: Space) -> bool {
     k.blocks
         .iter()
         .flat_map(|b| &b.stmts)
-        .any(|s| matches!(&s.inst, Inst::Store { space, size, .. } if *space == sp && *size < 4))
+        .any(|s| match &s.inst {
+            Inst::Store { space, size, .. } => *space == sp && *size < 4,
+            Inst::Atom { space, .. } => *space == sp,
+            _ => false,
+        })
+}
+
+/// The operation's code in the prelude's `atom_new`, and the native WGSL
+/// atomic that does it in one step, if any.
+fn atom_code(op: AtomOp) -> (u32, Option<&'static str>) {
+    match op {
+        AtomOp::Add => (0, Some("atomicAdd")),
+        AtomOp::AddF32 => (1, None),
+        AtomOp::Min { signed: true } => (2, None),
+        AtomOp::Max { signed: true } => (3, None),
+        AtomOp::Min { signed: false } => (4, Some("atomicMin")),
+        AtomOp::Max { signed: false } => (5, Some("atomicMax")),
+        AtomOp::And => (6, Some("atomicAnd")),
+        AtomOp::Or => (7, Some("atomicOr")),
+        AtomOp::Xor => (8, Some("atomicXor")),
+        AtomOp::Exch => (9, Some("atomicExchange")),
+        AtomOp::Cas => (10, None),
+        AtomOp::Inc => (11, None),
+        AtomOp::Dec => (12, None),
+        AtomOp::MinF32 => (13, None),
+        AtomOp::MaxF32 => (14, None),
+    }
 }
 
 impl Em<'_> {
@@ -78,8 +106,8 @@ impl Em<'_> {
         if o.f64 && k.f64_line().is_some() {
             out.push_str(F64_PRELUDE);
         }
-        let g_atomic = stores_subword(k, Space::Global);
-        let s_atomic = stores_subword(k, Space::Shared);
+        let g_atomic = needs_atomic_words(k, Space::Global);
+        let s_atomic = needs_atomic_words(k, Space::Shared);
         let gty = if g_atomic { "atomic<u32>" } else { "u32" };
         let sty = if s_atomic { "atomic<u32>" } else { "u32" };
         let swords = shared.div_ceil(4).max(1);
@@ -180,6 +208,23 @@ fn ld_{n}(o: u32, size: u32, sign: bool) -> vec2<u32> {{
             );
             if !writable {
                 continue;
+            }
+            if atomic {
+                let _ = write!(
+                    out,
+                    "
+// A read-modify-write by compare-and-swap; returns the old word.
+fn atom_{n}(i: u32, op: u32, b: u32, c: u32) -> u32 {{
+  var old = atomicLoad(&{arr}[i]);
+  loop {{
+    let r = atomicCompareExchangeWeak(&{arr}[i], old, atom_new(op, old, b, c));
+    if (r.exchanged) {{ break; }}
+    old = r.old_value;
+  }}
+  return old;
+}}
+"
+                );
             }
             let (wr, sub) = if atomic {
                 (
@@ -469,6 +514,38 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     let _ = writeln!(code, "        st_{sp}({t}, {size}u, {});", self.v64(*v));
                 }
                 code
+            }
+            Inst::Atom {
+                space,
+                op,
+                d,
+                base,
+                off,
+                b,
+                c,
+            } => {
+                let (code, native) = atom_code(*op);
+                let (mut out, t) = self.access(*space, *base, *off, 4, 4, line, true);
+                let (arr, n) = match space {
+                    Space::Global => ("gmem", "g"),
+                    Space::Shared => ("smem", "s"),
+                    _ => {
+                        return Err(unsupported(
+                            self.k,
+                            format!("line {line}: an atomic outside global and shared memory"),
+                        ))
+                    }
+                };
+                let (b, c) = (self.v32(*b), self.v32(*c));
+                let e = match native {
+                    Some(f) => format!("{f}(&{arr}[{t} >> 2u], {b})"),
+                    None => format!("atom_{n}({t} >> 2u, {code}u, {b}, {c})"),
+                };
+                let _ = match d {
+                    Some(r) => writeln!(out, "        {}", self.assign(*r, e, W::B32)),
+                    None => writeln!(out, "        _ = {e};"),
+                };
+                out
             }
             Inst::Special { d, s } => {
                 let [bx, by, bz] = self.o.block;

@@ -127,6 +127,27 @@ fn fcmp32(a: u32, b: u32, op: u32) -> u32 {
   }
   return select(0u, 1u, r);
 }
+fn ftz32(x: u32) -> u32 { return select(x, x & 0x80000000u, (x & 0x7f800000u) == 0u); }
+// The new word of an atomic read-modify-write (codes as emit.rs' atom_code).
+fn atom_new(op: u32, o: u32, b: u32, c: u32) -> u32 {
+  switch op {
+    case 0u: { return o + b; }
+    case 1u: { return ftz32(bitcast<u32>(f(ftz32(o)) + f(ftz32(b)))); }
+    case 2u: { return bitcast<u32>(min(bitcast<i32>(o), bitcast<i32>(b))); }
+    case 3u: { return bitcast<u32>(max(bitcast<i32>(o), bitcast<i32>(b))); }
+    case 4u: { return min(o, b); }
+    case 5u: { return max(o, b); }
+    case 6u: { return o & b; }
+    case 7u: { return o | b; }
+    case 8u: { return o ^ b; }
+    case 9u: { return b; }
+    case 10u: { return select(o, c, o == b); }
+    case 11u: { return select(o + 1u, 0u, o >= b); }
+    case 12u: { return select(o - 1u, b, o == 0u || o > b); }
+    case 13u: { return fminmax32(o, b, false); }
+    default: { return fminmax32(o, b, true); }
+  }
+}
 // u32 -> f32 bits, to nearest even, in integer arithmetic.
 fn u32_to_f32(x: u32) -> u32 {
   if (x == 0u) { return 0u; }
