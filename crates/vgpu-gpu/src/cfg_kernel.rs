@@ -83,6 +83,9 @@ pub struct CfgLaunch<'a> {
     pub checked: bool,
     /// The watchdog: block transitions per thread before it faults.
     pub watchdog: u32,
+    /// After the launch, also time this many dispatches of the kernel alone
+    /// (on the state the launch left; nothing more is read back). 0: none.
+    pub time_iterations: u32,
 }
 
 /// The first fault a checked launch recorded.
@@ -107,6 +110,8 @@ pub struct CfgRun {
     pub fault: Option<CfgFault>,
     /// The kernel was compiled by this call (a cache miss).
     pub compiled: bool,
+    /// Seconds per dispatch of the kernel alone, when timing was asked.
+    pub kernel_seconds: Option<f64>,
 }
 
 fn launch_err(k: &CfgKernel, msg: String) -> GpuError {
@@ -247,6 +252,24 @@ pub fn run_cfg_kernel(
         ],
         launch.grid,
     )?;
+    let kernel_seconds = if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 {
+        let mut g2 = gmem.clone();
+        let mut r2 = rec.clone();
+        let t = cache.time_dispatches(
+            &spec,
+            &mut [
+                Binding::ReadWrite(&mut g2),
+                Binding::read(&words),
+                Binding::Read(&params),
+                Binding::read_write(&mut r2),
+            ],
+            launch.grid,
+            launch.time_iterations,
+        )?;
+        Some(t.as_secs_f64())
+    } else {
+        None
+    };
     if rec[fault::CLAIMED] != 0 {
         let w = |i: usize| rec[i];
         return Ok(CfgRun {
@@ -258,6 +281,7 @@ pub fn run_cfg_kernel(
                 addr: w(fault::ADDR) as u64 | (w(fault::ADDR + 1) as u64) << 32,
             }),
             compiled,
+            kernel_seconds,
         });
     }
     for (b, &a) in buffers.iter_mut().zip(&layout.buffer_addrs) {
@@ -268,5 +292,6 @@ pub fn run_cfg_kernel(
     Ok(CfgRun {
         fault: None,
         compiled,
+        kernel_seconds,
     })
 }

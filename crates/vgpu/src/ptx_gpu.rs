@@ -27,6 +27,10 @@ pub struct PtxRunner {
     pub gpu_compiles: u64,
     /// Launches that `auto` ran on the interpreter instead, with the reason.
     pub fallbacks: Vec<String>,
+    /// GPU: time this many dispatches of each kernel alone after its launch.
+    pub time_iterations: u32,
+    /// Seconds per dispatch of the last timed kernel.
+    pub kernel_seconds: Option<f64>,
 }
 
 fn gpu_err(entry: &str, msg: String) -> PtxError {
@@ -56,7 +60,16 @@ impl PtxRunner {
             gpu_launches: 0,
             gpu_compiles: 0,
             fallbacks: Vec::new(),
+            time_iterations: 0,
+            kernel_seconds: None,
         }
+    }
+
+    /// Seconds spent compiling GPU kernels so far (the kernel cache's count).
+    pub fn compile_seconds(&self) -> f64 {
+        self.cache
+            .as_ref()
+            .map_or(0.0, |c| c.stats().compile_time.as_secs_f64())
     }
 
     /// The backend asked for.
@@ -126,11 +139,13 @@ impl PtxRunner {
             // The interpreter's watchdog counts instructions per warp; the GPU's
             // counts loop iterations per thread, a coarser unit of the same bound.
             watchdog: opts.watchdog.min(u32::MAX as u64) as u32,
+            time_iterations: self.time_iterations,
         };
         let run = run_cfg_kernel(cache, &ck, &layout, &launch, bufs)
             .map_err(|e| gpu_err(entry, e.to_string()))?;
         self.gpu_launches += 1;
         self.gpu_compiles += run.compiled as u64;
+        self.kernel_seconds = run.kernel_seconds.or(self.kernel_seconds);
         if let Some(f) = run.fault {
             let CfgFault {
                 class,

@@ -349,7 +349,7 @@ impl CfgKernel {
                         if !matches!(space, Space::Global | Space::Shared) {
                             return Err(format!("line {}: an atomic in {space:?} memory", s.line));
                         }
-                        for r in d {
+                        if let Some(r) = d {
                             reg(*r)?;
                         }
                         val(base)?;

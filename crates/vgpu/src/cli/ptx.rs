@@ -101,6 +101,10 @@ pub(crate) struct LaunchArgs {
     /// compiled kernel (faster; an out-of-bounds access is then not reported).
     #[arg(long)]
     pub unchecked: bool,
+    /// GPU backend: after each launch, time this many dispatches of the kernel
+    /// alone and print `kernel_seconds` (per dispatch) and `compile_seconds`.
+    #[arg(long, default_value_t = 0)]
+    pub kernel_time: u32,
     /// Let a case.json name files outside its folder and that folder's parent
     /// (by default each file must lie there after symbolic links are resolved).
     #[arg(long)]
@@ -181,6 +185,7 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
     opts.trace = trace;
     let backend = vgpu::resolve_backend(Some(&la.backend))?;
     let mut runner = PtxRunner::new(backend, !la.unchecked);
+    runner.time_iterations = la.kernel_time;
     if is_ptx(input) {
         let code = run_ptx_file(input, la, &opts, &mut runner)?;
         report_backend(&runner);
@@ -386,6 +391,10 @@ fn report_backend(r: &PtxRunner) {
     );
     for f in &r.fallbacks {
         println!("  fallback: {f}");
+    }
+    if let Some(t) = r.kernel_seconds {
+        println!("kernel_seconds {t:e}");
+        println!("compile_seconds {:e}", r.compile_seconds());
     }
 }
 
