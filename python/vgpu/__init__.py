@@ -310,10 +310,9 @@ class VGPU:
                 adaptive methods choose their own steps: see ``dt0``).
             method: fixed-step ``"rk4"`` or ``"euler"``, or an adaptive
                 embedded pair ``"tsit5"``, ``"dp5"``, ``"bs3"`` or ``"vern7"``
-                (per-trajectory step sizes and PI control, on the CPU, for
-                kernels without phases; ``backend="gpu"`` is a ValueError,
-                "adaptive methods run on the CPU so far"; ``"auto"`` runs them
-                on the CPU).
+                (per-trajectory step sizes and PI control, for kernels
+                without phases, on the CPU or the GPU as ``backend`` says;
+                f64 fields on the GPU need SHADER_F64).
             params: the kernel's parameters by name: numbers for scalars, array-likes
                 for buffers (1-D: pass a matrix as ``m.ravel()``; converted to the declared element
                 type; integer buffers take only integer arrays).

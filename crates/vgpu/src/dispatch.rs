@@ -21,7 +21,10 @@
 use crate::Error;
 use std::time::{Duration, Instant};
 use vgpu_field::adaptive::AdaptiveMethod;
-use vgpu_gpu::{run_ensemble_gpu_with, ActiveBackend, EnsembleError, KernelCache};
+use vgpu_gpu::{
+    run_adaptive_gpu, run_ensemble_gpu_with, ActiveBackend, AdaptiveGpuError, EnsembleError,
+    GpuAdaptiveOptions, KernelCache,
+};
 use vgpu_ir::adaptive::{run_adaptive_cpu, AdaptiveIrError, AdaptiveOutput, AdaptiveRun};
 use vgpu_ir::{run_cpu_with, Args, Buffer, Integration, Kernel};
 
@@ -270,10 +273,6 @@ impl MethodChoice {
     }
 }
 
-/// Why adaptive methods are not run on a GPU: the message of `--backend gpu`
-/// and the fallback note of `auto`.
-pub const ADAPTIVE_CPU_ONLY: &str = "adaptive methods run on the CPU so far";
-
 /// One adaptive ensemble launch: an unphased `.field` kernel, its arguments,
 /// the trajectories, spans, initial states and the driver's options, and where.
 #[derive(Debug, Clone, Copy)]
@@ -285,22 +284,27 @@ pub struct AdaptiveJob<'a> {
     /// Trajectories, spans, initial states, method, tolerances, step limits,
     /// save times, CPU parallelism.
     pub run: &'a AdaptiveRun,
-    /// Where to run it: `cpu`, or `auto` (the CPU, with [`ADAPTIVE_CPU_ONLY`]
-    /// as the fallback note); `gpu` is refused.
+    /// Where to run it: `cpu`, `gpu` (never falls back) or `auto` (the GPU
+    /// when it can run the kernel, else the CPU, counted, with the reason).
     pub backend: Backend,
 }
 
 /// What an adaptive ensemble launch produced.
 #[derive(Debug, Clone)]
 pub struct AdaptiveEnsembleRun {
-    /// The executor that ran it (the CPU so far).
+    /// The executor that ran it.
     pub backend: ActiveBackend,
-    /// `"N threads"`.
+    /// The GPU adapter, or `"N threads"` on the CPU.
     pub adapter: String,
     /// Endpoints, save points, statuses and step counts.
     pub output: AdaptiveOutput,
-    /// Host time of the launch.
+    /// Host time of the launch (GPU: host in to host out, compile on a miss
+    /// included, the `kernel_time` dispatches not).
     pub seconds: f64,
+    /// GPU only, when asked for: device time of the whole ensemble.
+    pub kernel_time: Option<Duration>,
+    /// GPU only: dispatches (chunks of trajectories) the ensemble took.
+    pub chunks: usize,
     /// Why it ran on the CPU under `auto`.
     pub fallback: Option<String>,
 }
@@ -328,28 +332,34 @@ impl AdaptiveEnsembleRun {
 pub const STATUS_NAMES: [&str; 5] = ["success", "maxiters", "dtmin", "nonfinite", "terminated"];
 
 impl Dispatcher {
-    /// Runs an adaptive ensemble on the CPU. `gpu` is an error
-    /// ([`ADAPTIVE_CPU_ONLY`]); `auto` runs on the CPU, counted as a fallback
-    /// with that note; a phased kernel is an error (adaptive steps need a field
-    /// without barriers). One trajectory's failure is its status, never an
-    /// error.
+    /// Runs an adaptive ensemble ([`Dispatcher::adaptive_with`] with the
+    /// GPU's defaults: chunks as large as the adapter allows, no timing).
     ///
     /// # Errors
-    /// [`Error::Usage`] for the backend or a phased kernel; [`Error::Ir`] for
-    /// the kernel and its arguments; [`Error::Adaptive`] for the options and
-    /// shapes (naming the option).
+    /// As [`Dispatcher::adaptive_with`].
     pub fn adaptive(&mut self, job: &AdaptiveJob<'_>) -> Result<AdaptiveEnsembleRun, Error> {
+        self.adaptive_with(job, &GpuAdaptiveOptions::default())
+    }
+
+    /// Runs an adaptive ensemble, the same rule as [`Dispatcher::ensemble`]:
+    /// `gpu` never falls back (what the GPU cannot run is an error naming
+    /// why: an `f64` field without `SHADER_F64`, an `f64` `sin`, …); `auto`
+    /// runs on the GPU when the kernel passes the GPU pre-checks and an adapter
+    /// exists, otherwise on the CPU, counted, with the reason in
+    /// [`AdaptiveEnsembleRun::fallback`]; `cpu` never touches the GPU. A phased
+    /// kernel is an error on every backend (adaptive steps need a field without
+    /// barriers). One trajectory's failure is its status, never an error.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for a phased kernel; [`Error::Ir`] for the kernel, its
+    /// arguments and what the GPU refuses; [`Error::Adaptive`] for the options
+    /// and shapes (naming the option); [`Error::Gpu`] for the device.
+    pub fn adaptive_with(
+        &mut self,
+        job: &AdaptiveJob<'_>,
+        gpu: &GpuAdaptiveOptions,
+    ) -> Result<AdaptiveEnsembleRun, Error> {
         let method = job.run.options.method();
-        let fallback = match job.backend {
-            Backend::Cpu => None,
-            Backend::Gpu => {
-                return Err(Error::Usage(format!(
-                    "backend gpu: {ADAPTIVE_CPU_ONLY} (method {method}); use backend cpu or auto, \
-                     or a fixed-step method (rk4, euler) on the GPU"
-                )))
-            }
-            Backend::Auto => Some(ADAPTIVE_CPU_ONLY.to_string()),
-        };
         if job.kernel.is_phased() {
             return Err(Error::Usage(format!(
                 "kernel `{}` has phases (shared sub-fields, barriers or flux): adaptive \
@@ -357,21 +367,73 @@ impl Dispatcher {
                 job.kernel.name
             )));
         }
+        let fallback = match job.backend {
+            Backend::Cpu => None,
+            Backend::Gpu => return self.adaptive_gpu(job, gpu).map_err(Error::from),
+            Backend::Auto => match self.adaptive_gpu(job, gpu) {
+                Ok(run) => return Ok(run),
+                Err(e) if e.cpu_can_run() => {
+                    self.cpu_fallbacks += 1;
+                    Some(match e {
+                        AdaptiveGpuError::Gpu(e @ vgpu_gpu::GpuError::NoAdapter { .. }) => {
+                            format!("no GPU ({e})")
+                        }
+                        AdaptiveGpuError::Gpu(e) => format!("the GPU failed ({e})"),
+                        e => e.to_string(),
+                    })
+                }
+                Err(e) => return Err(e.into()),
+            },
+        };
         let start = Instant::now();
         let output = run_adaptive_cpu(job.kernel, job.args, job.run).map_err(|e| match e {
             AdaptiveIrError::Ir(e) => Error::Ir(e),
             AdaptiveIrError::Adaptive(e) => Error::Adaptive(e),
             other => Error::Usage(other.to_string()),
         })?;
-        if fallback.is_some() {
-            self.cpu_fallbacks += 1;
-        }
         Ok(AdaptiveEnsembleRun {
             backend: ActiveBackend::Cpu,
             adapter: format!("{} threads", job.run.options.parallelism().threads()),
             output,
             seconds: start.elapsed().as_secs_f64(),
+            kernel_time: None,
+            chunks: 0,
             fallback,
         })
+    }
+
+    /// The GPU path of an adaptive ensemble: pre-checks (before any device is
+    /// created), the device (once), the chunked launch.
+    fn adaptive_gpu(
+        &mut self,
+        job: &AdaptiveJob<'_>,
+        gpu: &GpuAdaptiveOptions,
+    ) -> Result<AdaptiveEnsembleRun, AdaptiveGpuError> {
+        vgpu_ir::wgsl::adaptive::check_adaptive_wgsl(job.kernel)?;
+        let cache = match &mut self.cache {
+            Some(c) => c,
+            slot @ None => slot.insert(KernelCache::new()?),
+        };
+        let r = run_adaptive_gpu(cache, job.kernel, job.args, job.run, gpu)?;
+        Ok(AdaptiveEnsembleRun {
+            backend: ActiveBackend::Gpu,
+            adapter: cache.adapter().to_string(),
+            output: r.output,
+            seconds: r.end_to_end.as_secs_f64(),
+            kernel_time: r.kernel_time,
+            chunks: r.chunks,
+            fallback: None,
+        })
+    }
+}
+
+impl From<AdaptiveGpuError> for Error {
+    fn from(e: AdaptiveGpuError) -> Self {
+        match e {
+            AdaptiveGpuError::Ir(e) => Error::Ir(e),
+            AdaptiveGpuError::Adaptive(e) => Error::Adaptive(e),
+            AdaptiveGpuError::Gpu(e) => Error::Gpu(e),
+            other => Error::Usage(other.to_string()),
+        }
     }
 }

@@ -279,20 +279,22 @@ fn a_blow_up_fails_alone_and_is_counted() {
             end[[i, 0]]
         );
     }
-    // auto runs on the CPU and says why; --json counts statuses and steps.
+    // auto runs on the GPU, or on the CPU saying why; --json counts statuses
+    // and steps.
     let o = run(&["--backend", "auto", "--json"]);
     let j: serde_json::Value = serde_json::from_str(ok(&o).trim()).unwrap();
-    assert_eq!(j["backend"], "cpu");
-    assert!(j["note"]
-        .as_str()
-        .unwrap()
-        .contains("adaptive methods run on the CPU so far"));
+    assert!(
+        j["backend"] == "gpu" || !j["note"].as_str().unwrap().is_empty(),
+        "{j}"
+    );
     assert_eq!(j["status_counts"]["success"], 3);
     let failed = j["status_counts"]["dtmin"].as_u64().unwrap()
         + j["status_counts"]["nonfinite"].as_u64().unwrap();
     assert_eq!(failed, 1);
-    assert_eq!(j["accepted_steps"].as_u64().unwrap(), steps.column(0).sum());
-    assert_eq!(j["rejected_steps"].as_u64().unwrap(), steps.column(1).sum());
+    if j["backend"] == "cpu" {
+        assert_eq!(j["accepted_steps"].as_u64().unwrap(), steps.column(0).sum());
+        assert_eq!(j["rejected_steps"].as_u64().unwrap(), steps.column(1).sum());
+    }
 }
 
 /// Initial states and spans per trajectory from `.npy` files:
@@ -477,15 +479,6 @@ fn bad_options_exit_2_naming_the_option() {
                 "1e-6".into(),
             ],
             "--rtol",
-        ),
-        (
-            vec![
-                "--method".into(),
-                "tsit5".into(),
-                "--backend".into(),
-                "gpu".into(),
-            ],
-            "adaptive methods run on the CPU so far",
         ),
     ];
     for (extra, needle) in cases {

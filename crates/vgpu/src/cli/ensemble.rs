@@ -125,6 +125,15 @@ pub(crate) struct AdaptiveOpts {
     /// a trajectory stops with status maxiters.
     #[arg(long, value_name = "K")]
     pub maxiters: Option<u64>,
+    /// Adaptive: step-size controller, `pi` (OrdinaryDiffEq's PI defaults for
+    /// the method's order, the default) or `i` (integral only: β₂ = 0,
+    /// `h·0.9·E^(-1/(p))` clamped to [0.2, 10]).
+    #[arg(long, value_name = "pi|i")]
+    pub controller: Option<String>,
+    /// Adaptive, GPU: at most this many trajectories per dispatch (default: as
+    /// many as the adapter's storage bindings hold).
+    #[arg(long, value_name = "N")]
+    pub gpu_chunk: Option<usize>,
     /// Adaptive: initial states, an (N, state) .npy (default: the kernel's
     /// `state x = …`).
     #[arg(long, value_name = "FILE.npy")]
@@ -786,12 +795,6 @@ fn run_adaptive(
              --method {method} chooses its own steps (set the first with --dt0)"
         )));
     }
-    if a.kernel_time.is_some() {
-        return Err(usage(format!(
-            "--kernel-time: {} (method {method})",
-            vgpu::dispatch::ADAPTIVE_CPU_ONLY
-        )));
-    }
     let limits = limits(&a)?;
     let k = compile_file(&a.file)?;
     let dim = k.states.len();
@@ -829,6 +832,22 @@ fn run_adaptive(
     if let Some(m) = a.adaptive.maxiters {
         limits.steps(&format!("--maxiters {m}"), m)?;
         opts = opts.maxiters(m);
+    }
+    match a.adaptive.controller.as_deref() {
+        None | Some("pi") => {}
+        Some("i") => {
+            opts = opts.controller(vgpu::field::adaptive::PiController {
+                beta2: 0.0,
+                beta1: 1.0 / f64::from(method.order()),
+                ..vgpu::field::adaptive::PiController::for_order(method.order())
+            })
+        }
+        Some(other) => return Err(usage(format!("--controller {other:?}: expected pi or i"))),
+    }
+    if a.adaptive.gpu_chunk == Some(0) {
+        return Err(usage(
+            "--gpu-chunk 0: a chunk holds at least one trajectory",
+        ));
     }
     let saveat = match &a.adaptive.saveat {
         Some(s) => parse_saveat(s, &limits)?,
@@ -889,13 +908,20 @@ fn run_adaptive(
         options: opts,
         slice: split.map(Split::slice),
     };
+    let gpu = vgpu::gpu::GpuAdaptiveOptions {
+        max_chunk: a.adaptive.gpu_chunk,
+        timing: a.kernel_time,
+    };
     let r = Dispatcher::new()
-        .adaptive(&AdaptiveJob {
-            kernel: &k,
-            args: &args,
-            run: &run,
-            backend,
-        })
+        .adaptive_with(
+            &AdaptiveJob {
+                kernel: &k,
+                args: &args,
+                run: &run,
+                backend,
+            },
+            &gpu,
+        )
         .map_err(name_the_adaptive_option)?;
     let mut shard_json = serde_json::json!({});
     match (split, &a.out) {
@@ -935,6 +961,7 @@ fn run_adaptive(
             "adapter": r.adapter, "n": n, "method": method.name(), "seconds": r.seconds,
             "saveat": k_save, "status_counts": status_counts, "accepted_steps": accepted,
             "rejected_steps": rejected, "note": note,
+            "kernel_seconds": r.kernel_time.map(|d| d.as_secs_f64()), "gpu_chunks": r.chunks,
         });
         if let (Some(obj), Some(more)) = (j.as_object_mut(), shard_json.as_object()) {
             obj.extend(more.clone());
@@ -962,6 +989,13 @@ fn run_adaptive(
             statuses.join(", "),
             r.seconds
         );
+        if let Some(kt) = r.kernel_time {
+            println!(
+                "kernel: {:.6} ms on the device ({} dispatches)",
+                kt.as_secs_f64() * 1e3,
+                r.chunks
+            );
+        }
         if let Some(out) = &a.out {
             let stem = out.with_extension("");
             let shape = if k_save > 0 {
