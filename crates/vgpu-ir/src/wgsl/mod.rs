@@ -29,6 +29,7 @@ use std::fmt::Write;
 use vgpu_field::Tableau;
 
 pub mod adaptive;
+pub mod cfg;
 pub mod jumps;
 pub mod phased;
 
