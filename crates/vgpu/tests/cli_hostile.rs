@@ -113,6 +113,70 @@ fn a_long_left_nested_chain_is_refused_without_a_stack_overflow() {
 }
 
 #[test]
+fn a_phase_of_twelve_thousand_drives_runs_on_the_cpu_without_a_hang() {
+    // The fuzzer's field hang: `tree_sum` with one drive repeated 12,001
+    // times. On the CPU it runs in well under a second; the GPU's shader for it
+    // (31 MB) is refused by `--max-wgsl-bytes` before naga would spend minutes.
+    let src = include_str!("../../../examples/tree_sum.field");
+    let line = "        d(s[tid])/dt += x[i];\n";
+    let big = src.replacen(line, &line.repeat(12_001), 1);
+    let out = tmp("drives_out.npy").display().to_string();
+    let o = field(
+        "drives.field",
+        &big,
+        &[
+            "--backend",
+            "cpu",
+            "--param",
+            "x=linspace:0:1",
+            "--param",
+            "steps=6",
+            "--out",
+            &out,
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{err}");
+}
+
+#[test]
+fn a_ptx_operand_nested_seventy_thousand_deep_is_a_parse_error() {
+    // The fuzzer's PTX stack overflow: `{` 70,000 deep in an operand.
+    let f = tmp("deep.ptx");
+    let src = format!(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 out)\n{{\n.reg .b32 %r<4>;\nbfi.b32 %r1, %r2, {}\nret;\n}}\n",
+        "{ ".repeat(70_000)
+    );
+    std::fs::write(&f, src).unwrap();
+    let out = tmp("deep_out.npy").display().to_string();
+    let zeros = format!("zeros:f32:4:{out}");
+    let o = vgpu_within(
+        &[
+            "ptx",
+            "run",
+            f.to_str().unwrap(),
+            "--entry",
+            "k",
+            "--grid",
+            "1",
+            "--block",
+            "1",
+            "--arg",
+            &zeros,
+        ],
+        60,
+    );
+    refused(
+        &o,
+        &[
+            "deep.ptx:7:531:",
+            "nested deeper than 256 levels",
+            "MAX_NESTING",
+        ],
+    );
+}
+
+#[test]
 fn huge_shared_and_flux_arrays_are_refused_before_allocation() {
     let o = field(
         "huge_shared.field",
