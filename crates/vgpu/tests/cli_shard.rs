@@ -274,5 +274,17 @@ fn bad_shard_options_are_refused() {
     ]);
     assert_eq!(code, 2);
     assert!(e.contains("flux outputs"), "{e}");
+    // The GPU launch has no index offset yet: a slice is refused there (before
+    // any adapter is looked for), and `auto` runs it on the CPU.
+    let mut args = fixed(&out, &["--shard", "1/2"]);
+    let b = args.iter().position(|x| x == "--backend").unwrap();
+    args[b + 1] = "gpu".into();
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, e) = vgpu(&a);
+    assert_eq!(code, 2, "{e}");
+    assert!(
+        e.contains("runs on the CPU so far") && e.contains("512..1000 of 1000"),
+        "{e}"
+    );
     assert!(!out.exists());
 }
