@@ -136,9 +136,10 @@ impl PtxRunner {
             dyn_shared: cfg.shared_bytes,
             params: &params,
             checked: self.checked,
-            // The interpreter's watchdog counts instructions per warp; the GPU's
-            // counts loop iterations per thread, a coarser unit of the same bound.
-            watchdog: opts.watchdog.min(u32::MAX as u64) as u32,
+            // The interpreter's watchdog counts instructions per warp, the GPU's
+            // instructions per thread (checked at loop headers; kept below 2^31
+            // so the count cannot wrap).
+            watchdog: opts.watchdog.min(i32::MAX as u64) as u32,
             time_iterations: self.time_iterations,
         };
         let run = run_cfg_kernel(cache, &ck, &layout, &launch, bufs)

@@ -125,6 +125,9 @@ var<workgroup> wg_round: u32;
 var<private> lmem: array<u32, {lwords}>;
 var<private> g_wid: vec3<u32>;
 var<private> g_lid: vec3<u32>;
+// Never true (the watchdog word is below 2^31); the f64 helpers select on it
+// to keep values opaque to the shader compiler's algebra.
+var<private> opq: bool;
 const GB: u32 = {gb}u;
 const SHARED_BYTES: u32 = {shared}u;
 const LOCAL_BYTES: u32 = {local}u;
@@ -308,9 +311,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lidx: u32) {{
   g_wid = wid;
   g_lid = lid;
+  opq = words[{wd}] == 0xffffffffu;
   var pc: u32 = 0u;
   var steps: u32 = 0u;
-"
+",
+            wd = meta::WATCHDOG
         );
         for (i, t) in k.regs.iter().enumerate() {
             let ty = match t {
@@ -343,6 +348,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }
         for (i, b) in k.blocks.iter().enumerate() {
             let _ = writeln!(self.out, "      case {i}u: {{");
+            // The watchdog counts instructions (each block's statements and
+            // its terminator) and is checked at loop headers, which every
+            // endless execution passes.
+            if self.o.checked && !header[i] {
+                let _ = writeln!(self.out, "        steps = steps + {}u;", b.stmts.len() + 1);
+            }
             if self.o.checked && header[i] {
                 let line = b
                     .stmts
@@ -355,7 +366,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     .unwrap_or(0);
                 let _ = writeln!(
                     self.out,
-                    "        steps = steps + 1u;\n        if (steps > words[{}]) {{ raise({}u, {line}u, vec2<u32>(0u, 0u)); pc = {RET}u; break; }}",
+                    "        steps = steps + {}u;\n        if (steps > words[{}]) {{ raise({}u, {line}u, vec2<u32>(0u, 0u)); pc = {RET}u; break; }}",
+                    b.stmts.len() + 1,
                     meta::WATCHDOG,
                     fault::CLASS_WATCHDOG
                 );

@@ -234,8 +234,15 @@ fn fma_f32(a: u32, b: u32, c: u32) -> u32 {
     return bitcast<u32>(f32(p + cc));
   }
   let s = p + cc;
-  let bb = s - p;
-  let e = (p - (s - bb)) + (cc - bb);
+  // TwoSum's error, through copies the shader compiler cannot see are equal
+  // to p, cc and s (`opq` is never true): without them an optimiser that
+  // reassociates (Mesa's NIR does, for ops not marked exact) folds e to 0.
+  let po = select(p, 1.0lf, opq);
+  let co = select(cc, 2.0lf, opq);
+  let s1 = select(s, 3.0lf, opq);
+  let s2 = select(s, 4.0lf, opq);
+  let bb = s1 - po;
+  let e = (po - (s2 - bb)) + (co - bb);
   return bitcast<u32>(round_sum_f32(s, e));
 }
 fn div_f32(a: u32, b: u32) -> u32 { return bitcast<u32>(f32(f64(f(a)) / f64(f(b)))); }
