@@ -235,7 +235,9 @@ fn typed<T: IrFloat + bytemuck::Pod + Default>(
         (if has_u0 { dim } else { 0 } + if per_traj { 2 } else { 0 }) * sz,
     ];
     let limits = cache.context().limits();
-    let max_bind = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size);
+    let max_bind = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
     let widest = *row_bytes.iter().max().expect("four rows") as u64;
     let adapter = cache.adapter().name.clone();
     let refuse = |reason: String| IrError::Unsupported {

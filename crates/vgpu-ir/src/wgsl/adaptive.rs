@@ -282,10 +282,11 @@ pub fn cfg_values(settings: &DriverSettings, span: (f64, f64)) -> Vec<f64> {
 
 /// The flags of a run: `u0` given, per-trajectory spans, `dt0` given, fixed steps.
 pub fn flags(settings: &DriverSettings, has_u0: bool, per_traj_spans: bool) -> u32 {
-    (has_u0 as u32) * FLAG_U0
-        | (per_traj_spans as u32) * FLAG_SPANS
-        | (settings.dt0.is_some() as u32) * FLAG_DT0
-        | (settings.fixed_step.is_some() as u32) * FLAG_FIXED
+    let bit = |on: bool, flag: u32| if on { flag } else { 0 };
+    bit(has_u0, FLAG_U0)
+        | bit(per_traj_spans, FLAG_SPANS)
+        | bit(settings.dt0.is_some(), FLAG_DT0)
+        | bit(settings.fixed_step.is_some(), FLAG_FIXED)
 }
 
 /// Per-trajectory statistics from a chunk's `stats` words and `out` times.
