@@ -77,6 +77,8 @@ pub struct IrTrajScratch<T> {
     /// Registers of the derived kernels, and their padded inputs and output.
     aux: Vec<IrScratch<T>>,
     pad: [Vec<T>; 3],
+    /// The Jacobian's outputs (`D·D + D`).
+    jac: Vec<T>,
 }
 
 impl<'a> IrRhs<'a> {
@@ -232,6 +234,7 @@ impl<'a> IrRhs<'a> {
                 .map(|f| BlockField::<T>::scratch(f, 1))
                 .collect(),
             pad: [vec![], vec![], vec![]],
+            jac: vec![],
         }
     }
 }
@@ -257,6 +260,31 @@ impl<T: IrFloat, const D: usize> OdeRhs<T, D> for IrRhs<'_> {
 
     fn events(&self) -> &[EventSpec] {
         &self.specs
+    }
+
+    fn has_jacobian(&self) -> bool {
+        self.jacobian.is_some()
+    }
+
+    fn jacobian(
+        &self,
+        t: T,
+        y: &[T; D],
+        traj: &Traj<'_, T, D>,
+        sc: &mut IrTrajScratch<T>,
+        jac: &mut [[T; D]; D],
+        ft: &mut [T; D],
+    ) {
+        if let Some(j) = self.jacobian {
+            let mut buf = std::mem::take(&mut sc.jac);
+            buf.resize(D * D + D, T::ZERO);
+            self.eval_aux(j, t, y, traj.y0, traj.index, sc, &mut buf);
+            for (i, row) in jac.iter_mut().enumerate() {
+                row.copy_from_slice(&buf[i * D..][..D]);
+            }
+            ft.copy_from_slice(&buf[D * D..]);
+            sc.jac = buf;
+        }
     }
 
     fn event_values(
@@ -405,7 +433,8 @@ pub fn run_adaptive_cpu(
         }
     }
     let slice = run.slice.unwrap_or(Slice::whole(run.n));
-    let derived = Derived::new(kernel, false)?;
+    let stiff = run.options.method() == vgpu_field::adaptive::AdaptiveMethod::Rosenbrock23;
+    let derived = Derived::new(kernel, stiff)?;
     let rhs = IrRhs::new_slice(kernel, args, run.n, slice)?.with_derived(&derived)?;
     match kernel.float_type() {
         ScalarType::F64 => typed::<f64>(kernel, args, &rhs, run),

@@ -110,10 +110,8 @@ fn derivative(
                 }
             }
             Node::Unary(op, a) => {
-                let da = g(a, &d);
-                if da.is_none() {
-                    None
-                } else {
+                if let Some(dav) = g(a, &d) {
+                    let da = Some(dav);
                     match op {
                         UnOp::Neg => b.neg(da),
                         UnOp::Not | UnOp::Floor => None,
@@ -142,11 +140,12 @@ fn derivative(
                         UnOp::Abs => {
                             let zero = b.c(a, 0.0);
                             let neg = b.k.binary(BinOp::Lt, a, zero);
-                            let da = da.expect("checked");
-                            let nda = b.k.unary(UnOp::Neg, da);
-                            Some(b.k.select(neg, nda, da))
+                            let nda = b.k.unary(UnOp::Neg, dav);
+                            Some(b.k.select(neg, nda, dav))
                         }
                     }
+                } else {
+                    None
                 }
             }
             Node::Binary(op, x, y) => {

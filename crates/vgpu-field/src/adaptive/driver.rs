@@ -9,7 +9,7 @@
 use crate::adaptive::controller::{error_norm, initial_step, PiController};
 use crate::adaptive::dense::{DensePlan, StepStages, MAX_EXTRA};
 use crate::adaptive::error::AdaptiveError;
-use crate::adaptive::events::{locate, EVENT_POINTS};
+use crate::adaptive::events::EventScan;
 use crate::adaptive::method::AdaptiveMethod;
 use crate::adaptive::rhs::{OdeRhs, Traj};
 use crate::adaptive::status::{EnsembleSolution, Status, TrajectoryStats};
@@ -204,7 +204,14 @@ impl AdaptiveEnsemble {
             AdaptiveMethod::Dp5 => self.solve_tableau(&dp5(), rhs, prob),
             AdaptiveMethod::Bs3 => self.solve_tableau(&bs3(), rhs, prob),
             AdaptiveMethod::Vern7 => self.solve_tableau(&vern7(), rhs, prob),
+            AdaptiveMethod::Rosenbrock23 => crate::adaptive::rosenbrock::solve(self, rhs, prob),
         }
+    }
+
+    /// The controller set by [`AdaptiveEnsemble::controller`], else the
+    /// default for a method of order `order`.
+    pub(super) fn controller_or(&self, order: u32) -> PiController {
+        self.controller.unwrap_or(PiController::for_order(order))
     }
 
     /// Integrates every trajectory of `prob` with any embedded pair given as
@@ -222,7 +229,22 @@ impl AdaptiveEnsemble {
     ) -> Result<EnsembleSolution<T>, AdaptiveError> {
         let plan = self.plan::<T, D, S>(tab, prob)?;
         rhs.check(prob.n, prob.n_params)?;
-        let (n, k) = (prob.n, plan.saveat.len());
+        self.run_all(prob, plan.saveat.len(), |i, y0, p, e, s| {
+            let (t0, t1) = plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
+            run_one(&plan, rhs, i, y0, p, t0, t1, e, s)
+        })
+    }
+
+    /// Allocates the outputs of `prob` with `k` save times and integrates
+    /// every trajectory `i` by `one(i, y0, p, end, saved)`, in parallel as
+    /// [`AdaptiveEnsemble::par`] says.
+    pub(super) fn run_all<T: Real, const D: usize>(
+        &self,
+        prob: &EnsembleProblem<'_, T>,
+        k: usize,
+        one: impl Fn(usize, &[T; D], &[T], &mut [T], &mut [T]) -> TrajectoryStats + Sync,
+    ) -> Result<EnsembleSolution<T>, AdaptiveError> {
+        let n = prob.n;
         let mut end = alloc::<T>(n.checked_mul(D), "endpoints", || {
             format!("(N, D) = ({n}, {D})")
         })?;
@@ -242,8 +264,7 @@ impl AdaptiveEnsemble {
         let one = |i: usize, e: &mut [T], s: &mut [T], st: &mut TrajectoryStats| {
             let y0: &[T; D] = prob.y0[i * D..][..D].try_into().expect("D values");
             let p = &prob.params[i * prob.n_params..][..prob.n_params];
-            let (t0, t1) = plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
-            *st = run_one(&plan, rhs, i, y0, p, t0, t1, e, s);
+            *st = one(i, y0, p, e, s);
         };
         self.par.run(|parallel| {
             match (parallel, k) {
@@ -283,7 +304,7 @@ impl AdaptiveEnsemble {
     }
 
     /// Validates everything and converts it to the state type.
-    fn plan<T: Real, const D: usize, const S: usize>(
+    pub(super) fn plan<T: Real, const D: usize, const S: usize>(
         &self,
         tab: &ErkTableau<S>,
         prob: &EnsembleProblem<'_, T>,
@@ -563,6 +584,13 @@ impl AdaptiveEnsemble {
             AdaptiveMethod::Dp5 => of(self.plan_spans::<T, D, 7>(&dp5(), n, spans)?),
             AdaptiveMethod::Bs3 => of(self.plan_spans::<T, D, 4>(&bs3(), n, spans)?),
             AdaptiveMethod::Vern7 => of(self.plan_spans::<T, D, 10>(&vern7(), n, spans)?),
+            AdaptiveMethod::Rosenbrock23 => {
+                // The options are checked as for the explicit pair of the
+                // same order; the controller is Rosenbrock23's.
+                let mut p = self.plan_spans::<T, D, 4>(&bs3(), n, spans)?;
+                p.ctrl = self.controller_or(2);
+                of(p)
+            }
         })
     }
 }
@@ -586,24 +614,24 @@ fn alloc<T: Real>(
 }
 
 /// Everything a trajectory needs, validated and in the state type.
-struct Plan<T, const D: usize, const S: usize> {
+pub(super) struct Plan<T, const D: usize, const S: usize> {
     a: [[T; S]; S],
     b: [T; S],
     bt: [T; S],
     c: [T; S],
     fsal: bool,
     embedded_order: u32,
-    atol: [T; D],
-    rtol: [T; D],
+    pub(super) atol: [T; D],
+    pub(super) rtol: [T; D],
     dense: DensePlan<T>,
-    ctrl: PiController,
-    fixed: Option<f64>,
-    dt0: Option<f64>,
-    dtmin: f64,
-    dtmax: f64,
-    maxiters: u64,
-    saveat: Vec<T>,
-    spans: Vec<(T, T)>,
+    pub(super) ctrl: PiController,
+    pub(super) fixed: Option<f64>,
+    pub(super) dt0: Option<f64>,
+    pub(super) dtmin: f64,
+    pub(super) dtmax: f64,
+    pub(super) maxiters: u64,
+    pub(super) saveat: Vec<T>,
+    pub(super) spans: Vec<(T, T)>,
 }
 
 /// Integrates one trajectory from `(t0, y0)` to `t1`; writes its final state
@@ -679,14 +707,10 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
         // Events: g at the step's start and end, and at root-finder points.
         let specs = rhs.events();
         let n_ev = specs.len();
-        let mut g_prev = vec![T::ZERO; n_ev];
-        let mut g_new = vec![T::ZERO; n_ev];
-        let mut g_mid = vec![T::ZERO; n_ev];
-        let mut g_pts = vec![T::ZERO; n_ev * (EVENT_POINTS + 1)];
-        let mut g_y = [T::ZERO; D];
-        let (mut just_evented, mut evented) = (false, false);
+        let mut ev = EventScan::new(n_ev);
+        let mut evented = false;
         if n_ev > 0 {
-            rhs.event_values(t, &y, &cx, &mut sc, &mut g_prev);
+            rhs.event_values(t, &y, &cx, &mut sc, &mut ev.prev);
         }
         loop {
             if t >= t1 {
@@ -770,51 +794,19 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
                 extra: &mut extra,
                 extras_done: false,
             };
-            // The earliest crossing of the step: (event, θ), from g sampled at
-            // EVENT_POINTS + 1 points of the dense output.
+            // The earliest crossing of the step: (event, θ).
             let mut fired: Option<(usize, T)> = None;
             if n_ev > 0 {
-                rhs.event_values(t_new, &y_new, &cx, &mut sc, &mut g_new);
+                rhs.event_values(t_new, &y_new, &cx, &mut sc, &mut ev.new);
                 st.evaluations += stages.fill_extras(&plan.dense, rhs, &cx, &mut sc, t, &y, h);
-                g_pts[..n_ev].copy_from_slice(&g_prev);
-                g_pts[EVENT_POINTS * n_ev..].copy_from_slice(&g_new);
-                for j in 1..EVENT_POINTS {
-                    let th = T::from_usize(j) / T::from_usize(EVENT_POINTS);
-                    stages.interpolate(&plan.dense, &y, h, th, &mut g_y);
-                    let row = &mut g_pts[j * n_ev..][..n_ev];
-                    rhs.event_values(t + th * h, &g_y, &cx, &mut sc, row);
-                }
-                let tol_t = T::from_f64(4.0) * T::EPSILON * (t.abs() + h.abs());
-                for e in 0..n_ev {
-                    let Some(j) = (0..EVENT_POINTS).find(|&j| {
-                        specs[e]
-                            .direction
-                            .fires(g_pts[j * n_ev + e], g_pts[(j + 1) * n_ev + e])
-                    }) else {
-                        continue;
-                    };
-                    let at = |j: usize| T::from_usize(j) / T::from_usize(EVENT_POINTS);
-                    let th = locate(
-                        |th| {
-                            stages.interpolate(&plan.dense, &y, h, th, &mut g_y);
-                            rhs.event_values(t + th * h, &g_y, &cx, &mut sc, &mut g_mid);
-                            g_mid[e]
-                        },
-                        (at(j), g_pts[j * n_ev + e]),
-                        (at(j + 1), g_pts[(j + 1) * n_ev + e]),
-                        h,
-                        tol_t,
-                    );
-                    // Right after an event, a crossing within the root
-                    // tolerance of the step's start is that event's own
-                    // surface, not a new crossing.
-                    if just_evented && th * h.abs() <= tol_t {
-                        continue;
-                    }
-                    if fired.is_none_or(|(_, best)| th < best) {
-                        fired = Some((e, th));
-                    }
-                }
+                let stages = &stages;
+                fired = ev.scan(
+                    specs,
+                    t,
+                    h,
+                    |th, out: &mut [T; D]| stages.interpolate(&plan.dense, &y, h, th, out),
+                    |tg, yg, out| rhs.event_values(tg, yg, &cx, &mut sc, out),
+                );
             }
             // Where this step ends: t_new, or the event.
             let (t_end, y_end) = match fired {
@@ -859,8 +851,8 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
                 if !T::all_finite(&k[0]) {
                     break 'run Status::NonFinite;
                 }
-                rhs.event_values(t, &y, &cx, &mut sc, &mut g_prev);
-                just_evented = true;
+                rhs.event_values(t, &y, &cx, &mut sc, &mut ev.prev);
+                ev.just = true;
                 evented = true;
             } else {
                 if plan.fsal {
@@ -871,8 +863,8 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
                 if !T::all_finite(&y) || ((plan.fsal || need_f1) && !T::all_finite(&k[0])) {
                     break 'run Status::NonFinite;
                 }
-                std::mem::swap(&mut g_prev, &mut g_new);
-                just_evented = false;
+                std::mem::swap(&mut ev.prev, &mut ev.new);
+                ev.just = false;
             }
             if adaptive && fired.is_some() {
                 // A jump is a discontinuity: the integration restarts from the

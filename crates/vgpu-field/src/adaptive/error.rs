@@ -41,10 +41,19 @@ pub enum AdaptiveError {
         why: &'static str,
     },
     /// A method name that is not one of the built-in pairs.
-    #[error("unknown adaptive method `{name}` (expected tsit5, dp5, bs3 or vern7)")]
+    #[error("unknown adaptive method `{name}` (expected tsit5, dp5, bs3, vern7 or rosenbrock23)")]
     UnknownMethod {
         /// The name given.
         name: String,
+    },
+    /// The method cannot run this right-hand side: Rosenbrock23 without a
+    /// Jacobian, or with more states than its dense solver takes.
+    #[error("option `method` = {method}: {why}")]
+    MethodUnavailable {
+        /// The method's name.
+        method: &'static str,
+        /// Why, and what to do instead.
+        why: String,
     },
     /// `maxiters` is zero.
     #[error("option `maxiters` must be at least 1")]

@@ -120,7 +120,7 @@ pub fn locate<T: Real>(
             a = c;
             fa = fc;
             if kept == 1 {
-                fb = fb * half;
+                fb *= half;
             }
             kept = 1;
         } else {
@@ -130,12 +130,96 @@ pub fn locate<T: Real>(
                 break;
             }
             if kept == -1 {
-                fa = fa * half;
+                fa *= half;
             }
             kept = -1;
         }
     }
     b
+}
+
+/// One trajectory's event state: `g` at the current step's start, end,
+/// sample points and root-finder points, and whether the step starts at an
+/// event. Every stepper (the explicit pairs, Rosenbrock23) scans its steps
+/// with it.
+pub(crate) struct EventScan<T> {
+    n: usize,
+    /// `g` at the step's start.
+    pub(crate) prev: Vec<T>,
+    /// `g` at the step's end.
+    pub(crate) new: Vec<T>,
+    mid: Vec<T>,
+    pts: Vec<T>,
+    /// The step starts where an event fired.
+    pub(crate) just: bool,
+}
+
+impl<T: Real> EventScan<T> {
+    pub(crate) fn new(n: usize) -> Self {
+        EventScan {
+            n,
+            prev: vec![T::ZERO; n],
+            new: vec![T::ZERO; n],
+            mid: vec![T::ZERO; n],
+            pts: vec![T::ZERO; n * (EVENT_POINTS + 1)],
+            just: false,
+        }
+    }
+
+    /// The earliest crossing `(event, θ)` of the step `(t, h)` whose
+    /// `g` values at its ends are in `prev` and `new`: `g` sampled at
+    /// [`EVENT_POINTS`] + 1 points of the dense output `interp(θ, y)`, then
+    /// located by [`locate`]. `g(t, y, out)` evaluates every event.
+    pub(crate) fn scan<const D: usize>(
+        &mut self,
+        specs: &[EventSpec],
+        t: T,
+        h: T,
+        mut interp: impl FnMut(T, &mut [T; D]),
+        mut g: impl FnMut(T, &[T; D], &mut [T]),
+    ) -> Option<(usize, T)> {
+        let n = self.n;
+        let mut y = [T::ZERO; D];
+        self.pts[..n].copy_from_slice(&self.prev);
+        self.pts[EVENT_POINTS * n..].copy_from_slice(&self.new);
+        let at = |j: usize| T::from_usize(j) / T::from_usize(EVENT_POINTS);
+        for j in 1..EVENT_POINTS {
+            interp(at(j), &mut y);
+            g(t + at(j) * h, &y, &mut self.pts[j * n..][..n]);
+        }
+        let tol_t = T::from_f64(4.0) * T::EPSILON * (t.abs() + h.abs());
+        let mut fired: Option<(usize, T)> = None;
+        for (e, spec) in specs.iter().enumerate() {
+            let pts = &self.pts;
+            let Some(j) = (0..EVENT_POINTS)
+                .find(|&j| spec.direction.fires(pts[j * n + e], pts[(j + 1) * n + e]))
+            else {
+                continue;
+            };
+            let (ga, gb) = (pts[j * n + e], pts[(j + 1) * n + e]);
+            let mid = &mut self.mid;
+            let th = locate(
+                |th| {
+                    interp(th, &mut y);
+                    g(t + th * h, &y, mid);
+                    mid[e]
+                },
+                (at(j), ga),
+                (at(j + 1), gb),
+                h,
+                tol_t,
+            );
+            // Right after an event, a crossing within the root tolerance of
+            // the step's start is that event's own surface, not a new one.
+            if self.just && th * h.abs() <= tol_t {
+                continue;
+            }
+            if fired.is_none_or(|(_, best)| th < best) {
+                fired = Some((e, th));
+            }
+        }
+        fired
+    }
 }
 
 #[cfg(test)]

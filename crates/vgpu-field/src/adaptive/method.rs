@@ -17,23 +17,38 @@ pub enum AdaptiveMethod {
     Bs3,
     /// Verner 7(6) "most efficient", order-7 interpolant (5 lazy extra stages).
     Vern7,
+    /// Rosenbrock23 (Shampine–Reichelt `ode23s`, OrdinaryDiffEq.jl's
+    /// `Rosenbrock23`): a linearly implicit L-stable W-method of order 2 with
+    /// an embedded order-3 error estimate, for stiff problems; needs the
+    /// Jacobian (a `.field` kernel derives it symbolically), `D ≤ 16`.
+    Rosenbrock23,
 }
 
 impl AdaptiveMethod {
-    /// Every built-in method.
+    /// Every built-in explicit pair (the stiff [`AdaptiveMethod::Rosenbrock23`]
+    /// is in [`AdaptiveMethod::EVERY`]).
     pub const ALL: [AdaptiveMethod; 4] = [
         AdaptiveMethod::Tsit5,
         AdaptiveMethod::Dp5,
         AdaptiveMethod::Bs3,
         AdaptiveMethod::Vern7,
     ];
-    /// The method's name (`"tsit5"`, `"dp5"`, `"bs3"`, `"vern7"`).
+    /// Every built-in method, explicit and stiff.
+    pub const EVERY: [AdaptiveMethod; 5] = [
+        AdaptiveMethod::Tsit5,
+        AdaptiveMethod::Dp5,
+        AdaptiveMethod::Bs3,
+        AdaptiveMethod::Vern7,
+        AdaptiveMethod::Rosenbrock23,
+    ];
+    /// The method's name (`"tsit5"`, `"dp5"`, `"bs3"`, `"vern7"`, `"rosenbrock23"`).
     pub fn name(self) -> &'static str {
         match self {
             AdaptiveMethod::Tsit5 => "tsit5",
             AdaptiveMethod::Dp5 => "dp5",
             AdaptiveMethod::Bs3 => "bs3",
             AdaptiveMethod::Vern7 => "vern7",
+            AdaptiveMethod::Rosenbrock23 => "rosenbrock23",
         }
     }
     /// Order of the propagated solution.
@@ -41,6 +56,7 @@ impl AdaptiveMethod {
         match self {
             AdaptiveMethod::Tsit5 | AdaptiveMethod::Dp5 => 5,
             AdaptiveMethod::Bs3 => 3,
+            AdaptiveMethod::Rosenbrock23 => 2,
             AdaptiveMethod::Vern7 => 7,
         }
     }
@@ -56,7 +72,7 @@ impl FromStr for AdaptiveMethod {
     type Err = AdaptiveError;
     fn from_str(s: &str) -> Result<Self, AdaptiveError> {
         let lower = s.to_ascii_lowercase();
-        AdaptiveMethod::ALL
+        AdaptiveMethod::EVERY
             .into_iter()
             .find(|m| m.name() == lower)
             .ok_or_else(|| AdaptiveError::UnknownMethod {

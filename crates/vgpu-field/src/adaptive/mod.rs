@@ -14,6 +14,8 @@
 //!   parallel as [`crate::Par`] says, the same bits for any thread count.
 //! * **The right-hand side** ([`OdeRhs`]): closures through [`rhs_fn`], and any
 //!   per-trajectory [`crate::Field`] through [`FieldRhs`].
+//! * **Stiff problems** ([`rosenbrock`]): Rosenbrock23 with the right-hand
+//!   side's Jacobian, `W = I − γhJ` factored per step.
 //! * **Events** ([`events`]): zero crossings of `g(t, y, p)` located on the
 //!   dense output, then jumps or termination of that trajectory alone.
 //! * [`reference`] holds a hand-written Tsit5 Lorenz ensemble, the driver's
@@ -27,6 +29,7 @@ pub mod events;
 pub mod method;
 pub mod reference;
 pub mod rhs;
+pub mod rosenbrock;
 pub mod status;
 pub mod tableaus;
 pub mod trees;

@@ -69,6 +69,26 @@ pub trait OdeRhs<T: Real, const D: usize>: Sync {
         Ok(())
     }
 
+    /// Whether [`OdeRhs::jacobian`] gives the Jacobian (the stiff method
+    /// needs it). `false` by default.
+    fn has_jacobian(&self) -> bool {
+        false
+    }
+
+    /// Writes `∂f_i/∂y_j` into `jac[i][j]` and `∂f_i/∂t` into `ft[i]` at
+    /// `(t, y)` (only called when [`OdeRhs::has_jacobian`]).
+    fn jacobian(
+        &self,
+        t: T,
+        y: &[T; D],
+        traj: &Traj<'_, T, D>,
+        scratch: &mut Self::Scratch,
+        jac: &mut [[T; D]; D],
+        ft: &mut [T; D],
+    ) {
+        let _ = (t, y, traj, scratch, jac, ft);
+    }
+
     /// The right-hand side's events (none by default): see
     /// [`crate::adaptive::events`].
     fn events(&self) -> &[EventSpec] {
