@@ -65,9 +65,15 @@ fn inputs_are_distinct_across_iterations_and_seeds() {
         let plain = c.seeds.iter().filter(|s| one.contains(*s)).count();
         eprintln!("{t}: {} distinct, {plain} seeds", one.len());
         assert!(plain <= 30, "{t}: {plain} of 1000 inputs are seeds");
-        let two: HashSet<Vec<u8>> = (0..1000).map(|i| generate(&c, 2, i)).collect();
-        let same = one.intersection(&two).count();
-        assert!(same <= 50, "{t}: seeds 1 and 2 share {same} of 1000 inputs");
+        // Another seed, another input at every iteration (a few coincide:
+        // `.npy` header mutations have few outcomes).
+        let same = (0..1000)
+            .filter(|&i| generate(&c, 2, i) == generate(&c, 1, i))
+            .count();
+        assert!(
+            same <= 20,
+            "{t}: seeds 1 and 2 agree on {same} of 1000 inputs"
+        );
     }
 }
 
