@@ -182,7 +182,7 @@ impl PyVgpu {
             MethodChoice::parse(method, "method=").map_err(facade_error)?
         else {
             return Err(PyValueError::new_err(format!(
-                "method={method:?} is a fixed-step method; ensemble_adaptive takes tsit5, dp5, bs3 or vern7"
+                "method={method:?} is a fixed-step method; ensemble_adaptive takes tsit5, dp5, bs3, vern7 or rosenbrock23"
             )));
         };
         let backend = vgpu::resolve_backend(backend)

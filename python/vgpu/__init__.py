@@ -390,7 +390,7 @@ class VGPU:
         if str(method).lower() not in ("rk4", "euler"):
             raise ValueError(
                 f"ensemble: method={method!r}: unknown method "
-                "(expected euler or rk4, or an adaptive tsit5, dp5, bs3 or vern7)"
+                "(expected euler or rk4, or an adaptive tsit5, dp5, bs3, vern7 or rosenbrock23)"
             )
         fixed_only = {"dt0": dt0, "dtmin": dtmin, "dtmax": dtmax, "maxiters": maxiters,
                       "saveat": saveat, "u0": u0, "tspan": tspan}

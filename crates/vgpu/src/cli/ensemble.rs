@@ -38,8 +38,10 @@ pub(crate) struct EnsembleArgs {
     /// --dt0 instead).
     #[arg(long)]
     pub dt: Option<f64>,
-    /// Integrator: fixed-step euler or rk4, or an adaptive embedded pair tsit5,
-    /// dp5, bs3 or vern7 (CPU; fields without phases).
+    /// Integrator: fixed-step euler or rk4, an adaptive embedded pair tsit5,
+    /// dp5, bs3 or vern7, or the stiff rosenbrock23 (Jacobian derived from the
+    /// field, at most 16 states) (CPU; fields without phases; `event`s run
+    /// with the adaptive methods).
     #[arg(long, default_value = "rk4")]
     pub method: String,
     /// The adaptive methods' options (boxed: they are many and seldom given).
@@ -102,7 +104,7 @@ pub(crate) struct EnsembleArgs {
     pub max_wgsl_bytes: Option<u64>,
 }
 
-/// Options of the adaptive methods (`--method tsit5|dp5|bs3|vern7`).
+/// Options of the adaptive methods (`--method tsit5|dp5|bs3|vern7|rosenbrock23`).
 #[derive(Debug, Clone, ClapArgs)]
 pub(crate) struct AdaptiveOpts {
     /// Adaptive: relative tolerance, one value or one per state (`1e-6,1e-8,1e-8`);
