@@ -114,7 +114,7 @@ fn mutants_are_reproducible_and_reach_every_stage() {
         let corpus = Corpus::load(t, &corpus::default_root()).expect("seeds");
         let mut runner = Runner::new(&corpus).expect("a runner");
         let (mut accepted, mut rejected) = (0, 0);
-        for i in 0..60 {
+        for i in 0..200 {
             let input = vgpu_fuzz::generate(&corpus, 9, i);
             assert_eq!(input, vgpu_fuzz::generate(&corpus, 9, i));
             match on_small_stack(|| check(&mut runner, &input)) {
