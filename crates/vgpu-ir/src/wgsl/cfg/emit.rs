@@ -431,8 +431,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         space: Space,
         base: Val,
         off: i64,
-        size: u8,
-        align: u32,
+        (size, align): (u8, u32),
         line: u32,
         write: bool,
     ) -> (String, String) {
@@ -482,8 +481,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         *space,
                         *base,
                         off + (i as i64) * (*size as i64),
-                        *size,
-                        align,
+                        (*size, align),
                         line,
                         false,
                     );
@@ -517,8 +515,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         *space,
                         *base,
                         off + (i as i64) * (*size as i64),
-                        *size,
-                        align,
+                        (*size, align),
                         line,
                         true,
                     );
@@ -537,7 +534,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 c,
             } => {
                 let (code, native) = atom_code(*op);
-                let (mut out, t) = self.access(*space, *base, *off, 4, 4, line, true);
+                let (mut out, t) = self.access(*space, *base, *off, (4, 4), line, true);
                 let (arr, n) = match space {
                     Space::Global => ("gmem", "g"),
                     Space::Shared => ("smem", "s"),
