@@ -181,6 +181,12 @@ pub fn check_adaptive_wgsl(k: &Kernel) -> Result<(), IrError> {
             "drives and emits are not integrated by the adaptive GPU kernel",
         ));
     }
+    if !k.events.is_empty() {
+        return Err(unsupported(
+            k,
+            "events are located by the CPU driver only so far (run with --backend cpu or auto)",
+        ));
+    }
     let float = k.float_type();
     if k.states.iter().any(|s| s.ty != float) {
         return Err(unsupported(k, "states of mixed float types"));
