@@ -34,9 +34,14 @@ def emit(**kw):
 def row(cfg, prec, tol, n, ctrl):
     field = "examples/lorenz.field" if prec == "f32" else "examples/lorenz_f64.field"
     out = os.path.join(WORK, f"vgpu_{cfg}_{ctrl}_{n}.npy")
+    # The anchors' parameters: rho = float32(linspace(0, 21, N)), widened to f64
+    # for the f64 runs (a linspace computed in f64 would be a different problem,
+    # ~1e-7 away, and the error against the reference would measure that).
+    rho = os.path.join(WORK, f"rho_{prec}_{n}.npy")
+    np.save(rho, rho32(n).astype(np.float32 if prec == "f32" else np.float64))
     cmd = [VGPU, "ensemble", field, "--n", str(n), "--t", "0:1", "--method", "tsit5",
            "--rtol", str(tol), "--atol", str(tol), "--dt0", "1e-3", "--maxiters", "200000",
-           "--controller", ctrl.lower(), "--param", "rho=linspace:0:21", "--backend", "gpu",
+           "--controller", ctrl.lower(), "--param", f"rho={rho}", "--backend", "gpu",
            "--kernel-time", "5", "--json", "--out", out]
     w0 = time.perf_counter()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
