@@ -6,14 +6,14 @@
 
 pub mod adaptive;
 pub mod args;
-pub mod cfg;
 pub mod ast;
+pub mod cfg;
 mod check;
 pub mod derived;
 pub mod error;
 mod eval;
-pub mod jacobian;
 pub mod field;
+pub mod jacobian;
 pub mod kernel;
 mod lexer;
 mod limits;

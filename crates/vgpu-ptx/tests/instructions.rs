@@ -722,7 +722,10 @@ fn warp_size_constant_and_special_registers() {
     assert_eq!(i32op("mov.u32 %o, %nsmid", 0, 0, 0), 1);
     assert_eq!(i32op("mov.u32 %o, %envreg3", 0, 0, 0), 0);
     // No shared memory: the reserved region (1 KiB, 288 bytes usable) starts at 0.
-    assert_eq!(i32op("mov.u32 %o, %reserved_smem_offset_cap", 0, 0, 0), 1024);
+    assert_eq!(
+        i32op("mov.u32 %o, %reserved_smem_offset_cap", 0, 0, 0),
+        1024
+    );
     assert_eq!(i32op("mov.u32 %o, %reserved_smem_offset_end", 0, 0, 0), 288);
     assert_eq!(i32op("mov.u32 %o, %cluster_nctarank", 0, 0, 0), 1);
     assert_eq!(i32op("mov.u32 %o, %lanemask_ge", 0, 0, 0), u32::MAX);

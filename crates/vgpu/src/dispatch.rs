@@ -238,7 +238,8 @@ pub enum MethodChoice {
 
 impl MethodChoice {
     /// The accepted names, as an error message lists them.
-    pub const NAMES: &'static str = "euler or rk4, or an adaptive tsit5, dp5, bs3, vern7 or rosenbrock23";
+    pub const NAMES: &'static str =
+        "euler or rk4, or an adaptive tsit5, dp5, bs3, vern7 or rosenbrock23";
 
     /// Parses a method name (case-insensitive).
     ///
