@@ -265,3 +265,11 @@ fn fixed_step_runs_refuse_events() {
         "{e}"
     );
 }
+
+#[test]
+fn fixed_step_wgsl_refuses_events_instead_of_ignoring_them() {
+    let src = BALL.replace("f64", "f32");
+    let k = compile("ball.field", &src).unwrap();
+    let e = vgpu_ir::wgsl::check_wgsl(&k).unwrap_err().to_string();
+    assert!(e.contains("event `floor`"), "{e}");
+}

@@ -49,7 +49,7 @@ fn unsupported(k: &Kernel, reason: impl Into<String>) -> IrError {
 /// Whether the kernel can run as WGSL, and why not.
 ///
 /// # Errors
-/// [`IrError::Unsupported`] for `f64` anywhere, phases, or `:=` jumps.
+/// [`IrError::Unsupported`] for `f64` anywhere, phases, `:=` jumps or events.
 pub fn check_wgsl(k: &Kernel) -> Result<(), IrError> {
     if k.is_phased() {
         return Err(unsupported(
@@ -67,6 +67,16 @@ pub fn check_wgsl(k: &Kernel) -> Result<(), IrError> {
         return Err(unsupported(
             k,
             "a field with no state has nothing to integrate on the GPU",
+        ));
+    }
+    if let Some(ev) = k.events.first() {
+        // As the CPU's fixed-step runner: events need the adaptive driver.
+        return Err(unsupported(
+            k,
+            format!(
+                "event `{}`: events are located by the adaptive methods on the CPU (--method tsit5 … --backend cpu)",
+                ev.name
+            ),
         ));
     }
     if k.phases[0]
