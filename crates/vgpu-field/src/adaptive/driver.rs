@@ -15,6 +15,7 @@ use crate::adaptive::rhs::{OdeRhs, Traj};
 use crate::adaptive::status::{EnsembleSolution, Status, TrajectoryStats};
 use crate::adaptive::tableaus::{bs3, dp5, tsit5, ErkTableau};
 use crate::adaptive::vern7::vern7;
+use crate::executor::Progress;
 use crate::par::Par;
 use crate::real::Real;
 use rayon::prelude::*;
@@ -89,6 +90,7 @@ pub struct AdaptiveEnsemble {
     controller: Option<PiController>,
     fixed_step: Option<f64>,
     par: Par,
+    progress: Option<Progress>,
 }
 
 impl AdaptiveEnsemble {
@@ -109,7 +111,15 @@ impl AdaptiveEnsemble {
             controller: None,
             fixed_step: None,
             par: Par::Auto,
+            progress: None,
         }
+    }
+    /// Counts finished trajectories into `p` (the run announces its `N` with
+    /// [`Progress::add_total`] when it starts), for progress bars; read it from
+    /// any thread while the run goes on.
+    pub fn progress(mut self, p: Progress) -> Self {
+        self.progress = Some(p);
+        self
     }
     /// The method.
     pub fn method(&self) -> AdaptiveMethod {
@@ -261,10 +271,17 @@ impl AdaptiveEnsemble {
                 shape: format!("(N,) = ({n},)"),
             })?;
         stats.resize(n, TrajectoryStats::default());
+        let progress = self.progress.as_ref();
+        if let Some(p) = progress {
+            p.add_total(n as u64);
+        }
         let one = |i: usize, e: &mut [T], s: &mut [T], st: &mut TrajectoryStats| {
             let y0: &[T; D] = prob.y0[i * D..][..D].try_into().expect("D values");
             let p = &prob.params[i * prob.n_params..][..prob.n_params];
             *st = one(i, y0, p, e, s);
+            if let Some(p) = progress {
+                p.advance(1);
+            }
         };
         self.par.run(|parallel| {
             match (parallel, k) {
@@ -911,6 +928,26 @@ fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_counts_every_trajectory_once() {
+        use crate::adaptive::{rhs_fn, EnsembleProblem};
+        let f = rhs_fn(|_t: f64, y: &[f64; 1], p: &[f64], dy: &mut [f64; 1]| dy[0] = p[0] * y[0]);
+        let n = 1000;
+        let y0 = vec![1.0; n];
+        let p: Vec<f64> = (0..n).map(|i| -(i as f64) / 100.0).collect();
+        let prob = EnsembleProblem::new(n, &y0, &[(0.0, 1.0)]).params(&p, 1);
+        for par in [Par::Seq, Par::Auto] {
+            let progress = Progress::new();
+            let sol = AdaptiveEnsemble::new(AdaptiveMethod::Tsit5)
+                .par(par)
+                .progress(progress.clone())
+                .solve(&f, &prob)
+                .unwrap();
+            assert_eq!(sol.n, n);
+            assert_eq!((progress.done(), progress.total()), (n as u64, n as u64));
+        }
+    }
 
     #[test]
     fn oversized_outputs_are_typed_errors() {

@@ -75,8 +75,9 @@ pub(crate) struct EnsembleArgs {
     /// Print one JSON object (backend, adapter, seconds, kernel seconds, …).
     #[arg(long)]
     pub json: bool,
-    /// CPU progress bar of the trajectory-steps done, drawn on stderr only when
-    /// it is a terminal: auto (long runs), always or never.
+    /// CPU progress bar (trajectory-steps done; trajectories finished for the
+    /// adaptive methods), drawn on stderr only when it is a terminal: auto (long
+    /// runs), always or never.
     #[arg(long, default_value = "auto")]
     pub progress: String,
     /// Host memory the run may use, e.g. 8G (default: what the system reports
@@ -338,19 +339,35 @@ fn write_outputs(
     set.commit()
 }
 
+/// Whether to draw a progress bar: `--progress auto` (when the run is `long`),
+/// `always` or `never`, and only when stderr is a terminal.
+fn draw_progress(progress: &str, long: bool) -> Result<bool, vgpu::Error> {
+    Ok(match progress {
+        "auto" => long,
+        "always" => true,
+        "never" => false,
+        other => {
+            return Err(usage(format!(
+                "--progress {other:?}: expected auto, always or never"
+            )))
+        }
+    } && std::io::stderr().is_terminal())
+}
+
 /// Runs `f`, handing it a [`Progress`] counter when `draw`, and meanwhile draws
-/// the counter as a bar on stderr (trajectory-steps done of the total), redrawn
-/// ten times a second and cleared at the end.
-fn with_progress<R>(draw: bool, f: impl FnOnce(Option<Progress>) -> R) -> R {
+/// the counter as a bar on stderr (`unit`s done of the total: trajectory-steps
+/// for fixed steps, trajectories for adaptive runs), redrawn ten times a second
+/// and cleared at the end.
+fn with_progress<R>(draw: bool, unit: &str, f: impl FnOnce(Option<Progress>) -> R) -> R {
     if !draw {
         return f(None);
     }
     let p = Progress::new();
     // Hidden until the run has announced its work.
     let bar = indicatif::ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{bar:40} {human_pos}/{human_len} trajectory-steps ({percent}%, {elapsed} elapsed, eta {eta})",
-    ) {
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&format!(
+        "{{bar:40}} {{human_pos}}/{{human_len}} {unit} ({{percent}}%, {{elapsed}} elapsed, eta {{eta}})"
+    )) {
         bar.set_style(style);
     }
     let stop = AtomicBool::new(false);
@@ -526,17 +543,8 @@ fn run_part(a: EnsembleArgs, split: Option<&Split>) -> Result<ExitCode, vgpu::Er
     // work, so the bar stays hidden there.
     let steps_guess = integ.steps(&k.name).unwrap_or(0).max(1);
     let long = (a.n as f64) * (steps_guess as f64) * (dim.max(1) as f64) > 2e8;
-    let draw = match a.progress.as_str() {
-        "auto" => long,
-        "always" => true,
-        "never" => false,
-        other => {
-            return Err(usage(format!(
-                "--progress {other:?}: expected auto, always or never"
-            )))
-        }
-    } && std::io::stderr().is_terminal();
-    let run = with_progress(draw, |p| {
+    let draw = draw_progress(&a.progress, long)?;
+    let run = with_progress(draw, "trajectory-steps", |p| {
         let integ = match p {
             Some(p) => integ.clone().progress(p),
             None => integ.clone(),
@@ -914,8 +922,15 @@ fn run_adaptive(
         max_chunk: a.adaptive.gpu_chunk,
         timing: a.kernel_time,
     };
-    let r = Dispatcher::new()
-        .adaptive_with(
+    // The bar counts trajectories the CPU driver finished; a GPU run announces
+    // none, so the bar stays hidden there. Long: a million trajectories.
+    let draw = draw_progress(&a.progress, n >= 1 << 20)?;
+    let mut run = run;
+    let r = with_progress(draw, "trajectories", |p| {
+        if let Some(p) = p {
+            run.options = run.options.clone().progress(p);
+        }
+        Dispatcher::new().adaptive_with(
             &AdaptiveJob {
                 kernel: &k,
                 args: &args,
@@ -924,7 +939,8 @@ fn run_adaptive(
             },
             &gpu,
         )
-        .map_err(name_the_adaptive_option)?;
+    })
+    .map_err(name_the_adaptive_option)?;
     let mut shard_json = serde_json::json!({});
     match (split, &a.out) {
         (Some(s), _) => {
