@@ -15,14 +15,7 @@
 # Results: $OUT/adaptive.jsonl (one JSON object per line), $OUT/adaptive.log,
 # $OUT/adaptive_work_precision.png.
 set -euo pipefail
-OUT=${OUT:-/tmp/out}
-export OUT
-mkdir -p "$OUT"
-if [ -d .gl ]; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
-if [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-fi
-export WGPU_BACKEND=vulkan
+source benchmarks/device/env.sh
 VGPU=${VGPU:-./target/release/vgpu}
 # Hand CUDA kernel, references, diffrax, torchdiffeq (writes $OUT/adaptive.jsonl afresh).
 python3 benchmarks/adaptive/bench_adaptive.py 2>> "$OUT/adaptive.log" | tail -n 3

@@ -11,11 +11,7 @@
 # scripts/gl-loaders.sh first; the working tree, ptx-cases/ included, travels as it is).
 # Results: $OUT/lorenz.json (one object per N and implementation) and $OUT/lorenz.log.
 set -euo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export WGPU_BACKEND=vulkan
+source benchmarks/device/env.sh
 PTX=${PTX:-ptx-cases/kernels.ptx}
 VGPU=./target/release/vgpu
 : > "$OUT/lorenz.jsonl"

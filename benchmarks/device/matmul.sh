@@ -9,13 +9,8 @@
 # figures of docs/BENCHMARKS.md "Matmul, H200"); the log in $OUT/matmul.log.
 set -uo pipefail
 OUT=${OUT:-/tmp/vgpu-matmul-out}
-mkdir -p "$OUT"
+source benchmarks/device/env.sh
 exec > >(tee "$OUT/matmul.log") 2>&1
-
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export WGPU_BACKEND=vulkan
 VGPU=./target/release/vgpu
 
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/nvidia-smi.csv" 2>&1

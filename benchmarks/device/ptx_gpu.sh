@@ -15,11 +15,7 @@
 # scripts/gl-loaders.sh). Results: $OUT/ptx_gpu.jsonl (one object per case,
 # implementation and check mode) and $OUT/ptx_gpu.log.
 set -euo pipefail
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export WGPU_BACKEND=vulkan
+source benchmarks/device/env.sh
 PTX=${PTX:-ptx-cases/kernels.ptx}
 VGPU=./target/release/vgpu
 W=$(mktemp -d)
