@@ -7,23 +7,12 @@
 #![cfg(feature = "mpi")]
 
 mod common;
-use common::vgpu;
+use common::{bytes, example, partial_files, triple, vgpu_ok};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn example(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vgpu-cli-mpi-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("cli-mpi", name)
 }
 
 fn have_mpirun() -> bool {
@@ -53,11 +42,7 @@ fn mpirun(r: usize, args: &[String]) -> (i32, String, String) {
         .env("RAYON_NUM_THREADS", "1")
         .output()
         .expect("run mpirun");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    triple(&out)
 }
 
 fn lorenz(out: &Path, extra: &[&str]) -> Vec<String> {
@@ -84,23 +69,13 @@ fn lorenz(out: &Path, extra: &[&str]) -> Vec<String> {
     v
 }
 
-fn one_process(args: &[String]) {
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, o, e) = vgpu(&a);
-    assert_eq!(code, 0, "{o}{e}");
-}
-
-fn bytes(p: &Path) -> Vec<u8> {
-    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
 #[test]
 fn ranks_write_the_bytes_of_one_process() {
     if !have_mpirun() {
         return;
     }
     let d = dir("fixed");
-    one_process(&lorenz(&d.join("one.npy"), &[]));
+    vgpu_ok(&lorenz(&d.join("one.npy"), &[]));
     for r in [2, 3] {
         let out = d.join(format!("mpi{r}.npy"));
         let (code, o, e) = mpirun(r, &lorenz(&out, &["--json"]));
@@ -112,11 +87,7 @@ fn ranks_write_the_bytes_of_one_process() {
         assert_eq!(j["trajectories_total"], 1000, "{o}");
         assert_eq!(j["ranks"].as_array().unwrap().len(), r);
     }
-    let left: Vec<_> = std::fs::read_dir(&d)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains("partial"))
-        .collect();
+    let left = partial_files(&d);
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -151,7 +122,7 @@ fn adaptive_ranks_write_saveat_status_and_steps() {
         .map(|x| x.to_string())
         .collect()
     };
-    one_process(&args(&d.join("one.npy")));
+    vgpu_ok(&args(&d.join("one.npy")));
     let (code, o, e) = mpirun(3, &args(&d.join("mpi.npy")));
     assert_eq!(code, 0, "{o}{e}");
     for (a, b) in [

@@ -5,33 +5,11 @@
 //! leaves an existing output untouched.
 
 mod common;
-use common::vgpu;
+use common::{bytes, example, merge, partial_files, s, strs, vgpu, vgpu_ok, write_rows};
 use std::path::{Path, PathBuf};
 
-fn example(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vgpu-cli-shard-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> String {
-    p.display().to_string()
-}
-
-/// `vgpu ensemble lorenz.field` with `extra`; panics on failure.
-fn run_ok(args: &[String]) {
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, out, err) = vgpu(&a);
-    assert_eq!(code, 0, "vgpu {args:?}\n{out}\n{err}");
+    common::fresh_dir("cli-shard", name)
 }
 
 fn fixed(out: &Path, extra: &[&str]) -> Vec<String> {
@@ -67,12 +45,8 @@ fn adaptive(d: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
         .collect();
     let tspan = d.join("tspan.npy");
     let u0p = d.join("u0.npy");
-    ndarray_npy::write_npy(
-        &tspan,
-        &ndarray::Array2::from_shape_vec((n, 2), spans).unwrap(),
-    )
-    .unwrap();
-    ndarray_npy::write_npy(&u0p, &ndarray::Array2::from_shape_vec((n, 3), u0).unwrap()).unwrap();
+    write_rows(&tspan, n, 2, spans);
+    write_rows(&u0p, n, 3, u0);
     let mut v: Vec<String> = [
         "ensemble",
         &example("lorenz.field"),
@@ -104,26 +78,14 @@ fn adaptive(d: &Path, out: &Path, extra: &[&str]) -> Vec<String> {
     v
 }
 
-fn merge(shards: &[PathBuf], out: &Path) -> (i32, String, String) {
-    let mut a = vec!["merge".to_string()];
-    a.extend(shards.iter().map(|p| s(p)));
-    a.extend(["--out".to_string(), s(out)]);
-    let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    vgpu(&a)
-}
-
-fn bytes(p: &Path) -> Vec<u8> {
-    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
 #[test]
 fn fixed_step_shards_merge_to_the_bytes_of_one_run() {
     let d = dir("fixed");
-    run_ok(&fixed(&d.join("whole.npy"), &[]));
+    vgpu_ok(&fixed(&d.join("whole.npy"), &[]));
     for r in [1, 3, 4] {
         let shards: Vec<PathBuf> = (0..r).map(|i| d.join(format!("s{i}of{r}.npy"))).collect();
         for (i, p) in shards.iter().enumerate() {
-            run_ok(&fixed(p, &["--shard", &format!("{i}/{r}")]));
+            vgpu_ok(&fixed(p, &["--shard", &format!("{i}/{r}")]));
         }
         // Any order of the shards on the command line.
         let mut given = shards.clone();
@@ -152,10 +114,10 @@ fn fixed_step_shards_merge_to_the_bytes_of_one_run() {
 #[test]
 fn adaptive_shards_merge_with_saveat_status_and_steps() {
     let d = dir("adaptive");
-    run_ok(&adaptive(&d, &d.join("whole.npy"), &[]));
+    vgpu_ok(&adaptive(&d, &d.join("whole.npy"), &[]));
     let shards: Vec<PathBuf> = (0..3).map(|i| d.join(format!("a{i}.npy"))).collect();
     for (i, p) in shards.iter().enumerate() {
-        run_ok(&adaptive(&d, p, &["--shard", &format!("{i}/3")]));
+        vgpu_ok(&adaptive(&d, p, &["--shard", &format!("{i}/3")]));
     }
     let out = d.join("merged.npy");
     let (code, o, e) = merge(&shards, &out);
@@ -174,14 +136,14 @@ fn mismatched_duplicate_and_missing_shards_are_refused_and_nothing_is_overwritte
     let d = dir("refuse");
     let a: Vec<PathBuf> = (0..2).map(|i| d.join(format!("a{i}.npy"))).collect();
     for (i, p) in a.iter().enumerate() {
-        run_ok(&fixed(p, &["--shard", &format!("{i}/2")]));
+        vgpu_ok(&fixed(p, &["--shard", &format!("{i}/2")]));
     }
     // The same shard 1 of another run (another rho range).
     let other = d.join("other1.npy");
     let mut args = fixed(&other, &["--shard", "1/2"]);
     let rho = args.iter().position(|x| x == "rho=linspace:0:21").unwrap();
     args[rho] = "rho=linspace:0:28".into();
-    run_ok(&args);
+    vgpu_ok(&args);
     let out = d.join("merged.npy");
     std::fs::write(&out, b"keep me").unwrap();
     let (code, _, e) = merge(&[a[0].clone(), other.clone()], &out);
@@ -212,11 +174,7 @@ fn mismatched_duplicate_and_missing_shards_are_refused_and_nothing_is_overwritte
     assert_eq!(code, 2);
     assert!(e.contains("nothing.shard.json"), "{e}");
     assert_eq!(bytes(&out), b"keep me");
-    let left: Vec<_> = std::fs::read_dir(&d)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains("partial"))
-        .collect();
+    let left = partial_files(&d);
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
 
@@ -232,8 +190,7 @@ fn bad_shard_options_are_refused() {
         ("0/17", "at most 16 shards"),
     ] {
         let args = fixed(&out, &["--shard", spec]);
-        let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (code, _, e) = vgpu(&a);
+        let (code, _, e) = vgpu(&strs(&args));
         assert_eq!(code, 2, "--shard {spec}: {e}");
         assert!(e.contains(want), "--shard {spec}: {e}");
     }
@@ -279,8 +236,7 @@ fn bad_shard_options_are_refused() {
     let mut args = fixed(&out, &["--shard", "1/2"]);
     let b = args.iter().position(|x| x == "--backend").unwrap();
     args[b + 1] = "gpu".into();
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, _, e) = vgpu(&a);
+    let (code, _, e) = vgpu(&strs(&args));
     assert_eq!(code, 2, "{e}");
     assert!(
         e.contains("runs on the CPU so far") && e.contains("512..1000 of 1000"),
