@@ -8,12 +8,14 @@ use pyo3::types::{PyDict, PyList};
 use std::path::Path;
 use vgpu::ptx::{run_case, CaseReport, ExecOptions, PtxError};
 
-/// Runs the case whose `case.json` is `path` (or the folder holding it).
+/// Runs the case whose `case.json` is `path` (or the folder holding it);
+/// `initcheck`: with the global-memory initcheck on.
 pub(crate) fn ptx_case<'py>(
     py: Python<'py>,
     path: &str,
     check: bool,
     parallel: bool,
+    initcheck: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let p = Path::new(path);
     let json = if p.is_dir() {
@@ -24,6 +26,7 @@ pub(crate) fn ptx_case<'py>(
     let opts = ExecOptions {
         check,
         parallel,
+        initcheck,
         ..ExecOptions::default()
     };
     let report = py

@@ -272,15 +272,16 @@ impl PyVgpu {
     }
 
     /// Runs a PTX case (`case.json` or its folder) and returns its report.
-    #[pyo3(signature = (path, check = true, parallel = true))]
+    #[pyo3(signature = (path, check = true, parallel = true, initcheck = false))]
     fn ptx_case<'py>(
         &self,
         py: Python<'py>,
         path: &str,
         check: bool,
         parallel: bool,
+        initcheck: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        crate::ptx::ptx_case(py, path, check, parallel)
+        crate::ptx::ptx_case(py, path, check, parallel, initcheck)
     }
 
     fn __repr__(&self) -> String {

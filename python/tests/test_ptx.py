@@ -116,3 +116,26 @@ def test_files_outside_the_case_are_refused(tmp_path):
     with pytest.raises(vgpu.VGPUError, match="outside the case's folder") as e:
         vgpu.VGPU().ptx_case(hostile_case(case, ptx=str(secret)))
     assert "TOPSECRET" not in str(e.value)
+
+
+def test_initcheck_reports_an_output_read_before_anything_wrote_it(tmp_path):
+    # A kernel adds into `sum`, a buffer the case gives no `init` (allocated,
+    # not written by the host): with initcheck=True that read is reported.
+    (tmp_path / "k.ptx").write_text(
+        ".version 8.0\n.target sm_80\n.address_size 64\n"
+        ".visible .entry k(.param .u64 p)\n{\n"
+        ".reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n"
+        "ld.param.u64 %rd1, [p];\ncvta.to.global.u64 %rd1, %rd1;\n"
+        "ld.global.u32 %r1, [%rd1];\nadd.s32 %r1, %r1, 1;\nst.global.u32 [%rd1], %r1;\n"
+        "ret;\n}\n"
+    )
+    case = {"ptx": "k.ptx", "entry": "k", "grid": [1, 1, 1], "block": [1, 1, 1],
+            "args": [{"kind": "buffer", "name": "sum"}],
+            "buffers": {"sum": {"dtype": "u32", "len": 1}}}
+    (tmp_path / "case.json").write_text(json.dumps(case))
+    r = vgpu.VGPU().ptx_case(tmp_path, initcheck=True)
+    assert not r["passed"]
+    assert "uninitialized" in r["error"] and "PTX line 10" in r["error"], r["error"]
+    assert "buffer 0 (sum)" in r["error"], r["error"]
+    # Off by default: the kernel runs.
+    assert vgpu.VGPU().ptx_case(tmp_path)["error"] is None

@@ -474,7 +474,12 @@ class VGPU:
         return (values, status, steps) if return_status else values
 
     def ptx_case(
-        self, path: Union[str, "os.PathLike[str]"], *, check: bool = True, parallel: bool = True
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        *,
+        check: bool = True,
+        parallel: bool = True,
+        initcheck: bool = False,
     ) -> Dict[str, Any]:
         """Runs a PTX case -- real nvcc PTX with its inputs and expected outputs
         (a ``case.json``, or the folder holding one) -- on VGPU's SIMT field
@@ -485,6 +490,10 @@ class VGPU:
             check: run the checker (misaligned accesses, barrier divergence,
                 shared-memory races, uninitialised reads).
             parallel: run blocks in parallel (the results are the same).
+            initcheck: also report reads of global memory that neither the host
+                initialised nor any thread wrote before (a buffer without
+                ``init`` counts as allocated, not written); blocks then run one
+                at a time in block order.
 
         Returns a dict: ``passed``, ``entry``, ``path``, ``error`` (the launch's
         error message, or None), ``expect_error`` (the fault class the case
@@ -496,7 +505,7 @@ class VGPU:
             VGPUError: the case or its PTX cannot be read or parsed (PTX errors
                 name ``file:line:col``).
         """
-        return self._vgpu.ptx_case(os.fspath(path), check, parallel)
+        return self._vgpu.ptx_case(os.fspath(path), check, parallel, initcheck)
 
     def __repr__(self) -> str:
         return "VGPU()"

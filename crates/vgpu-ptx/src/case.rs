@@ -55,6 +55,11 @@ pub struct Case {
     /// A watchdog limit for this case (instructions per warp; VGPU's extension).
     #[serde(default)]
     pub watchdog: Option<u64>,
+    /// Run this case with the global-memory initcheck on
+    /// ([`ExecOptions::initcheck`]; VGPU's extension). A buffer without
+    /// `init` is then memory the host allocated but did not write.
+    #[serde(default)]
+    pub initcheck: bool,
 }
 
 /// A kernel argument of a case.
@@ -83,7 +88,8 @@ pub struct CaseBuffer {
     pub dtype: String,
     /// Number of elements.
     pub len: usize,
-    /// Initial contents (raw little-endian), else zeros.
+    /// Initial contents (raw little-endian), else zeros, which the initcheck
+    /// counts as never written (allocated, not initialised by the host).
     #[serde(default)]
     pub init: Option<String>,
     /// Expected contents after the launch.
@@ -427,6 +433,15 @@ pub fn run_case_on(
     if let Some(w) = case.watchdog {
         opts.watchdog = opts.watchdog.min(w);
     }
+    opts.initcheck |= case.initcheck;
+    opts.uninitialised_buffers = case
+        .buffers
+        .values()
+        .enumerate()
+        .filter(|(_, b)| b.init.is_none())
+        .map(|(i, _)| i)
+        .collect();
+    opts.buffer_names = names.iter().map(|n| n.to_string()).collect();
     let mut report = CaseReport {
         path: path.clone(),
         entry: case.entry.clone(),

@@ -28,6 +28,24 @@ pub struct ExecOptions {
     pub parallel: bool,
     /// Resource limits checked before anything is allocated (threads, memory).
     pub limits: Limits,
+    /// The global-memory initcheck (off by default; compute-sanitizer's
+    /// `initcheck`): a load, vector load, sub-word load or atomic that reads a
+    /// global byte neither the host initialised nor any thread wrote before
+    /// is a [`crate::FaultClass::Uninitialized`] fault naming the thread,
+    /// block, address, allocation and PTX line. "Before" is the
+    /// interpreter's order: with the initcheck on, blocks run one at a time
+    /// in linear block order (x fastest), each block's warps in its schedule,
+    /// so a read of what an earlier block wrote is not reported. Costs one
+    /// shadow bit per byte of global memory.
+    pub initcheck: bool,
+    /// The buffers (by index) the host allocated but did not write (a
+    /// `cudaMalloc` with no copy or memset; a case's buffer without `init`):
+    /// with [`ExecOptions::initcheck`] their bytes start uninitialised. Every
+    /// other buffer, and the module's variables, start initialised.
+    pub uninitialised_buffers: Vec<usize>,
+    /// The buffers' names in messages, by index (a case's buffer names);
+    /// `buffer i` where absent.
+    pub buffer_names: Vec<String>,
 }
 
 impl Default for ExecOptions {
@@ -38,6 +56,9 @@ impl Default for ExecOptions {
             trace: None,
             parallel: true,
             limits: Limits::default(),
+            initcheck: false,
+            uninitialised_buffers: Vec::new(),
+            buffer_names: Vec::new(),
         }
     }
 }
@@ -113,8 +134,9 @@ pub struct LaunchConfig {
 pub struct LaunchStats {
     /// Thread-instructions executed (each warp instruction counts its issuing lanes).
     pub thread_instructions: u64,
-    /// Blocks ran one at a time, in order, because some global atomic's old value
-    /// is read (so the order of atomics is fixed and results deterministic).
+    /// Blocks ran one at a time, in order: some global atomic's old value is
+    /// read (so the order of atomics is fixed and results deterministic), the
+    /// initcheck is on, or the caller asked for it.
     pub ordered_blocks: bool,
     /// The traced thread's steps, when asked.
     pub trace: Vec<TraceStep>,
@@ -288,11 +310,23 @@ pub fn launch(
     let mut at = BUFFER_BASE;
     for (i, b) in buffers.iter().enumerate() {
         bases.push(at);
-        regions.push(Region::new(format!("buffer {i}"), at, b, true));
+        let name = match opts.buffer_names.get(i) {
+            Some(n) => format!("buffer {i} ({n})"),
+            None => format!("buffer {i}"),
+        };
+        regions.push(Region::new(name, at, b, true));
         at = (at + b.len() as u64 + BUFFER_GAP).next_multiple_of(256);
     }
     let params = param_bytes(k, args, &bases)?;
     mark_tracked(k, args, &mut regions);
+    if opts.initcheck {
+        let n_globals = k.globals.len();
+        for (i, r) in regions.iter_mut().enumerate() {
+            let host_wrote =
+                i < n_globals || !opts.uninitialised_buffers.contains(&(i - n_globals));
+            r.track_init(host_wrote);
+        }
+    }
     let gmem = GlobalMem { regions };
     let ctx = LaunchCtx {
         k,
@@ -313,7 +347,7 @@ pub fn launch(
             (b / (gx as u64 * gy as u64)) as u32,
         ]
     };
-    let ordered = k.needs_ordered_blocks || !opts.parallel;
+    let ordered = runs_ordered(k, opts);
     let outs: Vec<Option<Result<BlockOut, PtxError>>> = if ordered {
         let mut sc = Scratch::new(&ctx);
         let mut v = Vec::new();
@@ -373,6 +407,13 @@ pub fn launch(
         *b = gmem.regions[n_globals + i].to_bytes();
     }
     Ok(stats)
+}
+
+/// Whether the launch runs its blocks one at a time in linear order: some
+/// global atomic's old value is read, the caller asked, or the initcheck is on
+/// (its "written before" is that order).
+fn runs_ordered(k: &Kernel, opts: &ExecOptions) -> bool {
+    k.needs_ordered_blocks || !opts.parallel || opts.initcheck
 }
 
 /// The geometry, the traced thread and every size the launch will allocate,
@@ -559,16 +600,34 @@ fn check_launch(
             },
         ],
     )?;
-    let workers = if k.needs_ordered_blocks || !opts.parallel {
+    let workers = if runs_ordered(k, opts) {
         1
     } else {
         rayon::current_num_threads() as u64
     };
     let scratch = l.bytes(&format!("{geometry}: per-worker scratch"), workers, scratch)?;
+    // The initcheck's shadow: one bit per byte, in 8-byte words.
+    let init_shadow = if opts.initcheck {
+        buffers
+            .iter()
+            .map(|b| b.len() as u64)
+            .chain(k.globals.iter().map(|g| g.bytes.len() as u64))
+            .map(|n| n.div_ceil(64) * 8)
+            .fold(0u64, u64::saturating_add)
+    } else {
+        0
+    };
     let need = limits::sum(
         l,
         &geometry,
-        &[buffer_bytes, buffer_bytes, globals, slots, scratch],
+        &[
+            buffer_bytes,
+            buffer_bytes,
+            globals,
+            slots,
+            scratch,
+            init_shadow,
+        ],
     )?;
     l.memory(&geometry, need).map_err(|e| match e {
         PtxError::Limit {

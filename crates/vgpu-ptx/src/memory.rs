@@ -2,7 +2,7 @@
 //! can run in parallel), shared memory with its checker shadow (race.rs),
 //! per-thread local memory, and the generic address windows.
 
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use crate::ast::Space;
 use crate::error::FaultClass;
@@ -51,6 +51,9 @@ pub(crate) struct Region {
     /// of it (set by the launch from the kernel's store targets).
     pub tracked: bool,
     words: Box<[AtomicU32]>,
+    /// The initcheck's shadow (only when it is on): bit `j % 64` of word
+    /// `j / 64` is set once byte `j` holds a value the host or a thread wrote.
+    init: Option<Box<[AtomicU64]>>,
 }
 
 impl Region {
@@ -71,7 +74,52 @@ impl Region {
             writable,
             tracked: false,
             words,
+            init: None,
         }
+    }
+
+    /// Turns the initcheck on for this allocation: every byte starts
+    /// initialised (`host_wrote`) or not.
+    pub(crate) fn track_init(&mut self, host_wrote: bool) {
+        let fill = if host_wrote { u64::MAX } else { 0 };
+        self.init = Some(
+            (0..self.len.div_ceil(64))
+                .map(|_| AtomicU64::new(fill))
+                .collect(),
+        );
+    }
+
+    /// With the initcheck on: the first of the bytes `[off, off + size)`
+    /// that nothing has written, if any.
+    #[inline]
+    fn first_uninitialised(&self, off: u64, size: u8) -> Option<u64> {
+        let bits = self.init.as_ref()?;
+        (off..off + size as u64)
+            .find(|&j| bits[(j / 64) as usize].load(Relaxed) >> (j % 64) & 1 == 0)
+    }
+
+    /// With the initcheck on: marks the bytes `[off, off + size)` written.
+    #[inline]
+    fn mark_initialised(&self, off: u64, size: u8) {
+        if let Some(bits) = &self.init {
+            for j in off..off + size as u64 {
+                bits[(j / 64) as usize].fetch_or(1 << (j % 64), Relaxed);
+            }
+        }
+    }
+
+    /// The initcheck's report of a read of byte `off` of this allocation.
+    fn uninitialised(&self, off: u64, what: &str) -> MemFault {
+        fault(
+            FaultClass::Uninitialized,
+            format!(
+                "{what} global byte 0x{:x} (byte {off} of `{}`, {} bytes at 0x{:x}) that neither the host initialised nor any thread wrote before (initcheck)",
+                self.base + off,
+                self.name,
+                self.len,
+                self.base
+            ),
+        )
     }
 
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
@@ -216,7 +264,13 @@ impl GlobalMem {
             out |= a.wrapping_sub(r.base) > last;
         }
         // Sizes are powers of two; a region lies below the generic windows.
-        if bits & (size as u64 - 1) != 0 || out || (write && !r.writable) {
+        // With the initcheck on, loads take the per-lane path, which checks
+        // and names each lane's bytes.
+        if bits & (size as u64 - 1) != 0
+            || out
+            || (write && !r.writable)
+            || (!write && r.init.is_some())
+        {
             return None;
         }
         Some(r)
@@ -269,6 +323,13 @@ impl GlobalMem {
         vals: &[u64; 32],
     ) -> Option<&Region> {
         let r = self.span(addrs, em, size, true)?;
+        if r.init.is_some() {
+            for (l, &a) in addrs.iter().enumerate() {
+                if em & (1 << l) != 0 {
+                    r.mark_initialised(a - r.base, size);
+                }
+            }
+        }
         if em == u32::MAX && size == 4 {
             for (&v, &a) in vals.iter().zip(addrs.iter()) {
                 r.words[((a - r.base) >> 2) as usize].store(v as u32, Relaxed);
@@ -290,8 +351,20 @@ impl GlobalMem {
             .any(|r| r.tracked && addr >= r.base && addr - r.base < r.len)
     }
 
+    /// A load the program uses: with the initcheck on, its bytes must have
+    /// been written (by the host or a thread).
     #[inline]
     pub(crate) fn load(&self, addr: u64, size: u8) -> Result<u64, MemFault> {
+        let (r, off) = self.find(addr, size, false)?;
+        if let Some(j) = r.first_uninitialised(off, size) {
+            return Err(r.uninitialised(j, "read of"));
+        }
+        Ok(r.load_at(off, size))
+    }
+
+    /// A load of bytes the program does not use: bounds only.
+    #[inline]
+    pub(crate) fn load_raw(&self, addr: u64, size: u8) -> Result<u64, MemFault> {
         let (r, off) = self.find(addr, size, false)?;
         Ok(r.load_at(off, size))
     }
@@ -300,6 +373,19 @@ impl GlobalMem {
     pub(crate) fn store(&self, addr: u64, size: u8, v: u64) -> Result<(), MemFault> {
         let (r, off) = self.find(addr, size, true)?;
         r.store_at(off, size, v);
+        r.mark_initialised(off, size);
+        Ok(())
+    }
+
+    /// An atomic whose old value is applied after the launch (flux): bounds
+    /// now, and with the initcheck on, its bytes must have been written
+    /// before (the atomic reads them); they count as written from here on.
+    pub(crate) fn flux_target(&self, addr: u64, size: u8) -> Result<(), MemFault> {
+        let (r, off) = self.find(addr, size, false)?;
+        if let Some(j) = r.first_uninitialised(off, size) {
+            return Err(r.uninitialised(j, "atomic on"));
+        }
+        r.mark_initialised(off, size);
         Ok(())
     }
 
@@ -308,6 +394,9 @@ impl GlobalMem {
     /// their blocks one at a time), so this load-then-store is atomic.
     pub(crate) fn rmw(&self, addr: u64, size: u8, f: &dyn Fn(u64) -> u64) -> Result<u64, MemFault> {
         let (r, off) = self.find(addr, size, true)?;
+        if let Some(j) = r.first_uninitialised(off, size) {
+            return Err(r.uninitialised(j, "atomic on"));
+        }
         let old = r.load_at(off, size);
         r.store_at(off, size, f(old));
         Ok(old)

@@ -260,6 +260,9 @@ pub(crate) struct Inst {
     pub guard: Option<(u32, bool)>,
     /// 1-based PTX line.
     pub line: u32,
+    /// A strong load (`.volatile`, `.relaxed`, `.acquire`): the warp yields
+    /// after it (precomputed at decode; the executor tests it per instruction).
+    pub yields: bool,
 }
 
 impl Op {

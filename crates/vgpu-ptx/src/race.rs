@@ -156,7 +156,7 @@ impl Shadow {
         self.epoch = 1;
         self.warps.fill(WarpSyncs::default());
         self.pending = None;
-        self.vc = fresh_clocks(self.nwarps);
+        reset_clocks(&mut self.vc, self.nwarps);
         self.released.clear();
     }
 
@@ -431,10 +431,17 @@ impl Shadow {
 /// Vector clocks for `n` warps: each warp's own clock 1, nothing acquired.
 fn fresh_clocks(n: usize) -> Vec<u32> {
     let mut vc = vec![0; n * n];
+    reset_clocks(&mut vc, n);
+    vc
+}
+
+/// Refills the `n × n` vector clocks `vc` in place: each warp's own clock 1,
+/// nothing acquired (a new block).
+fn reset_clocks(vc: &mut [u32], n: usize) {
+    vc.fill(0);
     for w in 0..n {
         vc[w * n + w] = 1;
     }
-    vc
 }
 
 fn race(detail: String) -> MemFault {

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use vgpu_ptx::{run_case, ExecOptions};
+use vgpu_ptx::{run_case, run_case_on, CaseOptions, ExecOptions};
 
 fn case_dirs(root: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(root)
@@ -28,6 +28,10 @@ fn shared_cases_root() -> PathBuf {
 }
 
 fn run_all(root: &Path, min_cases: usize) {
+    run_all_with(root, min_cases, &ExecOptions::default());
+}
+
+fn run_all_with(root: &Path, min_cases: usize, opts: &ExecOptions) {
     assert!(
         root.is_dir(),
         "case folder {} is missing (set VGPU_PTX_CASES to point elsewhere)",
@@ -42,8 +46,7 @@ fn run_all(root: &Path, min_cases: usize) {
     );
     let mut failed = Vec::new();
     for d in &dirs {
-        let r =
-            run_case(d, &ExecOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        let r = run_case(d, opts).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
         if !r.passed() {
             failed.push(format!(
                 "{}: error {:?}, expect {:?}, buffers {:?}",
@@ -66,7 +69,7 @@ fn shared_nvcc_cases_pass() {
 fn planted_bug_cases_are_reported() {
     run_all(
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases")),
-        6,
+        8,
     );
 }
 
@@ -82,6 +85,62 @@ fn known_failure(dir: &Path) -> Option<String> {
 
 #[test]
 fn corpus_cases_pass_except_known_failures() {
+    corpus_passes(&ExecOptions::default());
+}
+
+/// The global-memory initcheck finds nothing in the real programs. The
+/// host wrote every buffer of theirs (inputs, and outputs the generator
+/// poisoned with NaN or all-ones so that an unwritten element shows), so for
+/// the corpus the poisoned outputs count as uninitialised here: a program
+/// that read one before writing it would be reported.
+#[test]
+fn corpus_and_nvcc_cases_pass_with_the_initcheck() {
+    let opts = ExecOptions {
+        initcheck: true,
+        ..ExecOptions::default()
+    };
+    run_all_with(&shared_cases_root(), 8, &opts);
+    corpus_passes_with(&opts, true);
+}
+
+/// Whether `b` is all one poison value: all-ones bytes (-1, an unsigned
+/// maximum), or every f32 or every f64 numpy's NaN.
+fn poisoned(b: &[u8]) -> bool {
+    let all = |n: usize, w: &[u8]| b.len() % n == 0 && b.chunks(n).all(|c| c == w);
+    !b.is_empty()
+        && (b.iter().all(|&x| x == 0xff)
+            || all(4, &0x7fc0_0000u32.to_le_bytes())
+            || all(8, &0x7ff8_0000_0000_0000u64.to_le_bytes()))
+}
+
+/// The indices (in the case's buffer order) of its buffers with `expect`.
+fn expected_buffers(dir: &Path) -> Vec<usize> {
+    let text = std::fs::read_to_string(dir.join("case.json")).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let Some(bufs) = v.get("buffers").and_then(|b| b.as_object()) else {
+        return Vec::new();
+    };
+    // The case runner orders buffers by name (a BTreeMap).
+    let mut names: Vec<(&String, bool)> = bufs
+        .iter()
+        .map(|(n, b)| (n, b.get("expect").is_some()))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, e))| *e)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn corpus_passes(opts: &ExecOptions) {
+    corpus_passes_with(opts, false);
+}
+
+/// Runs the corpus with `opts`; `poison_uninit`: poisoned output buffers count
+/// as uninitialised for the initcheck.
+fn corpus_passes_with(opts: &ExecOptions, poison_uninit: bool) {
     let root = corpus_root();
     assert!(root.is_dir(), "{} is missing", root.display());
     let mut suites: Vec<PathBuf> = std::fs::read_dir(&root)
@@ -97,7 +156,23 @@ fn corpus_cases_pass_except_known_failures() {
         for d in case_dirs(s) {
             total += 1;
             let kf = known_failure(&d);
-            let r = run_case(&d, &ExecOptions::default());
+            let outputs = expected_buffers(&d);
+            let r = run_case_on(
+                &d,
+                opts,
+                &CaseOptions::default(),
+                &mut |m, e, g, a, b, o| {
+                    let mut o = o.clone();
+                    if poison_uninit {
+                        o.uninitialised_buffers = outputs
+                            .iter()
+                            .copied()
+                            .filter(|&i| poisoned(&b[i]))
+                            .collect();
+                    }
+                    m.launch(e, g, a, b, &o)
+                },
+            );
             let passed = matches!(&r, Ok(r) if r.passed());
             match (&kf, passed) {
                 (None, true) => {}

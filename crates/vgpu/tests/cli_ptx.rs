@@ -441,3 +441,53 @@ fn a_case_naming_a_file_outside_it_is_refused_without_its_contents() {
         "{err}"
     );
 }
+
+#[test]
+fn initcheck_reports_a_zeros_buffer_read_before_it_is_written() {
+    // The planted case's kernel adds into its second buffer: given as
+    // `zeros:` (allocated, not written by the host), --initcheck reports the
+    // read; without it the kernel runs.
+    let c = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../vgpu-ptx/tests/cases/uninitialized_global"
+    ));
+    let d = tmp("initcheck");
+    let x = d.join("x.bin");
+    std::fs::copy(c.join("x.bin"), &x).unwrap();
+    let sum = format!("zeros:u32:32:{}", d.join("sum.bin").display());
+    let ptx = c.join("kernel.ptx");
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "ptx",
+            "run",
+            ptx.to_str().unwrap(),
+            "--entry",
+            "uninitialized_global",
+            "--grid",
+            "1",
+            "--block",
+            "32",
+            "--arg",
+            x.to_str().unwrap(),
+            "--arg",
+            &sum,
+        ];
+        a.extend_from_slice(extra);
+        vgpu(&a)
+    };
+    let (code, out, err) = run(&["--initcheck"]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    let all = format!("{out}{err}");
+    assert!(
+        all.contains("uninitialized")
+            && all.contains("buffer 1")
+            && all.contains("PTX line 21")
+            && all.contains("initcheck"),
+        "{all}"
+    );
+    let (code, out, err) = run(&[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (code, _, err) = run(&["--initcheck", "--backend", "gpu"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--backend cpu"), "{err}");
+}

@@ -27,7 +27,13 @@ impl Lower<'_> {
     }
 
     pub(super) fn emit(&mut self, op: Op, guard: Option<(u32, bool)>, line: u32) {
-        self.code.push(Inst { op, guard, line });
+        let yields = matches!(&op, Op::Ld { order, .. } if order.strong());
+        self.code.push(Inst {
+            op,
+            guard,
+            line,
+            yields,
+        });
     }
 
     /// Lowers one function body (entry or inlined callee).

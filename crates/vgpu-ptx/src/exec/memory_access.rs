@@ -96,7 +96,7 @@ impl BlockRun<'_, '_> {
         }
         match sp {
             Space::Shared => self.shared.load_raw(ra, size),
-            Space::Global => self.ctx.gmem.load(ra, size),
+            Space::Global => self.ctx.gmem.load_raw(ra, size),
             _ => self.load(space, a, size, tid, line),
         }
     }
@@ -206,18 +206,30 @@ impl BlockRun<'_, '_> {
             return Ok(());
         }
         if let ([r], true) = (d, global_like(space)) {
-            // Fast path: the warp's scalar accesses inside one allocation.
-            let mut v = [0u64; 32];
+            // Fast path: the warp's scalar accesses inside one allocation. A
+            // whole warp's unsigned load goes straight into the destination
+            // row (every lane is written; no staging copy).
             let mut addrs = addr_row(regs, addr);
-            if let Some(reg) = self.ctx.gmem.load_warp(&mut addrs, em, size, &mut v) {
+            let direct = em == u32::MAX && !sign && *r != u32::MAX;
+            let mut v = [0u64; 32];
+            let out = if direct {
+                reg_row_mut(regs, *r)
+            } else {
+                &mut v
+            };
+            if let Some(reg) = self.ctx.gmem.load_warp(&mut addrs, em, size, out) {
                 if let (Some(g), true) = (&mut self.glog, reg.tracked) {
                     g.access(false, line, base, em, size as u32, &addrs);
                 }
-                if sign {
-                    v = v.map(|x| crate::types::sx(x, size as u32 * 8) as u64);
-                }
-                if *r != u32::MAX {
-                    put(regs, *r, &v, em);
+                if !direct {
+                    if sign {
+                        for x in v.iter_mut() {
+                            *x = crate::types::sx(*x, size as u32 * 8) as u64;
+                        }
+                    }
+                    if *r != u32::MAX {
+                        put(regs, *r, &v, em);
+                    }
                 }
                 rest = 0;
             }
@@ -262,12 +274,23 @@ impl BlockRun<'_, '_> {
         let vector = (n > 1).then_some(n * size as u64);
         let mut rest = em;
         if let ([v], true) = (src, global_like(space)) {
-            // Fast path: the warp's scalar accesses inside one allocation.
+            // Fast path: the warp's scalar accesses inside one allocation,
+            // the values read from the source's row in place.
             let mut addrs = addr_row(regs, addr);
+            let imm;
+            let vals: &[u64; 32] = match *v {
+                Src::Reg(r) => (&regs[r as usize * 32..r as usize * 32 + 32])
+                    .try_into()
+                    .expect("32 lanes"),
+                Src::Imm(x) => {
+                    imm = [x; 32];
+                    &imm
+                }
+            };
             if self
                 .ctx
                 .gmem
-                .store_warp(&mut addrs, em, size, &row(regs, *v))
+                .store_warp(&mut addrs, em, size, vals)
                 .is_some()
             {
                 if let Some(g) = &mut self.glog {
@@ -334,7 +357,7 @@ impl BlockRun<'_, '_> {
                     Space::Shared => self.shared.rmw(ra, *size, tid, line, &|o| f(o, bv, cv)),
                     Space::Global => {
                         if *deferred {
-                            self.ctx.gmem.load(ra, *size)?;
+                            self.ctx.gmem.flux_target(ra, *size)?;
                             self.flux.push(Flux {
                                 pc,
                                 addr: ra,

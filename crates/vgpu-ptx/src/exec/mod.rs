@@ -477,12 +477,19 @@ impl BlockRun<'_, '_> {
                     }
                     _ => {
                         if emask != 0 {
-                            self.exec(pc, inst, w, emask)?;
+                            // The typed warp operations (most instructions)
+                            // go straight to their loop, not through `exec`'s
+                            // large frame.
+                            if let Op::Warp(op) = &inst.op {
+                                crate::warp_ops::exec(&mut w.regs, op, emask, self.simd);
+                            } else {
+                                self.exec(pc, inst, w, emask)?;
+                            }
                             if self.trace_hit(w, emask) {
                                 let d = inst.op.dsts();
                                 self.record(inst, w, &d);
                             }
-                            if matches!(&inst.op, Op::Ld { order, .. } if order.strong()) {
+                            if inst.yields {
                                 for l in lanes(mask) {
                                     w.pc[l] = pc + 1;
                                 }
@@ -774,10 +781,32 @@ fn pred_mask(regs: &[u64], p: u32, neg: bool) -> u32 {
     }
 }
 
-/// The address of every lane.
+/// The address of every lane, computed in one pass from the base register's
+/// row (no copy of the row, no closure: this is on every global access).
 #[inline(always)]
 fn addr_row(regs: &[u64], addr: &Addr) -> [u64; 32] {
-    row(regs, addr.base).map(|b| b.wrapping_add(addr.off as u64))
+    let off = addr.off as u64;
+    let mut out = [0u64; 32];
+    match addr.base {
+        Src::Reg(r) => {
+            let b: &[u64; 32] = (&regs[r as usize * 32..r as usize * 32 + 32])
+                .try_into()
+                .expect("32 lanes");
+            for (o, &x) in out.iter_mut().zip(b) {
+                *o = x.wrapping_add(off);
+            }
+        }
+        Src::Imm(v) => out = [v.wrapping_add(off); 32],
+    }
+    out
+}
+
+/// Register `r`'s row of 32 lanes.
+#[inline(always)]
+fn reg_row_mut(regs: &mut [u64], r: u32) -> &mut [u64; 32] {
+    (&mut regs[r as usize * 32..r as usize * 32 + 32])
+        .try_into()
+        .expect("32 lanes")
 }
 
 /// A space whose addresses may be global memory (a generic address below the

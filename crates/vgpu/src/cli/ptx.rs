@@ -77,6 +77,12 @@ pub(crate) struct LaunchArgs {
     /// out-of-bounds and the watchdog stay errors.
     #[arg(long)]
     pub no_check: bool,
+    /// Also report reads of global memory that neither the host initialised nor
+    /// any thread wrote before (compute-sanitizer's initcheck; blocks then run
+    /// one at a time in block order). A case buffer without `init` and a
+    /// `zeros:` buffer count as allocated but not written. Interpreter only.
+    #[arg(long)]
+    pub initcheck: bool,
     /// Watchdog: the most instructions one warp may execute.
     #[arg(long, default_value_t = ptx::DEFAULT_WATCHDOG)]
     pub watchdog: u64,
@@ -150,6 +156,8 @@ impl LaunchArgs {
             trace: None,
             parallel: !self.sequential,
             limits,
+            initcheck: self.initcheck,
+            ..ExecOptions::default()
         }
     }
 
@@ -184,10 +192,15 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
     let mut opts = la.options();
     opts.trace = trace;
     let backend = vgpu::resolve_backend(Some(&la.backend))?;
+    if la.initcheck && backend != vgpu::BackendChoice::Cpu {
+        return Err(Error::Usage(
+            "--initcheck runs on the interpreter: use --backend cpu".into(),
+        ));
+    }
     let mut runner = PtxRunner::new(backend, !la.unchecked);
     runner.time_iterations = la.kernel_time;
     if is_ptx(input) {
-        let code = run_ptx_file(input, la, &opts, &mut runner)?;
+        let code = run_ptx_file(input, la, &mut opts, &mut runner)?;
         report_backend(&runner);
         return Ok(code);
     }
@@ -401,7 +414,7 @@ fn report_backend(r: &PtxRunner) {
 fn run_ptx_file(
     path: &Path,
     la: &LaunchArgs,
-    opts: &ExecOptions,
+    opts: &mut ExecOptions,
     runner: &mut PtxRunner,
 ) -> Result<ExitCode, Error> {
     let usage = |m: &str| Error::Usage(m.to_string());
@@ -452,6 +465,8 @@ fn run_ptx_file(
             let what = format!("--arg {i} `zeros:{dt}:{len}`");
             let bytes = limits.bytes(&what, len as u64, dtype_size(dt).expect("known") as u64)?;
             held = hold(&limits, &what, held, bytes)?;
+            // Allocated, not written by the host: the initcheck's view.
+            opts.uninitialised_buffers.push(bufs.len());
             bufs.push(vec![0u8; bytes as usize]);
             specs.push(BufSpec {
                 path: p,
