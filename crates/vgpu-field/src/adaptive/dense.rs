@@ -55,19 +55,30 @@ impl<T: Real> DensePlan<T> {
     }
 }
 
-/// The stages of one accepted step that dense output reads.
-pub(crate) struct StepStages<'a, T, const D: usize, const S: usize> {
+/// The stages of one step that dense output reads, owned by the explicit
+/// stepper of one trajectory (see [`crate::adaptive::erk`]).
+pub(crate) struct StepStages<T, const D: usize, const S: usize> {
     /// The method's stages.
-    pub k: &'a [[T; D]; S],
+    pub(crate) k: [[T; D]; S],
     /// `f(t₁, y₁)` for a method that is not FSAL (unused otherwise).
-    pub f1: &'a [T; D],
+    pub(crate) f1: [T; D],
     /// The extra stages (filled by [`StepStages::fill_extras`]).
-    pub extra: &'a mut [[T; D]; MAX_EXTRA],
+    pub(crate) extra: [[T; D]; MAX_EXTRA],
     /// Whether the extra stages of this step have been evaluated.
-    pub extras_done: bool,
+    pub(crate) extras_done: bool,
 }
 
-impl<T: Real, const D: usize, const S: usize> StepStages<'_, T, D, S> {
+impl<T: Real, const D: usize, const S: usize> StepStages<T, D, S> {
+    /// Zeroed stages.
+    pub(crate) fn new() -> Self {
+        StepStages {
+            k: [[T::ZERO; D]; S],
+            f1: [T::ZERO; D],
+            extra: [[T::ZERO; D]; MAX_EXTRA],
+            extras_done: false,
+        }
+    }
+
     #[inline]
     fn ext<'s>(
         k: &'s [[T; D]; S],
@@ -109,7 +120,7 @@ impl<T: Real, const D: usize, const S: usize> StepStages<'_, T, D, S> {
                 for (d, td) in tmp.iter_mut().enumerate() {
                     let mut s = T::ZERO;
                     for &(j, a) in &plan.extra_a[e] {
-                        s += a * Self::ext(self.k, self.f1, done, plan, j)[d];
+                        s += a * Self::ext(&self.k, &self.f1, done, plan, j)[d];
                     }
                     *td = y[d] + h * s;
                 }
@@ -132,7 +143,7 @@ impl<T: Real, const D: usize, const S: usize> StepStages<'_, T, D, S> {
         let mut acc = [T::ZERO; D];
         for (i, w) in &plan.weights {
             let wi = w.iter().rev().fold(T::ZERO, |s, &r| (s + r) * theta);
-            let ki = Self::ext(self.k, self.f1, &self.extra[..], plan, *i);
+            let ki = Self::ext(&self.k, &self.f1, &self.extra[..], plan, *i);
             for d in 0..D {
                 acc[d] += wi * ki[d];
             }

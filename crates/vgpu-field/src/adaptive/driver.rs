@@ -1,19 +1,21 @@
 //! The adaptive ensemble driver: [`AdaptiveEnsemble`] (options, validation,
-//! output sizing, trajectories in parallel) over [`EnsembleProblem`], and the
-//! one Runge–Kutta core every [`ErkTableau`] runs through.
+//! output sizing, trajectories in parallel) over [`EnsembleProblem`]; every
+//! method runs through the one trajectory loop of `adaptive/trajectory.rs`
+//! (the explicit pairs as tableau data, `adaptive/erk.rs`; Rosenbrock23 as a
+//! W-method stepper, [`crate::adaptive::rosenbrock`]).
 //!
 //! Every trajectory has its own time, step size, PI controller state and
 //! status; it depends only on its own inputs, so the result is the same bits
 //! for any [`Par`], and a failing trajectory never stops the others.
 
-use crate::adaptive::controller::{error_norm, initial_step, PiController};
-use crate::adaptive::dense::{DensePlan, StepStages, MAX_EXTRA};
+use crate::adaptive::controller::PiController;
+use crate::adaptive::erk::{ErkCore, ErkStep};
 use crate::adaptive::error::AdaptiveError;
-use crate::adaptive::events::EventScan;
 use crate::adaptive::method::AdaptiveMethod;
-use crate::adaptive::rhs::{OdeRhs, Traj};
-use crate::adaptive::status::{EnsembleSolution, Status, TrajectoryStats};
+use crate::adaptive::rhs::OdeRhs;
+use crate::adaptive::status::{EnsembleSolution, TrajectoryStats};
 use crate::adaptive::tableaus::{bs3, dp5, tsit5, ErkTableau};
+use crate::adaptive::trajectory::run_one;
 use crate::adaptive::vern7::vern7;
 use crate::executor::Progress;
 use crate::par::Par;
@@ -218,12 +220,6 @@ impl AdaptiveEnsemble {
         }
     }
 
-    /// The controller set by [`AdaptiveEnsemble::controller`], else the
-    /// default for a method of order `order`.
-    pub(super) fn controller_or(&self, order: u32) -> PiController {
-        self.controller.unwrap_or(PiController::for_order(order))
-    }
-
     /// Integrates every trajectory of `prob` with any embedded pair given as
     /// data (the controller's default follows `tab.order`; the method set by
     /// [`AdaptiveEnsemble::new`] is ignored).
@@ -237,11 +233,13 @@ impl AdaptiveEnsemble {
         rhs: &R,
         prob: &EnsembleProblem<'_, T>,
     ) -> Result<EnsembleSolution<T>, AdaptiveError> {
-        let plan = self.plan::<T, D, S>(tab, prob)?;
+        let plan = self.plan::<T, D>(tab.order, prob)?;
+        let core = ErkCore::<T, S>::new(tab)?;
         rhs.check(prob.n, prob.n_params)?;
         self.run_all(prob, plan.saveat.len(), |i, y0, p, e, s| {
             let (t0, t1) = plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
-            run_one(&plan, rhs, i, y0, p, t0, t1, e, s)
+            let mut stepper = ErkStep::<T, D, S>::new(&core);
+            run_one(&plan, &mut stepper, rhs, i, y0, p, t0, t1, e, s)
         })
     }
 
@@ -320,12 +318,13 @@ impl AdaptiveEnsemble {
         })
     }
 
-    /// Validates everything and converts it to the state type.
-    pub(super) fn plan<T: Real, const D: usize, const S: usize>(
+    /// Validates the options and shapes for a method of order `order` (the
+    /// default controller's) and converts them to the state type.
+    pub(super) fn plan<T: Real, const D: usize>(
         &self,
-        tab: &ErkTableau<S>,
+        order: u32,
         prob: &EnsembleProblem<'_, T>,
-    ) -> Result<Plan<T, D, S>, AdaptiveError> {
+    ) -> Result<Plan<T, D>, AdaptiveError> {
         let n = prob.n;
         let shape = |what, got: usize, want: Option<usize>, spelled: String| match want {
             Some(w) if w == got => Ok(()),
@@ -348,18 +347,18 @@ impl AdaptiveEnsemble {
             n.checked_mul(p),
             format!("(N, P) = ({n}, {p}) → {} values", n.saturating_mul(p)),
         )?;
-        self.plan_spans::<T, D, S>(tab, n, prob.spans)
+        self.plan_spans::<T, D>(order, n, prob.spans)
     }
 
     /// Validates the options for `n` trajectories over `spans` (what
     /// [`AdaptiveEnsemble::plan`] checks beyond the shapes of `y0` and `params`)
     /// and converts them to the state type.
-    fn plan_spans<T: Real, const D: usize, const S: usize>(
+    fn plan_spans<T: Real, const D: usize>(
         &self,
-        tab: &ErkTableau<S>,
+        order: u32,
         n: usize,
         prob_spans: &[(f64, f64)],
-    ) -> Result<Plan<T, D, S>, AdaptiveError> {
+    ) -> Result<Plan<T, D>, AdaptiveError> {
         if n == 0 {
             return Err(AdaptiveError::EmptyEnsemble);
         }
@@ -440,9 +439,7 @@ impl AdaptiveEnsemble {
         if self.maxiters == 0 {
             return Err(AdaptiveError::ZeroMaxIters);
         }
-        let ctrl = self
-            .controller
-            .unwrap_or(PiController::for_order(tab.order));
+        let ctrl = self.controller.unwrap_or(PiController::for_order(order));
         ctrl.validate()?;
         let mut spans = Vec::with_capacity(prob_spans.len());
         for (i, &(t0, t1)) in prob_spans.iter().enumerate() {
@@ -487,52 +484,9 @@ impl AdaptiveEnsemble {
             }
             saveat.push(T::from_f64(t));
         }
-        let ext = tab.extended_stages();
-        let bad_dense = |why: String| {
-            AdaptiveError::Field(crate::FieldError::BadTableau {
-                name: tab.name.to_string(),
-                why,
-            })
-        };
-        if tab.dense.extra_c.len() > MAX_EXTRA || tab.dense.extra_c.len() != tab.dense.extra_a.len()
-        {
-            return Err(bad_dense(format!(
-                "dense output has {} extra nodes and {} extra rows (at most {MAX_EXTRA})",
-                tab.dense.extra_c.len(),
-                tab.dense.extra_a.len()
-            )));
-        }
-        if tab.dense.weights.len() != ext {
-            return Err(bad_dense(format!(
-                "dense output has weights for {} stages, the extended tableau has {ext}",
-                tab.dense.weights.len()
-            )));
-        }
-        let first_extra = tab.f1_index() + 1;
-        if let Some((e, row)) = tab
-            .dense
-            .extra_a
-            .iter()
-            .enumerate()
-            .find(|(e, r)| r.len() > first_extra + e)
-        {
-            return Err(bad_dense(format!(
-                "extra stage {e} reads {} earlier stages, only {} exist",
-                row.len(),
-                first_extra + e
-            )));
-        }
-        let cv = |v: &[f64; S]| -> [T; S] { std::array::from_fn(|i| T::from_f64(v[i])) };
         Ok(Plan {
-            a: std::array::from_fn(|i| cv(&tab.a[i])),
-            b: cv(&tab.b),
-            bt: cv(&tab.b_tilde()),
-            c: cv(&tab.c),
-            fsal: tab.fsal,
-            embedded_order: tab.embedded_order,
             atol,
             rtol,
-            dense: DensePlan::new(tab),
             ctrl,
             fixed: self.fixed_step,
             dt0: self.dt0,
@@ -583,7 +537,7 @@ impl AdaptiveEnsemble {
         n: usize,
         spans: &[(f64, f64)],
     ) -> Result<DriverSettings, AdaptiveError> {
-        fn of<T: Real, const D: usize, const S: usize>(p: Plan<T, D, S>) -> DriverSettings {
+        fn of<T: Real, const D: usize>(p: Plan<T, D>) -> DriverSettings {
             DriverSettings {
                 rtol: p.rtol.iter().map(|v| v.to_f64()).collect(),
                 atol: p.atol.iter().map(|v| v.to_f64()).collect(),
@@ -596,19 +550,11 @@ impl AdaptiveEnsemble {
                 saveat: p.saveat.iter().map(|v| v.to_f64()).collect(),
             }
         }
-        Ok(match self.method {
-            AdaptiveMethod::Tsit5 => of(self.plan_spans::<T, D, 7>(&tsit5(), n, spans)?),
-            AdaptiveMethod::Dp5 => of(self.plan_spans::<T, D, 7>(&dp5(), n, spans)?),
-            AdaptiveMethod::Bs3 => of(self.plan_spans::<T, D, 4>(&bs3(), n, spans)?),
-            AdaptiveMethod::Vern7 => of(self.plan_spans::<T, D, 10>(&vern7(), n, spans)?),
-            AdaptiveMethod::Rosenbrock23 => {
-                // The options are checked as for the explicit pair of the
-                // same order; the controller is Rosenbrock23's.
-                let mut p = self.plan_spans::<T, D, 4>(&bs3(), n, spans)?;
-                p.ctrl = self.controller_or(2);
-                of(p)
-            }
-        })
+        Ok(of(self.plan_spans::<T, D>(
+            self.method.order(),
+            n,
+            spans,
+        )?))
     }
 }
 
@@ -630,17 +576,11 @@ fn alloc<T: Real>(
     Ok(v)
 }
 
-/// Everything a trajectory needs, validated and in the state type.
-pub(super) struct Plan<T, const D: usize, const S: usize> {
-    a: [[T; S]; S],
-    b: [T; S],
-    bt: [T; S],
-    c: [T; S],
-    fsal: bool,
-    embedded_order: u32,
+/// The options every trajectory runs with, validated and in the state type
+/// (the method's own data is its stepper's).
+pub(super) struct Plan<T, const D: usize> {
     pub(super) atol: [T; D],
     pub(super) rtol: [T; D],
-    dense: DensePlan<T>,
     pub(super) ctrl: PiController,
     pub(super) fixed: Option<f64>,
     pub(super) dt0: Option<f64>,
@@ -649,280 +589,6 @@ pub(super) struct Plan<T, const D: usize, const S: usize> {
     pub(super) maxiters: u64,
     pub(super) saveat: Vec<T>,
     pub(super) spans: Vec<(T, T)>,
-}
-
-/// Integrates one trajectory from `(t0, y0)` to `t1`; writes its final state
-/// into `end` (`D` values) and its save points into `saved` (`K × D` values).
-///
-/// The arithmetic (for other implementations that must round the same way):
-/// stage `i` reads `y_d + h·(a_i0·k_0d + a_i1·k_1d + …)` summed left to right
-/// over `j < i` (zero coefficients included), at `t + c_i·h`; `y₁` is the
-/// last stage's input for a FSAL pair, else `y_d + h·(Σ_i b_i k_id)`; the
-/// error is `h·(Σ_i (b_i − b̂_i) k_id)`; the controller runs in `f64` on the
-/// step as `f64`, and the next step is its value rounded to `T`.
-// Explicit stage indices: several arrays walked in lockstep, in the
-// documented summation order.
-#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-#[inline]
-fn run_one<T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
-    plan: &Plan<T, D, S>,
-    rhs: &R,
-    index: usize,
-    y0: &[T; D],
-    p: &[T],
-    t0: T,
-    t1: T,
-    end: &mut [T],
-    saved: &mut [T],
-) -> TrajectoryStats {
-    let cx = Traj { index, y0, p };
-    let mut sc = rhs.scratch();
-    let ksave = plan.saveat.len();
-    let mut st = TrajectoryStats::default();
-    let mut y = *y0;
-    let mut t = t0;
-    let mut ns = 0;
-    while ns < ksave && plan.saveat[ns] <= t0 {
-        saved[ns * D..][..D].copy_from_slice(&y);
-        ns += 1;
-    }
-    let mut k = [[T::ZERO; D]; S];
-    let status = 'run: {
-        if !T::all_finite(&y) {
-            break 'run Status::NonFinite;
-        }
-        if t0 >= t1 {
-            break 'run Status::Success;
-        }
-        rhs.rhs(t, &y, &cx, &mut sc, &mut k[0]);
-        st.evaluations += 1;
-        if !T::all_finite(&k[0]) {
-            break 'run Status::NonFinite;
-        }
-        let adaptive = plan.fixed.is_none();
-        let fixed_h = plan.fixed.map(|h| T::from_f64(h.min(plan.dtmax)));
-        let mut dt = match (plan.fixed, plan.dt0) {
-            (Some(h), _) | (None, Some(h)) => h.min(plan.dtmax),
-            (None, None) => {
-                st.evaluations += 1;
-                initial_step(
-                    t0,
-                    &y,
-                    &k[0],
-                    &plan.atol,
-                    &plan.rtol,
-                    plan.embedded_order,
-                    plan.dtmax,
-                    |t, y, dy| rhs.rhs(t, y, &cx, &mut sc, dy),
-                )
-            }
-        };
-        let mut err_old = plan.ctrl.qoldinit;
-        let mut f1 = [T::ZERO; D];
-        let mut extra = [[T::ZERO; D]; MAX_EXTRA];
-        let mut iters = 0u64;
-        // Events: g at the step's start and end, and at root-finder points.
-        let specs = rhs.events();
-        let n_ev = specs.len();
-        let mut ev = EventScan::new(n_ev);
-        let mut evented = false;
-        if n_ev > 0 {
-            rhs.event_values(t, &y, &cx, &mut sc, &mut ev.prev);
-        }
-        loop {
-            if t >= t1 {
-                break 'run Status::Success;
-            }
-            if iters >= plan.maxiters {
-                break 'run Status::MaxIters;
-            }
-            iters += 1;
-            let mut h = T::from_f64(dt);
-            // The last step ends on t1 exactly; a step that would leave less
-            // than 64 ulps of t1 to go is stretched to t1 rather than followed
-            // by a sliver (fixed steps of (t1 − t0)/n take exactly n steps).
-            let snap = T::from_f64(64.0) * T::EPSILON * (t1.abs() + h.abs());
-            let last = t + h >= t1 - snap;
-            if last {
-                h = t1 - t;
-            }
-            let mut tmp = [T::ZERO; D];
-            for i in 1..S {
-                for d in 0..D {
-                    let mut s = plan.a[i][0] * k[0][d];
-                    for j in 1..i {
-                        s += plan.a[i][j] * k[j][d];
-                    }
-                    tmp[d] = y[d] + h * s;
-                }
-                let ti = t + plan.c[i] * h;
-                rhs.rhs(ti, &tmp, &cx, &mut sc, &mut k[i]);
-            }
-            st.evaluations += S as u64 - 1;
-            let y_new = if plan.fsal {
-                tmp
-            } else {
-                std::array::from_fn(|d| {
-                    let mut s = plan.b[0] * k[0][d];
-                    for i in 1..S {
-                        s += plan.b[i] * k[i][d];
-                    }
-                    y[d] + h * s
-                })
-            };
-            let err = if adaptive {
-                let e: [T; D] = std::array::from_fn(|d| {
-                    let mut s = plan.bt[0] * k[0][d];
-                    for i in 1..S {
-                        s += plan.bt[i] * k[i][d];
-                    }
-                    h * s
-                });
-                error_norm(&e, &y, &y_new, &plan.atol, &plan.rtol).to_f64()
-            } else {
-                0.0
-            };
-            // NaN or infinite errors are rejections too.
-            let accepted = err <= 1.0;
-            if !accepted {
-                st.rejected += 1;
-                dt = plan.ctrl.reject(h.to_f64(), err);
-                if dt < plan.dtmin || t + T::from_f64(dt) == t {
-                    break 'run Status::DtMin;
-                }
-                continue;
-            }
-            let t_new = match (last, fixed_h) {
-                (true, _) => t1,
-                // Fixed steps: t_n = fl(n)·h + t0, as the fixed-step executor
-                // (after an event the grid restarts at the event: t + h).
-                (false, Some(hf)) if !evented => T::from_usize(st.accepted as usize + 1) * hf + t0,
-                (false, _) => t + h,
-            };
-            let saves_here = ns < ksave && plan.saveat[ns] <= t_new;
-            let need_f1 = !plan.fsal && (!last || saves_here || n_ev > 0);
-            if need_f1 {
-                rhs.rhs(t_new, &y_new, &cx, &mut sc, &mut f1);
-                st.evaluations += 1;
-            }
-            let mut stages = StepStages {
-                k: &k,
-                f1: &f1,
-                extra: &mut extra,
-                extras_done: false,
-            };
-            // The earliest crossing of the step: (event, θ).
-            let mut fired: Option<(usize, T)> = None;
-            if n_ev > 0 {
-                rhs.event_values(t_new, &y_new, &cx, &mut sc, &mut ev.new);
-                st.evaluations += stages.fill_extras(&plan.dense, rhs, &cx, &mut sc, t, &y, h);
-                let stages = &stages;
-                fired = ev.scan(
-                    specs,
-                    t,
-                    h,
-                    |th, out: &mut [T; D]| stages.interpolate(&plan.dense, &y, h, th, out),
-                    |tg, yg, out| rhs.event_values(tg, yg, &cx, &mut sc, out),
-                );
-            }
-            // Where this step ends: t_new, or the event.
-            let (t_end, y_end) = match fired {
-                Some((_, th)) => {
-                    let mut ye = [T::ZERO; D];
-                    stages.interpolate(&plan.dense, &y, h, th, &mut ye);
-                    (t + th * h, ye)
-                }
-                None => (t_new, y_new),
-            };
-            let terminates = fired.is_some_and(|(e, _)| specs[e].terminate);
-            // Saves up to the step's end; at an event that continues, a save
-            // at the event's time takes the state after its jumps (the next
-            // step's start).
-            while ns < ksave
-                && (plan.saveat[ns] < t_end
-                    || (plan.saveat[ns] == t_end && (fired.is_none() || terminates)))
-            {
-                let ts = plan.saveat[ns];
-                let out = &mut saved[ns * D..][..D];
-                if ts == t_end {
-                    out.copy_from_slice(&y_end);
-                } else {
-                    st.evaluations += stages.fill_extras(&plan.dense, rhs, &cx, &mut sc, t, &y, h);
-                    stages.interpolate(&plan.dense, &y, h, (ts - t) / h, out);
-                }
-                ns += 1;
-            }
-            y = y_end;
-            t = t_end;
-            st.accepted += 1;
-            if let Some((e, _)) = fired {
-                if terminates {
-                    break 'run Status::Terminated;
-                }
-                rhs.apply_event(e, t, &mut y, &cx, &mut sc);
-                if !T::all_finite(&y) {
-                    break 'run Status::NonFinite;
-                }
-                rhs.rhs(t, &y, &cx, &mut sc, &mut k[0]);
-                st.evaluations += 1;
-                if !T::all_finite(&k[0]) {
-                    break 'run Status::NonFinite;
-                }
-                rhs.event_values(t, &y, &cx, &mut sc, &mut ev.prev);
-                ev.just = true;
-                evented = true;
-            } else {
-                if plan.fsal {
-                    k[0] = k[S - 1];
-                } else if need_f1 {
-                    k[0] = f1;
-                }
-                if !T::all_finite(&y) || ((plan.fsal || need_f1) && !T::all_finite(&k[0])) {
-                    break 'run Status::NonFinite;
-                }
-                std::mem::swap(&mut ev.prev, &mut ev.new);
-                ev.just = false;
-            }
-            if adaptive && fired.is_some() {
-                // A jump is a discontinuity: the integration restarts from the
-                // jumped state with a fresh starting step and controller
-                // history, as at t0 (a step sized for the smooth flow before
-                // the jump could hide a whole excursion of g after it).
-                err_old = plan.ctrl.qoldinit;
-                dt = match plan.dt0 {
-                    Some(h) => h.min(plan.dtmax),
-                    None => {
-                        st.evaluations += 1;
-                        initial_step(
-                            t,
-                            &y,
-                            &k[0],
-                            &plan.atol,
-                            &plan.rtol,
-                            plan.embedded_order,
-                            plan.dtmax,
-                            |t, y, dy| rhs.rhs(t, y, &cx, &mut sc, dy),
-                        )
-                    }
-                };
-            } else if adaptive {
-                dt = plan
-                    .ctrl
-                    .accept(h.to_f64(), err, &mut err_old)
-                    .min(plan.dtmax);
-                if !last && dt < plan.dtmin {
-                    break 'run Status::DtMin;
-                }
-            }
-        }
-    };
-    for s in saved[ns * D..].iter_mut() {
-        *s = T::from_f64(f64::NAN);
-    }
-    end.copy_from_slice(&y);
-    st.status = status;
-    st.t = t.to_f64();
-    st
 }
 
 #[cfg(test)]

@@ -6,6 +6,9 @@
 //!   [`dp5`], [`bs3`], [`vern7`], each with its embedded error estimate and
 //!   dense output, run by one Runge–Kutta core (diffsol's shape). Their order
 //!   conditions are checked from rooted trees ([`order_residuals`]).
+//! * **One trajectory loop**: every method, explicit or stiff, is a stepper
+//!   (how one step is attempted and interpolated) run by the same loop (step
+//!   control, saves, events, statuses), so they cannot drift apart.
 //! * **The driver** ([`AdaptiveEnsemble`] over an [`EnsembleProblem`]): per
 //!   trajectory its own span, initial state, parameter row, step size and PI
 //!   controller ([`PiController`], Hairer's [`initial_step`]); FSAL where the
@@ -24,6 +27,7 @@
 pub mod controller;
 mod dense;
 pub mod driver;
+mod erk;
 pub mod error;
 pub mod events;
 pub mod method;
@@ -32,6 +36,7 @@ pub mod rhs;
 pub mod rosenbrock;
 pub mod status;
 pub mod tableaus;
+mod trajectory;
 pub mod trees;
 pub mod vern7;
 

@@ -17,16 +17,17 @@
 //! y(t + θh) = y + h·(θ(1−θ)·k1 + θ(θ−2d)·k2) / (1 − 2d)
 //! ```
 //!
-//! `F2` is the next step's `F0` (FSAL). Step control, save times, events and
-//! statuses are the explicit pairs' (the PI controller for order 2).
+//! `F2` is the next step's `F0` (FSAL). [`RosenbrockStep`] is the method's
+//! [`Stepper`]: step control, save times, events and statuses are the one
+//! trajectory loop's, shared with the explicit pairs (the PI controller for
+//! order 2).
 
-use crate::adaptive::controller::{error_norm, initial_step};
-use crate::adaptive::driver::{AdaptiveEnsemble, EnsembleProblem, Plan};
+use crate::adaptive::controller::error_norm;
+use crate::adaptive::driver::{AdaptiveEnsemble, EnsembleProblem};
 use crate::adaptive::error::AdaptiveError;
-use crate::adaptive::events::EventScan;
 use crate::adaptive::rhs::{OdeRhs, Traj};
-use crate::adaptive::status::{EnsembleSolution, Status, TrajectoryStats};
-use crate::adaptive::tableaus::bs3;
+use crate::adaptive::status::EnsembleSolution;
+use crate::adaptive::trajectory::{run_one, StepAt, Stepper};
 use crate::real::Real;
 
 /// The most states Rosenbrock23 takes (its `W` is a dense `D × D` matrix
@@ -56,13 +57,12 @@ pub(super) fn solve<T: Real, const D: usize, R: OdeRhs<T, D>>(
                 .into(),
         ));
     }
-    // The options are checked as for the explicit pair of the same order.
-    let mut plan = opts.plan::<T, D, 4>(&bs3(), prob)?;
-    plan.ctrl = opts.controller_or(2);
+    let plan = opts.plan::<T, D>(2, prob)?;
     rhs.check(prob.n, prob.n_params)?;
     opts.run_all(prob, plan.saveat.len(), |i, y0, p, e, s| {
         let (t0, t1) = plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
-        run_one(&plan, rhs, i, y0, p, t0, t1, e, s)
+        let mut stepper = RosenbrockStep::new();
+        run_one(&plan, &mut stepper, rhs, i, y0, p, t0, t1, e, s)
     })
 }
 
@@ -123,234 +123,145 @@ impl<T: Real, const D: usize> Lu<T, D> {
     }
 }
 
-/// One trajectory (see the module docs; step control, saves, events and
-/// statuses as the explicit pairs' `run_one`).
-#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-fn run_one<T: Real, const D: usize, R: OdeRhs<T, D>>(
-    plan: &Plan<T, D, 4>,
-    rhs: &R,
-    index: usize,
-    y0: &[T; D],
-    p: &[T],
-    t0: T,
-    t1: T,
-    end: &mut [T],
-    saved: &mut [T],
-) -> TrajectoryStats {
-    let cx = Traj { index, y0, p };
-    let mut sc = rhs.scratch();
-    let ksave = plan.saveat.len();
-    let mut st = TrajectoryStats::default();
-    let (mut y, mut t, mut ns) = (*y0, t0, 0);
-    while ns < ksave && plan.saveat[ns] <= t0 {
-        saved[ns * D..][..D].copy_from_slice(&y);
-        ns += 1;
+/// One trajectory's Rosenbrock23 stepper: `F0`, the Jacobian and `f_t` at
+/// the step's start (kept across rejections), and the accepted step's `k1`,
+/// `k2` (dense output) and `F2` (the next `F0`).
+pub(super) struct RosenbrockStep<T, const D: usize> {
+    f0: [T; D],
+    jac: [[T; D]; D],
+    ft: [T; D],
+    /// The bits of the `t` the Jacobian was evaluated at.
+    jac_at: Option<u64>,
+    k1: [T; D],
+    k2: [T; D],
+    f2: [T; D],
+    d: T,
+    e32: T,
+    dense: T,
+}
+
+impl<T: Real, const D: usize> RosenbrockStep<T, D> {
+    /// A fresh stepper.
+    pub(super) fn new() -> Self {
+        let sqrt2 = T::from_f64(2.0).sqrt();
+        let d = T::ONE / (T::from_f64(2.0) + sqrt2);
+        RosenbrockStep {
+            f0: [T::ZERO; D],
+            jac: [[T::ZERO; D]; D],
+            ft: [T::ZERO; D],
+            jac_at: None,
+            k1: [T::ZERO; D],
+            k2: [T::ZERO; D],
+            f2: [T::ZERO; D],
+            d,
+            e32: T::from_f64(6.0) + sqrt2,
+            dense: T::ONE / (T::ONE - T::from_f64(2.0) * d),
+        }
     }
-    let sqrt2 = T::from_f64(2.0).sqrt();
-    let d = T::ONE / (T::from_f64(2.0) + sqrt2);
-    let e32 = T::from_f64(6.0) + sqrt2;
-    let (two, half) = (T::from_f64(2.0), T::from_f64(0.5));
-    let dense = T::ONE / (T::ONE - two * d);
-    let status = 'run: {
-        if !T::all_finite(&y) {
-            break 'run Status::NonFinite;
+}
+
+impl<T: Real, const D: usize> Stepper<T, D> for RosenbrockStep<T, D> {
+    fn start_order(&self) -> u32 {
+        2
+    }
+
+    fn f0(&mut self) -> &mut [T; D] {
+        &mut self.f0
+    }
+
+    fn attempt<R: OdeRhs<T, D>>(
+        &mut self,
+        rhs: &R,
+        cx: &Traj<'_, T, D>,
+        sc: &mut R::Scratch,
+        at: &StepAt<'_, T, D>,
+        evaluations: &mut u64,
+    ) -> Option<([T; D], f64)> {
+        let (t, y, h) = (at.t, at.y, at.h);
+        let (two, half) = (T::from_f64(2.0), T::from_f64(0.5));
+        // The Jacobian at the step's start (kept across rejections).
+        if self.jac_at != Some(t.to_bits_u64()) {
+            rhs.jacobian(t, y, cx, sc, &mut self.jac, &mut self.ft);
+            self.jac_at = Some(t.to_bits_u64());
         }
-        if t0 >= t1 {
-            break 'run Status::Success;
-        }
-        let mut f0 = [T::ZERO; D];
-        rhs.rhs(t, &y, &cx, &mut sc, &mut f0);
-        st.evaluations += 1;
-        if !T::all_finite(&f0) {
-            break 'run Status::NonFinite;
-        }
-        let adaptive = plan.fixed.is_none();
-        let fixed_h = plan.fixed.map(|h| T::from_f64(h.min(plan.dtmax)));
-        let start =
-            |t: T, y: &[T; D], f0: &[T; D], sc: &mut R::Scratch, st: &mut TrajectoryStats| match (
-                plan.fixed, plan.dt0,
-            ) {
-                (Some(h), _) | (None, Some(h)) => h.min(plan.dtmax),
-                (None, None) => {
-                    st.evaluations += 1;
-                    initial_step(
-                        t,
-                        y,
-                        f0,
-                        &plan.atol,
-                        &plan.rtol,
-                        2,
-                        plan.dtmax,
-                        |t, y, dy| rhs.rhs(t, y, &cx, sc, dy),
-                    )
-                }
-            };
-        let mut dt = start(t, &y, &f0, &mut sc, &mut st);
-        let mut err_old = plan.ctrl.qoldinit;
-        let specs = rhs.events();
-        let n_ev = specs.len();
-        let mut ev = EventScan::new(n_ev);
-        if n_ev > 0 {
-            rhs.event_values(t, &y, &cx, &mut sc, &mut ev.prev);
-        }
-        let (mut jac, mut ft) = ([[T::ZERO; D]; D], [T::ZERO; D]);
-        let mut jac_at = None;
-        let (mut iters, mut evented) = (0u64, false);
-        loop {
-            if t >= t1 {
-                break 'run Status::Success;
-            }
-            if iters >= plan.maxiters {
-                break 'run Status::MaxIters;
-            }
-            iters += 1;
-            let mut h = T::from_f64(dt);
-            let snap = T::from_f64(64.0) * T::EPSILON * (t1.abs() + h.abs());
-            let last = t + h >= t1 - snap;
-            if last {
-                h = t1 - t;
-            }
-            // The Jacobian at the step's start (kept across rejections).
-            if jac_at != Some(t.to_bits_u64()) {
-                rhs.jacobian(t, &y, &cx, &mut sc, &mut jac, &mut ft);
-                jac_at = Some(t.to_bits_u64());
-            }
-            let hd = h * d;
-            let w: [[T; D]; D] = std::array::from_fn(|i| {
-                std::array::from_fn(|j| {
-                    let id = if i == j { T::ONE } else { T::ZERO };
-                    id - hd * jac[i][j]
-                })
-            });
-            let Some(lu) = Lu::factor(w) else {
-                // A singular W: a smaller step moves it towards I.
-                st.rejected += 1;
-                dt = plan.ctrl.reject(h.to_f64(), f64::INFINITY);
-                if !adaptive || dt < plan.dtmin || t + T::from_f64(dt) == t {
-                    break 'run Status::DtMin;
-                }
-                continue;
-            };
-            let k1 = lu.solve(&std::array::from_fn(|i| f0[i] + hd * ft[i]));
-            let u1: [T; D] = std::array::from_fn(|i| y[i] + half * h * k1[i]);
-            let mut f1 = [T::ZERO; D];
-            rhs.rhs(t + half * h, &u1, &cx, &mut sc, &mut f1);
-            let k2 = {
-                let s = lu.solve(&std::array::from_fn(|i| f1[i] - k1[i]));
-                std::array::from_fn::<T, D, _>(|i| s[i] + k1[i])
-            };
-            let y_new: [T; D] = std::array::from_fn(|i| y[i] + h * k2[i]);
-            let t_new = match (last, fixed_h) {
-                (true, _) => t1,
-                (false, Some(hf)) if !evented => T::from_usize(st.accepted as usize + 1) * hf + t0,
-                (false, _) => t + h,
-            };
-            let mut f2 = [T::ZERO; D];
-            rhs.rhs(t_new, &y_new, &cx, &mut sc, &mut f2);
-            st.evaluations += 2;
-            let err = if adaptive {
+        let hd = h * self.d;
+        let w: [[T; D]; D] = std::array::from_fn(|i| {
+            std::array::from_fn(|j| {
+                let id = if i == j { T::ONE } else { T::ZERO };
+                id - hd * self.jac[i][j]
+            })
+        });
+        // A singular W: a smaller step moves it towards I.
+        let lu = Lu::factor(w)?;
+        let (f0, ft) = (&self.f0, &self.ft);
+        let k1 = lu.solve(&std::array::from_fn(|i| f0[i] + hd * ft[i]));
+        let u1: [T; D] = std::array::from_fn(|i| y[i] + half * h * k1[i]);
+        let mut f1 = [T::ZERO; D];
+        rhs.rhs(t + half * h, &u1, cx, sc, &mut f1);
+        let k2 = {
+            let s = lu.solve(&std::array::from_fn(|i| f1[i] - k1[i]));
+            std::array::from_fn::<T, D, _>(|i| s[i] + k1[i])
+        };
+        let y_new: [T; D] = std::array::from_fn(|i| y[i] + h * k2[i]);
+        rhs.rhs(at.t_new, &y_new, cx, sc, &mut self.f2);
+        *evaluations += 2;
+        let err = match at.tol {
+            Some((atol, rtol)) => {
+                let (e32, f2) = (self.e32, &self.f2);
                 let k3 = lu.solve(&std::array::from_fn(|i| {
                     f2[i] - e32 * (k2[i] - f1[i]) - two * (k1[i] - f0[i]) + hd * ft[i]
                 }));
                 let e: [T; D] =
                     std::array::from_fn(|i| h / T::from_f64(6.0) * (k1[i] - two * k2[i] + k3[i]));
-                error_norm(&e, &y, &y_new, &plan.atol, &plan.rtol).to_f64()
-            } else {
-                0.0
-            };
-            // NaN or infinite errors are rejections too.
-            let accepted = err <= 1.0;
-            if !accepted {
-                st.rejected += 1;
-                dt = plan.ctrl.reject(h.to_f64(), err);
-                if dt < plan.dtmin || t + T::from_f64(dt) == t {
-                    break 'run Status::DtMin;
-                }
-                continue;
+                error_norm(&e, y, &y_new, atol, rtol).to_f64()
             }
-            let interp = |th: T, out: &mut [T; D]| {
-                let c1 = th * (T::ONE - th) * dense;
-                let c2 = th * (th - two * d) * dense;
-                for i in 0..D {
-                    out[i] = y[i] + h * (c1 * k1[i] + c2 * k2[i]);
-                }
-            };
-            let mut fired = None;
-            if n_ev > 0 {
-                rhs.event_values(t_new, &y_new, &cx, &mut sc, &mut ev.new);
-                fired = ev.scan(specs, t, h, interp, |tg, yg, out| {
-                    rhs.event_values(tg, yg, &cx, &mut sc, out)
-                });
-            }
-            let (t_end, y_end) = match fired {
-                Some((_, th)) => {
-                    let mut ye = [T::ZERO; D];
-                    interp(th, &mut ye);
-                    (t + th * h, ye)
-                }
-                None => (t_new, y_new),
-            };
-            let terminates = fired.is_some_and(|(e, _): (usize, T)| specs[e].terminate);
-            while ns < ksave
-                && (plan.saveat[ns] < t_end
-                    || (plan.saveat[ns] == t_end && (fired.is_none() || terminates)))
-            {
-                let ts = plan.saveat[ns];
-                let out: &mut [T; D] = (&mut saved[ns * D..][..D]).try_into().expect("D");
-                if ts == t_end {
-                    *out = y_end;
-                } else {
-                    interp((ts - t) / h, out);
-                }
-                ns += 1;
-            }
-            y = y_end;
-            t = t_end;
-            st.accepted += 1;
-            if let Some((e, _)) = fired {
-                if terminates {
-                    break 'run Status::Terminated;
-                }
-                rhs.apply_event(e, t, &mut y, &cx, &mut sc);
-                rhs.rhs(t, &y, &cx, &mut sc, &mut f0);
-                st.evaluations += 1;
-                if !T::all_finite(&y) || !T::all_finite(&f0) {
-                    break 'run Status::NonFinite;
-                }
-                rhs.event_values(t, &y, &cx, &mut sc, &mut ev.prev);
-                ev.just = true;
-                evented = true;
-                if adaptive {
-                    // A jump restarts the integration (see the explicit pairs).
-                    err_old = plan.ctrl.qoldinit;
-                    dt = start(t, &y, &f0, &mut sc, &mut st);
-                }
-                continue;
-            }
-            f0 = f2;
-            if !T::all_finite(&y) || !T::all_finite(&f0) {
-                break 'run Status::NonFinite;
-            }
-            std::mem::swap(&mut ev.prev, &mut ev.new);
-            ev.just = false;
-            if adaptive {
-                dt = plan
-                    .ctrl
-                    .accept(h.to_f64(), err, &mut err_old)
-                    .min(plan.dtmax);
-                if !last && dt < plan.dtmin {
-                    break 'run Status::DtMin;
-                }
-            }
-        }
-    };
-    for s in saved[ns * D..].iter_mut() {
-        *s = T::from_f64(f64::NAN);
+            None => 0.0,
+        };
+        self.k1 = k1;
+        self.k2 = k2;
+        Some((y_new, err))
     }
-    end.copy_from_slice(&y);
-    st.status = status;
-    st.t = t.to_f64();
-    st
+
+    fn accepted<R: OdeRhs<T, D>>(
+        &mut self,
+        _rhs: &R,
+        _cx: &Traj<'_, T, D>,
+        _sc: &mut R::Scratch,
+        _t_new: T,
+        _y_new: &[T; D],
+        _needed: bool,
+    ) -> u64 {
+        // F2 = f(t_new, y_new) is part of every attempt.
+        0
+    }
+
+    fn dense<R: OdeRhs<T, D>>(
+        &mut self,
+        _rhs: &R,
+        _cx: &Traj<'_, T, D>,
+        _sc: &mut R::Scratch,
+        _t: T,
+        _y: &[T; D],
+        _h: T,
+    ) -> u64 {
+        // The interpolant needs only k1 and k2.
+        0
+    }
+
+    #[allow(clippy::needless_range_loop)]
+    fn interpolate(&self, y: &[T; D], h: T, th: T, out: &mut [T]) {
+        let two = T::from_f64(2.0);
+        let c1 = th * (T::ONE - th) * self.dense;
+        let c2 = th * (th - two * self.d) * self.dense;
+        for i in 0..D {
+            out[i] = y[i] + h * (c1 * self.k1[i] + c2 * self.k2[i]);
+        }
+    }
+
+    fn advance(&mut self) -> bool {
+        self.f0 = self.f2;
+        true
+    }
 }
 
 #[cfg(test)]
@@ -374,6 +285,7 @@ mod tests {
 #[cfg(test)]
 mod vdp_tests {
     use super::*;
+    use crate::adaptive::status::Status;
     use crate::adaptive::AdaptiveMethod;
 
     /// Van der Pol, `x'' = μ(1 − x²)x' − x`, with its analytic Jacobian.
