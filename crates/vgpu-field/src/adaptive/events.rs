@@ -71,7 +71,7 @@ pub struct EventSpec {
 /// Most root-finder iterations per crossing; with the Illinois modification
 /// convergence is superlinear, and bisection would need at most 64 halvings
 /// of an `f64` step, so the bound is never reached for a continuous `g`.
-const MAX_ROOT_ITERS: usize = 200;
+pub const MAX_ROOT_ITERS: usize = 200;
 
 /// Points per step at which `g` is sampled on the dense output (the step's
 /// ends included: `θ = j / EVENT_POINTS`), so that a pair of crossings inside
