@@ -120,8 +120,8 @@ fn what_an_earlier_block_wrote_is_initialised_a_later_blocks_write_is_not() {
     let back = "st.global.u32 [%rd3], %r4;\nsetp.eq.u32 %p1, %r2, 0;\n@%p1 bra DONE;\n\
 sub.s64 %rd4, %rd3, 128;\nld.global.u32 %r5, [%rd4];\nst.global.u32 [%rd10], %r5;\nDONE:";
     let [_, inp] = run(back, 4, true, false).unwrap();
-    for i in 32..128 {
-        assert_eq!(inp[i], i as u32 - 32);
+    for (i, &v) in inp.iter().enumerate().take(128).skip(32) {
+        assert_eq!(v, i as u32 - 32);
     }
     // Reading out[i + 32], which block b + 1 writes later, is reported in
     // block 0 (CUDA does not order blocks: that read may see nothing written).
@@ -138,8 +138,8 @@ fn what_another_thread_wrote_before_a_barrier_is_initialised() {
 mul.wide.u32 %rd4, %r5, 4;\nadd.s64 %rd5, %rd1, %rd4;\nld.global.u32 %r6, [%rd5];\n\
 st.global.u32 [%rd10], %r6;";
     let [_, inp] = run(body, 1, true, false).unwrap();
-    for i in 0..32 {
-        assert_eq!(inp[i], i as u32 ^ 1);
+    for (i, &v) in inp.iter().enumerate().take(32) {
+        assert_eq!(v, i as u32 ^ 1);
     }
 }
 
