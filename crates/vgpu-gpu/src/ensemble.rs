@@ -14,8 +14,8 @@ use crate::error::GpuError;
 use crate::kernel_cache::{Binding, KernelCache, KernelSpec};
 use std::time::{Duration, Instant};
 use vgpu_ir::wgsl::phased::{emit_wgsl_phased, fault_error, PhasedLayout};
-use vgpu_ir::wgsl::{emit_wgsl, meta_words};
-use vgpu_ir::{Args, Buffer, Integration, IrError, Kernel, Limits, ScalarType};
+use vgpu_ir::wgsl::{emit_wgsl, meta_words, slice_words};
+use vgpu_ir::{Args, Buffer, Integration, IrError, Kernel, Limits, ScalarType, Slice};
 
 /// Invocations per workgroup of generated ensemble kernels.
 pub const ENSEMBLE_WORKGROUP: u32 = 64;
@@ -182,7 +182,25 @@ impl Prepared {
                 message: format!("n = {} is out of range 1..2^32", integ.n),
             });
         }
-        let meta = meta_words(k, args, integ.n as u32, steps as u32, integ.t0, integ.dt)?;
+        // A slice of a larger launch (`--shard`, MPI ranks) runs with the whole
+        // launch's `n`, `gdim` and global indices; its rows come back alone.
+        let slice = integ.slice.unwrap_or(Slice::whole(integ.n));
+        slice.check(&k.name, integ.n, integ.block.max(1) as usize)?;
+        let mut meta = meta_words(
+            k,
+            args,
+            slice.total as u32,
+            steps as u32,
+            integ.t0,
+            integ.dt,
+        )?;
+        meta.extend(slice_words(
+            &k.name,
+            slice.first,
+            integ.n,
+            slice.total,
+            ENSEMBLE_WORKGROUP,
+        )?);
         Ok(Prepared {
             spec,
             meta,
@@ -202,6 +220,19 @@ impl Prepared {
         integ: &Integration,
         limits: &Limits,
     ) -> Result<Prepared, IrError> {
+        if let Some(s) = integ.slice.filter(|s| *s != Slice::whole(integ.n)) {
+            return Err(IrError::Unsupported {
+                kernel: k.name.clone(),
+                backend: "gpu (WGSL)".into(),
+                reason: format!(
+                    "a slice of a field with phases (trajectories {}..{} of {}) runs on the CPU: \
+                     the phased launch has no index offset",
+                    s.first,
+                    s.first + integ.n,
+                    s.total
+                ),
+            });
+        }
         let layout = PhasedLayout::new_with(k, args, integ, limits)?;
         let spec = phased_spec(cache, k, integ, &layout, limits)?;
         Ok(Prepared {
@@ -287,12 +318,13 @@ pub fn run_ensemble_gpu_with(
         return Err(e.into());
     }
     out.truncate(n * dim);
+    let first = integ.slice.map_or(0, |s| s.first);
     for (i, v) in out.iter().enumerate() {
         if !v.is_finite() {
             return Err(IrError::NonFinite {
                 kernel: k.name.clone(),
                 state: k.states[i % dim].name.clone(),
-                trajectory: i / dim,
+                trajectory: first + i / dim,
                 value: *v as f64,
                 t: p.t_end,
             }

@@ -164,7 +164,7 @@ impl Dispatcher {
     fn ensemble_gpu(&mut self, job: &EnsembleJob<'_>) -> Result<EnsembleRun, EnsembleError> {
         let k = job.kernel;
         if let Some(slice) = job.integration.slice {
-            if slice != vgpu_ir::Slice::whole(job.integration.n) {
+            if k.is_phased() && slice != vgpu_ir::Slice::whole(job.integration.n) {
                 return Err(EnsembleError::Ir(vgpu_ir::IrError::Unsupported {
                     kernel: k.name.clone(),
                     backend: "gpu".into(),
@@ -219,11 +219,13 @@ impl From<EnsembleError> for Error {
     }
 }
 
-/// Why a slice of a launch (`--shard`, MPI ranks) does not run on the GPU:
-/// the WGSL launch has no index offset yet, so `gpu` refuses it and `auto`
-/// runs it on the CPU with this note.
+/// Why a slice of a launch (`--shard`, MPI ranks) of a field with phases does
+/// not run on the GPU: the phased WGSL launch (a workgroup per block) has no
+/// index offset, so `gpu` refuses it (before any adapter is looked for) and
+/// `auto` runs it on the CPU with this note. Unphased fixed-step and adaptive
+/// slices run on the GPU.
 pub const GPU_NO_SLICES: &str =
-    "a slice of a larger launch runs on the CPU so far (the WGSL launch has no index offset)";
+    "a slice of a field with phases runs on the CPU so far (the phased WGSL launch has no index offset)";
 
 /// An integrator by name: a fixed-step method (`euler`, `rk4`) or an adaptive
 /// embedded pair (`tsit5`, `dp5`, `bs3`, `vern7`). The one parser of method

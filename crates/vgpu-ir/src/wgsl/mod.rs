@@ -280,6 +280,44 @@ pub fn meta_words(
     Ok(w)
 }
 
+/// Index of the first of the three slice words [`emit_wgsl`]'s shaders read
+/// after [`meta_words`]: the launch's first global trajectory, its
+/// trajectories, and the whole launch's workgroups ([`slice_words`]).
+pub fn slice_word_base(k: &Kernel) -> usize {
+    META_HEADER + k.params.len()
+}
+
+/// The slice words of a fixed-step launch ([`emit_wgsl`]) of trajectories
+/// `first .. first + count` of `total`, in workgroups of `wg`: appended to
+/// [`meta_words`] (whose `n` is `total`), so that every invocation sees the
+/// global index, block, lane, `n` and `gdim` it has in the whole launch and
+/// writes its row at `global - first` of the output.
+///
+/// # Errors
+/// [`IrError::Launch`] when the slice leaves `0..total`, is empty, or
+/// `total` exceeds 2^32 - 1.
+pub fn slice_words(
+    kernel: &str,
+    first: usize,
+    count: usize,
+    total: usize,
+    wg: u32,
+) -> Result<[u32; 3], IrError> {
+    let fits = first
+        .checked_add(count)
+        .is_some_and(|end| end <= total && total <= u32::MAX as usize);
+    if count == 0 || !fits {
+        return Err(IrError::Launch {
+            kernel: kernel.into(),
+            message: format!(
+                "slice of {count} trajectories from {first} of a launch of {total} (1..2^32 trajectories, inside the launch)"
+            ),
+        });
+    }
+    let groups = total.div_ceil(wg.max(1) as usize);
+    Ok([first as u32, count as u32, groups as u32])
+}
+
 /// Where each parameter lives: the binding slot (after
 /// [`FIRST_BUFFER_BINDING`]) of a buffer, the launch word of a scalar.
 pub struct ParamSlots {
@@ -566,9 +604,18 @@ pub fn emit_wgsl(k: &Kernel, tableau: &Tableau, wg: u32) -> Result<String, IrErr
     // The entry point.
     let _ = writeln!(
         s,
-        "@compute @workgroup_size({wg})\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{"
+        "@compute @workgroup_size({wg})\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwgs: vec3<u32>, @builtin(local_invocation_index) lix: u32) {{"
     );
-    s.push_str("    let wg = wid.y * nwg.x + wid.x;\n    let gid = wg * WG + lid;\n    if (gid >= launch[0]) { return; }\n");
+    // The launch's slice (trajectories `first .. first + count` of `n`): the
+    // invocation's global index, its block and lane, and the launch's blocks
+    // are those of the whole launch (the CPU's `vgpu_ir::Slice` rule).
+    let sw = slice_word_base(k);
+    let _ = writeln!(
+        s,
+        "    let local = (wid.y * nwgs.x + wid.x) * WG + lix;\n    if (local >= launch[{}u]) {{ return; }}\n    let gid = launch[{sw}u] + local;\n    let wg = gid / WG;\n    let lid = gid % WG;\n    let nwg = vec3<u32>(launch[{}u], 1u, 1u);",
+        sw + 1,
+        sw + 2
+    );
     s.push_str("    let steps = launch[1];\n    let t0 = bitcast<f32>(launch[2]);\n    let dt = bitcast<f32>(launch[3]);\n");
     // Initial values first (they read no state), then what reads `init(x)`.
     s.push_str(&ff.init_lines(k, &ms));
@@ -660,7 +707,7 @@ pub fn emit_wgsl(k: &Kernel, tableau: &Tableau, wg: u32) -> Result<String, IrErr
         .join(", ");
     let _ = writeln!(s, "        h = S({y});\n    }}");
     for j in 0..dim {
-        let _ = writeln!(s, "    out[gid * {dim}u + {j}u] = h.v{j};");
+        let _ = writeln!(s, "    out[local * {dim}u + {j}u] = h.v{j};");
     }
     s.push_str("}\n");
     Ok(s)
