@@ -289,16 +289,19 @@ impl GlobalMem {
         out: &mut [u64; 32],
     ) -> Option<&Region> {
         let r = self.span(addrs, em, size, false)?;
-        let w = &r.words;
+        // The words and the base in locals: the atomic loads would otherwise
+        // make the loop reload them from the region for every lane.
+        let w: &[AtomicU32] = &r.words;
+        let base = r.base;
         match size {
             4 => {
                 for (o, &a) in out.iter_mut().zip(addrs.iter()) {
-                    *o = w[((a - r.base) >> 2) as usize].load(Relaxed) as u64;
+                    *o = w[((a - base) >> 2) as usize].load(Relaxed) as u64;
                 }
             }
             8 => {
                 for (o, &a) in out.iter_mut().zip(addrs.iter()) {
-                    let i = ((a - r.base) >> 2) as usize;
+                    let i = ((a - base) >> 2) as usize;
                     *o = w[i].load(Relaxed) as u64 | ((w[i + 1].load(Relaxed) as u64) << 32);
                 }
             }
@@ -331,8 +334,9 @@ impl GlobalMem {
             }
         }
         if em == u32::MAX && size == 4 {
+            let (w, base): (&[AtomicU32], u64) = (&r.words, r.base);
             for (&v, &a) in vals.iter().zip(addrs.iter()) {
-                r.words[((a - r.base) >> 2) as usize].store(v as u32, Relaxed);
+                w[((a - base) >> 2) as usize].store(v as u32, Relaxed);
             }
             return Some(r);
         }
