@@ -139,22 +139,45 @@ impl RunHash {
     }
     /// Adds bytes, prefixed by their length (so `("ab", "c")` ≠ `("a", "bc")`).
     pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
-        for &x in (b.len() as u64).to_le_bytes().iter().chain(b) {
+        self.mix(&(b.len() as u64).to_le_bytes());
+        self.mix(b);
+        self
+    }
+    /// Adds a file's contents (as [`RunHash::bytes`] of them), read in pieces
+    /// of 1 MiB: a rank hashing a parameter file holds none of it whole.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the file, also when it changes length while read.
+    pub fn file(&mut self, path: &Path) -> Result<&mut Self, Error> {
+        let err = |e: std::io::Error| Error::Io {
+            path: path.display().to_string(),
+            source: e,
+        };
+        let mut f = File::open(path).map_err(err)?;
+        let len = f.metadata().map_err(err)?.len();
+        self.mix(&len.to_le_bytes());
+        let mut buf = vec![0u8; 1 << 20];
+        let mut seen = 0u64;
+        loop {
+            let got = f.read(&mut buf).map_err(err)?;
+            if got == 0 {
+                break;
+            }
+            seen += got as u64;
+            self.mix(&buf[..got]);
+        }
+        if seen != len {
+            return Err(err(std::io::Error::other(format!(
+                "changed while read: {len} bytes announced, {seen} read"
+            ))));
+        }
+        Ok(self)
+    }
+    fn mix(&mut self, b: &[u8]) {
+        for &x in b {
             self.0 ^= x as u64;
             self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
         }
-        self
-    }
-    /// Adds a file's contents.
-    ///
-    /// # Errors
-    /// [`Error::Io`] naming the file.
-    pub fn file(&mut self, path: &Path) -> Result<&mut Self, Error> {
-        let b = std::fs::read(path).map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?;
-        Ok(self.bytes(&b))
     }
     /// The hash as 16 hex digits.
     pub fn hex(&self) -> String {
@@ -655,6 +678,104 @@ fn check_data(file: &Path, dtype: &str, shape: &[usize], rows: usize) -> Result<
     Ok(offset)
 }
 
+/// Rows `lo..hi` of a numeric `.npy` (little-endian f64, f32, i64 or i32,
+/// C order) as `f64`s, reading only those rows: the header is parsed, `check`
+/// judges its shape (the caller's message for a wrong one), the file's size
+/// is checked against the header, the rows' bytes against `limits`, and only
+/// then are they allocated and read at `offset + lo · row bytes`. What a
+/// slice reads of `--u0` and `--tspan`.
+///
+/// # Errors
+/// [`Error::Io`] naming the file: not a `.npy`, another element type or
+/// order, rows beyond its first axis, a size that does not match its header;
+/// `check`'s error; [`Error::Limit`] beyond `limits`.
+pub fn read_npy_rows(
+    path: &Path,
+    lo: usize,
+    hi: usize,
+    limits: &crate::Limits,
+    check: &dyn Fn(&[usize]) -> Result<(), Error>,
+) -> Result<Vec<f64>, Error> {
+    let io = |e: std::io::Error| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
+    let mut f = File::open(path).map_err(io)?;
+    let h =
+        Header::from_reader(&mut f).map_err(|e| io_err(path, format!("not a .npy file: {e}")))?;
+    check(&h.shape)?;
+    let d = h.type_descriptor.to_string();
+    let elem: u64 = match d.as_str() {
+        "'<f8'" | "'<i8'" => 8,
+        "'<f4'" | "'<i4'" => 4,
+        _ => {
+            return Err(io_err(
+                path,
+                format!("dtype {d}: a slice reads little-endian f64, f32, i64 or i32 rows"),
+            ))
+        }
+    };
+    if matches!(h.layout, Layout::Fortran) && h.shape.len() > 1 {
+        return Err(io_err(
+            path,
+            "Fortran order: a slice reads C-order rows (numpy.ascontiguousarray before numpy.save)",
+        ));
+    }
+    let rows = h.shape.first().copied().unwrap_or(1);
+    if lo > hi || hi > rows {
+        return Err(io_err(
+            path,
+            format!("rows {lo}..{hi} of an array of {rows} rows"),
+        ));
+    }
+    let row_elems = h
+        .shape
+        .iter()
+        .skip(1)
+        .try_fold(1u64, |a, &x| a.checked_mul(x as u64));
+    let offset = f.stream_position().map_err(io)?;
+    let sizes = row_elems.and_then(|r| {
+        let row = r.checked_mul(elem)?;
+        let total = row.checked_mul(rows as u64)?.checked_add(offset)?;
+        Some((row, total))
+    });
+    let Some((row_bytes, total)) = sizes else {
+        return Err(io_err(path, format!("shape {:?} overflows", h.shape)));
+    };
+    let len = f.metadata().map_err(io)?.len();
+    if len != total {
+        return Err(io_err(
+            path,
+            format!("{len} bytes, its header says {total}: truncated or altered"),
+        ));
+    }
+    let what = format!("{} rows {lo}..{hi}", path.display());
+    let bytes = limits.bytes(&what, (hi - lo) as u64, row_bytes)?;
+    limits.memory(&what, bytes.saturating_mul(2))?;
+    let mut raw = vec![0u8; bytes as usize];
+    f.seek(SeekFrom::Start(offset + lo as u64 * row_bytes))
+        .and_then(|_| f.read_exact(&mut raw))
+        .map_err(io)?;
+    Ok(match d.as_str() {
+        "'<f8'" => raw
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect(),
+        "'<i8'" => raw
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")) as f64)
+            .collect(),
+        "'<f4'" => raw
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")) as f64)
+            .collect(),
+        _ => raw
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")) as f64)
+            .collect(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -689,6 +810,51 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("at most 4 shards"), "{e}");
+    }
+
+    #[test]
+    fn a_slice_reads_only_its_rows() {
+        let d = std::env::temp_dir().join(format!("vgpu-shard-rows-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let a = ndarray::Array2::from_shape_fn((7, 3), |(i, j)| (10 * i + j) as f32);
+        let p = d.join("a.npy");
+        write_npy(&p, &a).unwrap();
+        let ok = |_: &[usize]| Ok(());
+        let l = crate::Limits::default();
+        let v = read_npy_rows(&p, 2, 5, &l, &ok).unwrap();
+        let want: Vec<f64> = a
+            .slice(ndarray::s![2..5, ..])
+            .iter()
+            .map(|&x| x as f64)
+            .collect();
+        assert_eq!(v, want);
+        assert!(read_npy_rows(&p, 5, 8, &l, &ok).is_err());
+        let refuse = |s: &[usize]| Err(usage(format!("shape {s:?}")));
+        let e = read_npy_rows(&p, 0, 1, &l, &refuse)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[7, 3]"), "{e}");
+        // Cut short: refused before any row is read.
+        let b = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &b[..b.len() - 4]).unwrap();
+        let e = read_npy_rows(&p, 0, 1, &l, &ok).unwrap_err().to_string();
+        assert!(e.contains("truncated"), "{e}");
+    }
+
+    #[test]
+    fn a_file_hashes_as_its_bytes_read_in_pieces() {
+        let d = std::env::temp_dir().join(format!("vgpu-shard-hash-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let b: Vec<u8> = (0..(3u32 << 19)).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(d.join("f.bin"), &b).unwrap();
+        let mut a = RunHash::new();
+        a.file(&d.join("f.bin")).unwrap();
+        let mut want = RunHash::new();
+        want.bytes(&b);
+        assert_eq!(a.hex(), want.hex());
+        let mut other = RunHash::new();
+        other.bytes(&b[1..]);
+        assert_ne!(a.hex(), other.hex());
     }
 
     #[test]

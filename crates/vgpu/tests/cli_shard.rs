@@ -363,3 +363,31 @@ fn gpu_shards_merge_to_the_bytes_of_one_gpu_run() {
     assert_ne!(g.row(0), g.row(64));
     assert_ne!(g.row(1), g.row(65));
 }
+
+/// A shard that fails names its slice, exits non-zero and leaves no output;
+/// rerunning only that shard and merging completes the run.
+#[test]
+fn a_failed_shard_is_rerun_alone_and_merged() {
+    let d = dir("rerun");
+    vgpu_ok(&fixed(&d.join("whole.npy"), &[]));
+    vgpu_ok(&fixed(&d.join("s0.npy"), &["--shard", "0/2"]));
+    // Shard 1's output folder is missing (a node's scratch disk, say).
+    let lost = d.join("gone").join("s1.npy");
+    let (code, _, e) = vgpu(&strs(&fixed(&lost, &["--shard", "1/2"])));
+    assert_ne!(code, 0, "{e}");
+    assert!(
+        e.contains("--shard 1/2 (trajectories 512..1000 of 1000)") && e.contains("gone"),
+        "{e}"
+    );
+    assert!(!d.join("gone").exists());
+    let left = partial_files(&d);
+    assert!(left.is_empty(), "{left:?}");
+    let (code, _, e) = merge(&[d.join("s0.npy")], &d.join("merged.npy"));
+    assert_eq!(code, 2);
+    assert!(e.contains("shard 1/2 not given"), "{e}");
+    // The rerun of shard 1 alone, then the merge.
+    vgpu_ok(&fixed(&d.join("s1.npy"), &["--shard", "1/2"]));
+    let (code, o, e) = merge(&[d.join("s0.npy"), d.join("s1.npy")], &d.join("merged.npy"));
+    assert_eq!(code, 0, "{o}{e}");
+    assert_eq!(bytes(&d.join("merged.npy")), bytes(&d.join("whole.npy")));
+}

@@ -867,31 +867,50 @@ fn run_adaptive(
     opts = opts.saveat(saveat);
     let spans = match &a.adaptive.tspan {
         Some(path) => {
-            let (shape, v) = read_numeric("--tspan", path, &limits)?;
-            if shape != [a.n, 2] {
-                return Err(usage(format!(
-                    "--tspan {}: expected shape (N, 2) = ({}, 2) of (t0, t1) rows, got {shape:?}",
-                    path.display(),
-                    a.n
-                )));
-            }
-            let (lo, hi) = split.map_or((0, a.n), |s| (s.lo, s.hi));
-            v[2 * lo..2 * hi].chunks(2).map(|r| (r[0], r[1])).collect()
+            let want = |shape: &[usize]| {
+                if shape != [a.n, 2] {
+                    return Err(usage(format!(
+                        "--tspan {}: expected shape (N, 2) = ({}, 2) of (t0, t1) rows, got {shape:?}",
+                        path.display(),
+                        a.n
+                    )));
+                }
+                Ok(())
+            };
+            // A slice reads only its rows.
+            let v = match split {
+                Some(s) => vgpu::shard::read_npy_rows(path, s.lo, s.hi, &limits, &want)?,
+                None => {
+                    let (shape, v) = read_numeric("--tspan", path, &limits)?;
+                    want(&shape)?;
+                    v
+                }
+            };
+            v.chunks(2).map(|r| (r[0], r[1])).collect()
         }
         None => vec![parse_span(&a.t)?],
     };
     let u0 = match &a.adaptive.u0 {
         Some(path) => {
-            let (shape, v) = read_numeric("--u0", path, &limits)?;
-            if shape != [a.n, dim] {
-                return Err(usage(format!(
-                    "--u0 {}: expected shape (N, state) = ({}, {dim}), got {shape:?}",
-                    path.display(),
-                    a.n
-                )));
-            }
-            let (lo, hi) = split.map_or((0, a.n), |s| (s.lo, s.hi));
-            Some(v[dim * lo..dim * hi].to_vec())
+            let want = |shape: &[usize]| {
+                if shape != [a.n, dim] {
+                    return Err(usage(format!(
+                        "--u0 {}: expected shape (N, state) = ({}, {dim}), got {shape:?}",
+                        path.display(),
+                        a.n
+                    )));
+                }
+                Ok(())
+            };
+            // A slice reads only its rows.
+            Some(match split {
+                Some(s) => vgpu::shard::read_npy_rows(path, s.lo, s.hi, &limits, &want)?,
+                None => {
+                    let (shape, v) = read_numeric("--u0", path, &limits)?;
+                    want(&shape)?;
+                    v
+                }
+            })
         }
         None => None,
     };

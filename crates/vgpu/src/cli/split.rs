@@ -116,13 +116,20 @@ impl Split {
 
     /// Runs `f`; under MPI a failure is reported naming this rank's slice and
     /// the whole job is aborted (non-zero exit, every rank stopped; no output
-    /// file exists yet at that point, or its temporary is removed first).
+    /// file exists yet at that point, or its temporary is removed first). A
+    /// failed `--shard` notes its slice and that it can be rerun alone.
     pub(crate) fn guard<R>(&self, f: impl FnOnce() -> Result<R, Error>) -> Result<R, Error> {
         let r = f();
         #[cfg(feature = "mpi")]
         if let (Mode::Mpi(w), Err(e)) = (&self.mode, &r) {
             eprintln!("error: {}: {e}", self.name());
             w.abort(2);
+        }
+        if r.is_err() && matches!(self.mode, Mode::Files) {
+            eprintln!(
+                "note: {} failed and wrote nothing: rerun it alone, then `vgpu merge` the shards",
+                self.name()
+            );
         }
         r
     }
