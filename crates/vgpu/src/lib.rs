@@ -9,6 +9,8 @@ pub mod dispatch;
 mod error;
 pub mod limits;
 #[cfg(feature = "mpi")]
+pub mod mpi_io;
+#[cfg(feature = "mpi")]
 pub mod mpi_world;
 pub mod output;
 pub mod ptx_gpu;

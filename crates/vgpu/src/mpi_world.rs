@@ -49,6 +49,11 @@ impl World {
         self.universe.world().size() as usize
     }
 
+    /// The world's communicator (for [`crate::mpi_io`]'s collective calls).
+    pub(crate) fn communicator(&self) -> mpi::topology::SimpleCommunicator {
+        self.universe.world()
+    }
+
     /// Rank within this node (the ranks sharing memory with this one): the
     /// GPU adapter index a rank takes when a node has several.
     pub fn node_rank(&self) -> usize {

@@ -1,13 +1,14 @@
 //! `mpirun -n R vgpu ensemble …` with the `mpi` feature (issue 14): ranks
-//! integrate contiguous slices and write one `.npy` collectively, the same
-//! bytes as one process (fixed-step, and adaptive with save times, statuses
-//! and step counts); `--json` on rank 0 has every rank's figures. Compiled
-//! only with `--features mpi`; skipped with a message when `mpirun` is
-//! absent (scripts/install-deps.sh installs it).
+//! integrate contiguous slices and write one `.npy` collectively (MPI-IO),
+//! the same bytes as one process (fixed-step on the CPU and the GPU, and
+//! adaptive with save times, statuses and step counts); `--json` on rank 0
+//! has every rank's figures. Compiled only with `--features mpi`; skipped
+//! with a message when `mpirun` is absent (scripts/install-deps.sh installs
+//! it).
 #![cfg(feature = "mpi")]
 
 mod common;
-use common::{bytes, example, partial_files, triple, vgpu_ok};
+use common::{bytes, example, gpu_ran, partial_files, strs, triple, vgpu, vgpu_ok};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -161,4 +162,28 @@ fn a_failing_rank_names_its_slice_and_nothing_is_written() {
         "{e}"
     );
     assert!(!out.exists());
+}
+
+/// Ranks on the GPU (each rank's slice through the fixed-step WGSL launch's
+/// offset): the bytes one GPU process writes.
+#[test]
+fn gpu_ranks_write_the_bytes_of_one_gpu_process() {
+    if !have_mpirun() {
+        return;
+    }
+    let d = dir("gpu");
+    let on_gpu = |out: &Path| {
+        let mut a = lorenz(out, &[]);
+        let b = a.iter().position(|x| x == "--backend").unwrap();
+        a[b + 1] = "gpu".into();
+        a
+    };
+    let (code, _, e) = vgpu(&strs(&on_gpu(&d.join("one.npy"))));
+    if !gpu_ran(code, &e) {
+        return;
+    }
+    let out = d.join("mpi.npy");
+    let (code, o, e) = mpirun(2, &on_gpu(&out));
+    assert_eq!(code, 0, "{o}{e}");
+    assert_eq!(bytes(&out), bytes(&d.join("one.npy")));
 }

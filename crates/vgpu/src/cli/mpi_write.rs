@@ -1,14 +1,13 @@
 //! The collective write of an MPI ensemble: rank 0 creates each output under
 //! a temporary name with the header one process writes (zeroed data), every
 //! rank writes its rows at `header + lo · row bytes`, and rank 0 renames the
-//! files once every rank has written, or removes them if any failed. The
-//! file system is the one the ranks share (POSIX positional writes; rsmpi
-//! does not wrap MPI-IO).
+//! files once every rank has written, or removes them if any failed. The rows
+//! go through one collective MPI-IO write per output (`vgpu::mpi_io`:
+//! `MPI_File_open`, `MPI_File_write_at_all`, `MPI_File_close`).
 
 use super::split::{Figures, Split};
-use std::fs::OpenOptions;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use vgpu::mpi_io::{self, MpiFile};
 use vgpu::mpi_world::World;
 use vgpu::shard::{role_path, Part};
 use vgpu::Error;
@@ -71,21 +70,39 @@ pub(super) fn write(
             "MPI write: rank 0 could not create the outputs: {why}"
         )));
     }
-    // Every rank: its rows at its offset.
+    // Every rank: its rows at its offset, one collective MPI-IO write per
+    // output (open, write_at_all, close): every rank makes every call, also
+    // after a failure of its own, so no collective waits for a missing rank.
     let mut wrote: Result<(), String> = Ok(());
     for ((p, (tmp, _)), off) in parts.iter().zip(&names).zip(&offsets) {
-        if wrote.is_err() {
-            break;
-        }
+        let bytes = p.le_bytes();
+        let rounds = mpi_io::rounds(w, bytes.len());
         let at = off + split.lo as u64 * p.row_bytes();
-        wrote = OpenOptions::new()
-            .write(true)
-            .open(tmp)
-            .and_then(|f| {
-                f.write_all_at(&p.le_bytes(), at)?;
-                f.sync_data()
-            })
-            .map_err(|e| io(tmp, e));
+        let file = MpiFile::open_write(w, tmp);
+        let opened = w.all_ok(file.is_ok());
+        let mut f = match file {
+            Ok(f) if opened.iter().all(|&x| x) => f,
+            Ok(f) => {
+                // Another rank has no handle, so no collective on this file can
+                // complete: it is left to MPI_Abort, which follows.
+                std::mem::forget(f);
+                let bad: Vec<usize> = (0..opened.len()).filter(|&r| !opened[r]).collect();
+                wrote = Err(format!(
+                    "{}: MPI_File_open failed on rank(s) {bad:?}",
+                    tmp.display()
+                ));
+                break;
+            }
+            Err(e) => {
+                wrote = Err(e.to_string());
+                break;
+            }
+        };
+        let r = f.write_at_all(at, &bytes, rounds);
+        let c = f.close();
+        if let (Ok(()), Err(e)) = (&wrote, r.and(c)) {
+            wrote = Err(e.to_string());
+        }
     }
     if let Err(e) = &wrote {
         eprintln!("error: {}: {e}", split.name());
