@@ -10,7 +10,7 @@ use crate::error::FieldError;
 #[non_exhaustive]
 pub enum AdaptiveError {
     /// A tolerance is zero, negative or not finite.
-    #[error("option `{option}`: component {component} is {value}; tolerances must be positive and finite")]
+    #[error("option `{option}`: component {component} is {value}; tolerances must be positive and finite in the state type (f32 or f64)")]
     BadTolerance {
         /// `"rtol"` or `"atol"`.
         option: &'static str,
