@@ -42,3 +42,13 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: pip install ${need[*]}"
   "$py" -m pip install -q "${need[@]}"
 fi
+
+# mpi4py for the Python package's `comm=` test (python/tests/test_shard.py
+# runs it under mpirun -n 2; it skips only where mpi4py is not importable).
+# Debian's python3-mpi4py serves /usr/bin/python3 only, so pip builds it for
+# $PYTHON against the OpenMPI installed above.
+if ! "$py" -c "import mpi4py" 2>/dev/null; then
+  echo "install-deps: pip install mpi4py (VGPU().ensemble(comm=) test)"
+  "$py" -m pip install -q mpi4py || \
+    echo "install-deps: mpi4py not installed; the comm= test under mpirun will skip" >&2
+fi

@@ -11,6 +11,7 @@ mod arrays;
 mod cache;
 mod ensemble;
 mod errors;
+mod merge;
 mod ptx;
 mod vgpu;
 
@@ -24,5 +25,6 @@ fn _vgpu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cache::PyVgpuCache>()?;
     m.add_class::<cache::PyCacheStats>()?;
     m.add_class::<vgpu::PyVgpu>()?;
+    m.add_function(wrap_pyfunction!(merge::merge, m)?)?;
     Ok(())
 }

@@ -36,7 +36,7 @@ from ._vgpu import CacheStats, VGPUError
 
 __version__: str = _vgpu.__version__
 
-__all__ = ["VGPU", "VGPUCache", "CacheStats", "VGPUError", "__version__"]
+__all__ = ["VGPU", "VGPUCache", "CacheStats", "VGPUError", "merge", "__version__"]
 
 # dtype kinds VGPU converts to float32: bool, signed and unsigned integers, floats.
 _REAL_KINDS = "biuf"
@@ -206,6 +206,58 @@ class VGPUCache:
 _ADAPTIVE = ("tsit5", "dp5", "bs3", "vern7")
 
 
+def _over_comm(comm: Any, shard: Any, run: Any) -> Any:
+    """``ensemble(..., comm=)``: this rank's shard, gathered to rank 0."""
+    if shard is not None:
+        raise ValueError("ensemble: give shard= or comm=, not both (comm= takes the shard from the communicator)")
+    try:
+        rank, size = int(comm.Get_rank()), int(comm.Get_size())
+    except AttributeError:
+        raise ValueError(
+            f"ensemble: comm={comm!r}: expected an mpi4py communicator (Get_rank, Get_size, gather, bcast)"
+        ) from None
+    mine: Optional[BaseException] = None
+    part: Any = None
+    try:
+        part = run((rank, size) if size > 1 else None)
+    except Exception as e:  # reported to every rank below, then re-raised here
+        mine = e
+    why = None if mine is None else f"rank {rank} of {size}: {type(mine).__name__}: {mine}"
+    gathered = comm.gather((part, why), root=0)
+    failed = [w for _, w in gathered if w] if rank == 0 else None
+    failed = comm.bcast(failed, root=0)
+    if mine is not None:
+        raise mine
+    if failed:
+        raise VGPUError("ensemble: " + "; ".join(failed))
+    if rank != 0:
+        return None
+    parts = [p for p, _ in gathered]
+    if size == 1:
+        return parts[0]
+    if isinstance(parts[0], tuple):
+        return tuple(np.concatenate([p[j] for p in parts]) for j in range(len(parts[0])))
+    return np.concatenate(parts)
+
+
+def merge(shards: List[Union[str, "os.PathLike[str]"]], out: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+    """Joins the outputs of ``vgpu ensemble --shard I/R`` runs (each one's
+    ``--out`` file or ``STEM.shard.json``, any order) into ``out`` and its
+    companions (``STEM.status.npy``, ``STEM.steps.npy``): the bytes one run
+    writes. The same function as ``vgpu merge``.
+
+    Returns:
+        ``{"trajectories": N, "shards": R, "files": [(path, shape), ...]}``.
+
+    Raises:
+        ValueError: shards of different runs, a shard given twice, a missing
+            shard (named), a data file that does not match its metadata;
+            nothing is written then and ``out`` is left as it was.
+        VGPUError: a file that cannot be read or written.
+    """
+    return dict(_vgpu.merge([os.fspath(s) for s in shards], os.fspath(out)))
+
+
 def _field_source(source_or_path: Union[str, "os.PathLike[str]"]) -> Tuple[str, str]:
     """(text, name for messages): a path-like, or a str without ``{`` (a file
     name), is read; any other str is ``.field`` source named ``<string>``."""
@@ -295,6 +347,7 @@ class VGPU:
         tspan: Any = None,
         return_status: bool = False,
         shard: Optional[Tuple[int, int]] = None,
+        comm: Any = None,
     ) -> Any:
         """Integrates ``n`` trajectories of a ``.field`` kernel (CUDA's
         ``<<<grid, block>>>``: trajectory ``i`` is thread ``i``).
@@ -354,6 +407,14 @@ class VGPU:
                 run's array. On a cluster, run the CLI under ``mpirun`` (the
                 ``mpi`` feature) or one ``--shard`` per job and ``vgpu merge``
                 (docs/SCALING.md). Kernels with flux outputs are refused.
+            comm: an mpi4py communicator (e.g. ``MPI.COMM_WORLD``): every rank
+                runs ``shard=(comm.rank, comm.size)``, the slices are gathered
+                to rank 0 (``comm.gather``), which returns the whole run's
+                arrays (the same bits as one process); the other ranks return
+                ``None``. A rank that fails makes every rank raise, naming it.
+                Rank 0 holds the whole result: for outputs beyond one node's
+                memory run ``mpirun ... vgpu ensemble --out`` (the CLI writes
+                collectively). Not with ``shard``.
 
         Returns:
             The final states, an ``(n, number of states)`` array of the kernel's
@@ -376,6 +437,13 @@ class VGPU:
                 infinite, a span that is not a whole number of steps.
             OSError: the file cannot be read.
         """
+        if comm is not None:
+            return _over_comm(comm, shard, lambda s: self.ensemble(
+                source_or_path, n=n, t=t, dt=dt, method=method, params=params,
+                backend=backend, block=block, threads=threads,
+                return_fluxes=return_fluxes, rtol=rtol, atol=atol, dt0=dt0,
+                dtmin=dtmin, dtmax=dtmax, maxiters=maxiters, saveat=saveat,
+                u0=u0, tspan=tspan, return_status=return_status, shard=s))
         text, name = _field_source(source_or_path)
         if len(t) != 2:
             raise ValueError(f"ensemble: t must be (t0, t1), got {t!r}")
