@@ -75,6 +75,9 @@ pub enum UnOp {
     SqrtF32Rn,
     /// f32 reciprocal, correctly rounded (`rcp.rn.f32`, through f64 as above).
     RcpF32Rn,
+    /// `rsqrt.approx.f32` as the interpreter defines it: `1 / √a` in f64
+    /// (each step correctly rounded), rounded once to f32.
+    RsqrtF32,
 }
 
 /// Two-source operations.
@@ -108,6 +111,32 @@ pub enum BinOp {
     MulWide {
         /// Signed operands.
         signed: bool,
+    },
+    /// 16 × 16 → 32-bit product (`mul.wide.{u16,s16}`).
+    MulWide16 {
+        /// Signed operands.
+        signed: bool,
+    },
+    /// Integer quotient on `bits` ≤ 32 bits, toward zero; all ones when
+    /// `b = 0`, wrapping for `MIN / −1`.
+    Div {
+        /// Width.
+        bits: u8,
+        /// Signed operands.
+        signed: bool,
+    },
+    /// Integer remainder on `bits` ≤ 32 bits with the dividend's sign; `a`
+    /// when `b = 0`, 0 for `MIN % −1`.
+    Rem {
+        /// Width.
+        bits: u8,
+        /// Signed operands.
+        signed: bool,
+    },
+    /// `bmsk.{clamp,wrap}.b32`: a mask of `b` bits from bit `a`.
+    Bmsk {
+        /// `.clamp` (else `.wrap`).
+        clamp: bool,
     },
     /// Integer minimum on `bits` bits.
     Min {
@@ -214,7 +243,7 @@ pub enum CvtOp {
 
 impl UnOp {
     pub(crate) fn uses_f64(self) -> bool {
-        matches!(self, UnOp::SqrtF32Rn | UnOp::RcpF32Rn)
+        matches!(self, UnOp::SqrtF32Rn | UnOp::RcpF32Rn | UnOp::RsqrtF32)
     }
 }
 

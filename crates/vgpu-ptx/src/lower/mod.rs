@@ -503,6 +503,36 @@ impl<'a> Lowering<'a> {
                 };
                 Inst::Bin { op, d, a, b }
             }
+            ("rsqrt", [Ty::F32]) if mods.has("approx") && !ftz => Inst::Un {
+                op: UnOp::RsqrtF32,
+                d,
+                a,
+            },
+            ("div" | "rem", [t]) if t.is_int() && t.bits() <= 32 => {
+                let (bits, signed) = (t.bits() as u8, t.is_signed());
+                let op = if op == "div" {
+                    BinOp::Div { bits, signed }
+                } else {
+                    BinOp::Rem { bits, signed }
+                };
+                Inst::Bin { op, d, a, b }
+            }
+            ("mul", [t]) if mods.has("wide") && t.is_int() && t.bits() == 16 => Inst::Bin {
+                op: BinOp::MulWide16 {
+                    signed: t.is_signed(),
+                },
+                d,
+                a,
+                b,
+            },
+            ("bmsk", [Ty::B32]) => Inst::Bin {
+                op: BinOp::Bmsk {
+                    clamp: mods.has("clamp"),
+                },
+                d,
+                a,
+                b,
+            },
             ("neg", [t]) if t.is_int() => Inst::Un {
                 op: UnOp::Neg(t.bits() as u8),
                 d,

@@ -606,6 +606,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             UnOp::AbsF32 => (format!("({a32} & 0x7fffffffu)"), W::B32),
             UnOp::SqrtF32Rn => (format!("sqrt_f32({a32})"), W::B32),
             UnOp::RcpF32Rn => (format!("rcp_f32({a32})"), W::B32),
+            UnOp::RsqrtF32 => (format!("rsqrt_f32({a32})"), W::B32),
         }
     }
 
@@ -645,6 +646,22 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 format!("mulw_{}32({a32}, {b32})", if signed { "s" } else { "u" }),
                 W::B64,
             ),
+            BinOp::MulWide16 { signed: false } => {
+                (format!("(({a32} & 0xffffu) * ({b32} & 0xffffu))"), W::B32)
+            }
+            BinOp::MulWide16 { signed: true } => (
+                format!(
+                    "bitcast<u32>(bitcast<i32>(sx32({a32}, 16u)) * bitcast<i32>(sx32({b32}, 16u)))"
+                ),
+                W::B32,
+            ),
+            BinOp::Div { bits, signed } => {
+                (format!("divi32({a32}, {b32}, {signed}, {bits}u)"), W::B32)
+            }
+            BinOp::Rem { bits, signed } => {
+                (format!("remi32({a32}, {b32}, {signed}, {bits}u)"), W::B32)
+            }
+            BinOp::Bmsk { clamp } => (format!("bmsk32({a32}, {b32}, {clamp})"), W::B32),
             BinOp::Min { bits, signed } | BinOp::Max { bits, signed } => {
                 let lt_ab = matches!(op, BinOp::Min { .. });
                 let (x, y) = if lt_ab { (&a, &b) } else { (&b, &a) };

@@ -67,9 +67,9 @@ fn lts64(a: vec2<u32>, b: vec2<u32>) -> bool {
   let ay = bitcast<i32>(a.y); let by = bitcast<i32>(b.y);
   return ay < by || (ay == by && a.x < b.x);
 }
-fn cmp64(a: vec2<u32>, b: vec2<u32>, op: u32, signed: bool) -> u32 {
-  let eq = all(a == b);
-  let lt = select(ltu64(a, b), lts64(a, b), signed);
+// An integer comparison's predicate from equality and less-than (op as
+// cfg::ICmp: 0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge).
+fn cmp_result(eq: bool, lt: bool, op: u32) -> u32 {
   var r = false;
   switch op {
     case 0u: { r = eq; }
@@ -81,19 +81,51 @@ fn cmp64(a: vec2<u32>, b: vec2<u32>, op: u32, signed: bool) -> u32 {
   }
   return select(0u, 1u, r);
 }
+fn cmp64(a: vec2<u32>, b: vec2<u32>, op: u32, signed: bool) -> u32 {
+  return cmp_result(all(a == b), select(ltu64(a, b), lts64(a, b), signed), op);
+}
 fn cmp32(a: u32, b: u32, op: u32, signed: bool, bits: u32) -> u32 {
   let eq = (a & msk(bits)) == (b & msk(bits));
   let lt = select((a & msk(bits)) < (b & msk(bits)), bitcast<i32>(sx32(a, bits)) < bitcast<i32>(sx32(b, bits)), signed);
-  var r = false;
-  switch op {
-    case 0u: { r = eq; }
-    case 1u: { r = !eq; }
-    case 2u: { r = lt; }
-    case 3u: { r = lt || eq; }
-    case 4u: { r = !(lt || eq); }
-    default: { r = !lt; }
+  return cmp_result(eq, lt, op);
+}
+// Integer division and remainder on bits <= 32 (PTX: x / 0 is all ones,
+// x % 0 is x; MIN / -1 wraps to MIN, MIN % -1 is 0).
+fn divi32(a: u32, b: u32, signed: bool, bits: u32) -> u32 {
+  if (!signed) {
+    let x = a & msk(bits); let y = b & msk(bits);
+    if (y == 0u) { return msk(bits); }
+    return x / y;
   }
-  return select(0u, 1u, r);
+  let x = bitcast<i32>(sx32(a, bits)); let y = bitcast<i32>(sx32(b, bits));
+  if (y == 0) { return msk(bits); }
+  if (y == -1) { return (0u - bitcast<u32>(x)) & msk(bits); }
+  return bitcast<u32>(x / y) & msk(bits);
+}
+fn remi32(a: u32, b: u32, signed: bool, bits: u32) -> u32 {
+  if (!signed) {
+    let x = a & msk(bits); let y = b & msk(bits);
+    if (y == 0u) { return x; }
+    return x % y;
+  }
+  let x = bitcast<i32>(sx32(a, bits)); let y = bitcast<i32>(sx32(b, bits));
+  if (y == 0) { return bitcast<u32>(x) & msk(bits); }
+  if (y == -1) { return 0u; }
+  return bitcast<u32>(x % y) & msk(bits);
+}
+// bmsk.{clamp,wrap}.b32 (as vgpu-ptx bit_ops::bmsk).
+fn bmsk32(a: u32, b: u32, clamp: bool) -> u32 {
+  let a1 = a & 31u; let b1 = b & 31u;
+  var m0 = 0xffffffffu << a1;
+  let sum = a1 + b1;
+  var over = sum >= 32u;
+  if (clamp) {
+    if (a >= 32u) { over = true; m0 = 0u; }
+    if (b >= 32u) { over = true; }
+  }
+  var m1 = 0u;
+  if (!over) { m1 = select(0xffffffffu << sum, 0xffffffffu, b1 == 0u); }
+  return m0 & ~m1;
 }
 fn f(x: u32) -> f32 { return bitcast<f32>(x); }
 fn isnan32(x: u32) -> bool { return (x & 0x7fffffffu) > 0x7f800000u; }
@@ -251,4 +283,8 @@ fn sqrt_f32(a: u32) -> u32 {
   return bitcast<u32>(f32(sqrt(f64(f(a)))));
 }
 fn rcp_f32(a: u32) -> u32 { return bitcast<u32>(f32(1.0lf / f64(f(a)))); }
+fn rsqrt_f32(a: u32) -> u32 {
+  if ((a >> 31u) != 0u && (a & 0x7fffffffu) != 0u) { return 0x7fffffffu; }
+  return bitcast<u32>(f32(1.0lf / sqrt(f64(f(a)))));
+}
 "#;
