@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use ndarray::{Array1, ArrayD};
 use ndarray_npy::read_npy;
-use vgpu_ir::wgsl_phased::{emit_wgsl_phased, PhasedLayout};
+use vgpu_ir::wgsl::phased::{emit_wgsl_phased, PhasedLayout};
 use vgpu_ir::{
     compile_all, emit_wgsl, run_cpu_with, validate_wgsl, Args, Buffer, Integration, IrError,
     Kernel, Method, Par, ScalarType, Value,

@@ -25,8 +25,6 @@ mod slice;
 pub mod types;
 mod validate;
 pub mod wgsl;
-/// The phased emitter, also reachable as [`wgsl::phased`].
-pub use wgsl::phased as wgsl_phased;
 
 pub use args::{Arg, Args, Buffer};
 pub use check::{compile, compile_all, compile_file};

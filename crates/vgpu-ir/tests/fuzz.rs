@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use vgpu_ir::wgsl_phased::{emit_wgsl_phased, PhasedLayout};
+use vgpu_ir::wgsl::phased::{emit_wgsl_phased, PhasedLayout};
 use vgpu_ir::{
     compile_all, emit_wgsl, run_cpu_with, validate_wgsl, Args, Buffer, Integration, IrError,
     Kernel, Limits, Method, Par, ScalarType, Value,

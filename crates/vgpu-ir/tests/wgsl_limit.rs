@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use vgpu_ir::wgsl_phased::{emit_wgsl_phased, PhasedLayout};
+use vgpu_ir::wgsl::phased::{emit_wgsl_phased, PhasedLayout};
 use vgpu_ir::{
     compile, emit_wgsl, run_cpu_with, validate_wgsl, Args, Integration, IrError, Kernel, LimitKind,
     Limits, Method, Par, Value,

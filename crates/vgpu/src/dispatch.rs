@@ -178,7 +178,7 @@ impl Dispatcher {
             }
         }
         if k.is_phased() {
-            vgpu_ir::wgsl_phased::check_phased_wgsl(k)?;
+            vgpu_ir::wgsl::phased::check_phased_wgsl(k)?;
         } else {
             vgpu_ir::wgsl::check_wgsl(k)?;
         }

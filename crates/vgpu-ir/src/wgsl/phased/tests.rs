@@ -2,6 +2,8 @@
 //! naga, layouts and launch words, refusals.
 
 use super::*;
+use crate::args::Args;
+use crate::run::Integration;
 use crate::{compile, compile_file, validate_wgsl};
 use std::path::PathBuf;
 
