@@ -37,12 +37,15 @@
 //! each present when its flag is set), `stats` (`chunk × 4` u32: status,
 //! accepted, rejected, evaluations) and `saved` (`chunk × K × D`).
 
+use super::adaptive_events::EventsWgsl;
+use super::adaptive_rosenbrock as ros;
 use super::{emit_prelude_typed, literal, FieldFn, ParamSlots, FIRST_BUFFER_BINDING, META_HEADER};
 use crate::args::Args;
 use crate::error::IrError;
-use crate::kernel::{BinOp, Kernel, Node, UnOp, Update};
+use crate::kernel::{BinOp, Kernel, Node, NodeId, UnOp};
 use crate::types::{ScalarType, Value};
 use std::fmt::Write;
+use vgpu_field::adaptive::events::EVENT_POINTS;
 use vgpu_field::adaptive::{
     bs3, dp5, tsit5, vern7, AdaptiveMethod, DriverSettings, ErkTableau, TrajectoryStats,
 };
@@ -136,41 +139,34 @@ impl MethodData {
     }
 }
 
+/// The backend label of the adaptive shaders' refusals.
+const BACKEND: &str = "gpu (WGSL, adaptive)";
+
 fn unsupported(k: &Kernel, reason: impl Into<String>) -> IrError {
-    IrError::Unsupported {
-        kernel: k.name.clone(),
-        backend: "gpu (WGSL, adaptive)".into(),
-        reason: reason.into(),
-    }
+    super::unsupported_on(k, BACKEND, reason)
 }
 
 /// Whether the kernel can run as an adaptive WGSL ensemble, and why not.
 /// `f64` kernels also need the adapter's `SHADER_F64` (the runtime's check).
 ///
 /// # Errors
-/// [`IrError::Unsupported`]: phases, `:=` jumps, no states or more than 16,
-/// and for `f64` fields the operations Vulkan has in 32 bits only, scalar
-/// `f64` parameters and non-finite `f64` constants.
+/// [`IrError::Unsupported`]: the unphased emitters' shared preconditions
+/// (phases, `:=` jumps, no states), more than 16 states, drives and emits,
+/// and for `f64` fields the operations Vulkan has in 32 bits only (in the
+/// rates and in event conditions and jumps), scalar `f64` parameters and
+/// non-finite `f64` constants.
 pub fn check_adaptive_wgsl(k: &Kernel) -> Result<(), IrError> {
-    if k.is_phased() {
-        return Err(unsupported(
-            k,
-            "adaptive methods need a field without phases (shared sub-fields, barriers, flux)",
-        ));
-    }
+    super::check_unphased(
+        k,
+        BACKEND,
+        "cannot take adaptive steps (they need a field without barriers)",
+    )?;
     let dim = k.states.len();
-    if dim == 0 || dim > 16 {
+    if dim > 16 {
         return Err(unsupported(
             k,
             format!("adaptive methods take fields of 1 to 16 states; this one has {dim}"),
         ));
-    }
-    if k.phases[0]
-        .updates
-        .iter()
-        .any(|u| matches!(u, Update::Jump(_)))
-    {
-        return Err(unsupported(k, "`:=` jumps need a phase"));
     }
     if k.phases
         .iter()
@@ -179,12 +175,6 @@ pub fn check_adaptive_wgsl(k: &Kernel) -> Result<(), IrError> {
         return Err(unsupported(
             k,
             "drives and emits are not integrated by the adaptive GPU kernel",
-        ));
-    }
-    if !k.events.is_empty() {
-        return Err(unsupported(
-            k,
-            "events are located by the CPU driver only so far (run with --backend cpu or auto)",
         ));
     }
     let float = k.float_type();
@@ -303,6 +293,7 @@ pub fn stats_of(words: &[u32], t: f64) -> TrajectoryStats {
             0 => Status::Success,
             1 => Status::MaxIters,
             2 => Status::DtMin,
+            4 => Status::Terminated,
             _ => Status::NonFinite,
         },
         accepted: words[1] as u64,
@@ -320,6 +311,63 @@ pub fn stats_of(words: &[u32], t: f64) -> TrajectoryStats {
 /// [`IrError::Unsupported`] (see [`check_adaptive_wgsl`]).
 pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError> {
     check_adaptive_wgsl(k)?;
+    emit(k, Some(m), &[], &[])
+}
+
+/// Emits the Rosenbrock23 ensemble shader of `k` ([`super::adaptive_rosenbrock`]:
+/// the Jacobian derived from the IR, a dense LU per trajectory), otherwise as
+/// [`emit_wgsl_adaptive`].
+///
+/// # Errors
+/// [`IrError::Unsupported`] (see [`check_adaptive_wgsl`]); the Jacobian's
+/// errors ([`crate::jacobian::jacobian_nodes`]).
+pub fn emit_wgsl_rosenbrock(k: &Kernel) -> Result<String, IrError> {
+    check_adaptive_wgsl(k)?;
+    let mut kb = k.clone();
+    let (jac, ft) = crate::jacobian::jacobian_nodes(&mut kb)?;
+    emit(&kb, None, &jac, &ft)
+}
+
+/// The adaptive shader of `k` for the built-in `method`: its tableau
+/// ([`emit_wgsl_adaptive`]) or Rosenbrock23 ([`emit_wgsl_rosenbrock`]).
+///
+/// # Errors
+/// As those.
+pub fn emit_wgsl_method(k: &Kernel, method: AdaptiveMethod) -> Result<String, IrError> {
+    match (method, MethodData::of(method)) {
+        (_, Some(m)) => emit_wgsl_adaptive(k, &m),
+        (AdaptiveMethod::Rosenbrock23, None) => emit_wgsl_rosenbrock(k),
+        (_, None) => Err(unsupported(k, format!("method {method} has no GPU kernel"))),
+    }
+}
+
+/// The shader of `k` stepped by the explicit pair `erk`, or by Rosenbrock23
+/// with the Jacobian `jac`, `ft` (nodes of `k`) when `erk` is `None`.
+fn emit(
+    k: &Kernel,
+    erk: Option<&MethodData>,
+    jac: &[NodeId],
+    ft: &[NodeId],
+) -> Result<String, IrError> {
+    let ros = erk.is_none();
+    // Rosenbrock23 as the shared code sees it: FSAL, no extra dense stages,
+    // Hairer's start with q = 2 (the CPU's `initial_step(…, 2, …)`).
+    let ros_data = MethodData {
+        name: "rosenbrock23",
+        order: 2,
+        embedded_order: 2,
+        stages: 0,
+        c: vec![],
+        a: vec![],
+        b: vec![],
+        bt: vec![],
+        fsal: true,
+        f1: 0,
+        extra_c: vec![],
+        extra_a: vec![],
+        weights: vec![],
+    };
+    let m = erk.unwrap_or(&ros_data);
     let f64_states = k.float_type() == ScalarType::F64;
     let ty = if f64_states { "f64" } else { "f32" };
     let lit = |x: f64| -> String {
@@ -330,7 +378,14 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
         }
     };
     let dim = k.states.len();
-    let ff = FieldFn::new(k, ty);
+    let jac_roots = ros::jacobian_roots(jac, ft);
+    let mut extra = EventsWgsl::roots(k);
+    extra.extend(jac_roots.iter().flatten());
+    let ff = FieldFn::with_extra(k, ty, &extra);
+    let ev = EventsWgsl::new(k, ty);
+    let has_ev = ev.len() > 0;
+    // The dense output as a function, for the event scan (emitted before main).
+    let mut dense_fn = String::new();
     let slots = ParamSlots::of(k);
     let ms = |p: u32| slots.scalar[p as usize];
     let nb = k.params.iter().filter(|p| p.buffer).count() as u32;
@@ -366,6 +421,13 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
         b0 + 3
     );
     s.push_str(&ff.text);
+    if has_ev {
+        s.push_str(&ev.functions(k, &ff));
+    }
+    if ros {
+        s.push_str(&ff.function(k, "jacf", &jac_roots, false));
+        s.push_str(&ros::functions(dim, ty, &lit));
+    }
     // Helpers: finiteness, pow (in f32), the error norm, the controller.
     let maxf = if f64_states {
         lit(f64::MAX)
@@ -475,6 +537,7 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
     );
 
     // The entry point.
+    let main_at = s.len();
     let _ = writeln!(
         s,
         "@compute @workgroup_size({ADAPTIVE_WORKGROUP})\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwgs: vec3<u32>, @builtin(local_invocation_index) lix: u32) {{"
@@ -510,10 +573,21 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
     for e in 0..n_extra {
         let _ = writeln!(s, "    var x{e}: S;");
     }
+    if has_ev {
+        s.push_str(&ev.decls());
+    }
+    if ros {
+        s.push_str(&ros::decls(dim, ty));
+    }
     // 'run: one pass, left by `break` with the status set.
     let _ = writeln!(
         s,
-        "    loop {{\n        if (!fin_s(y)) {{ status = 3u; break; }}\n        if (t0 >= t1) {{ break; }}\n        k0 = field(t, y, l, gid);\n        evals = evals + 1u;\n        if (!fin_s(k0)) {{ status = 3u; break; }}\n        let adaptive = (flags & {FLAG_FIXED}u) == 0u;\n        let hf = min(cfg[{c_fixed}u], cfg[{c_dtmax}u]);\n        var dt: {ty};\n        if (!adaptive) {{ dt = hf; }} else if ((flags & {FLAG_DT0}u) != 0u) {{ dt = min(cfg[{c_dt0}u], cfg[{c_dtmax}u]); }} else {{ evals = evals + 1u; dt = hinit(t0, y, k0, l, gid, cfg[{c_dtmax}u]); }}\n        var err_old = cfg[{c_qold}u];\n        var iters = 0u;\n        loop {{\n            if (t >= t1) {{ break; }}\n            if (iters >= maxit) {{ status = 1u; break; }}\n            iters = iters + 1u;\n            var h = dt;\n            let snap = {c64} * {eps} * (abs(t1) + abs(h));\n            let last = t + h >= t1 - snap;\n            if (last) {{ h = t1 - t; }}",
+        "    loop {{\n        if (!fin_s(y)) {{ status = 3u; break; }}\n        if (t0 >= t1) {{ break; }}\n        k0 = field(t, y, l, gid);\n        evals = evals + 1u;\n        if (!fin_s(k0)) {{ status = 3u; break; }}\n        let adaptive = (flags & {FLAG_FIXED}u) == 0u;\n        let hf = min(cfg[{c_fixed}u], cfg[{c_dtmax}u]);\n        var dt: {ty};\n        if (!adaptive) {{ dt = hf; }} else if ((flags & {FLAG_DT0}u) != 0u) {{ dt = min(cfg[{c_dt0}u], cfg[{c_dtmax}u]); }} else {{ evals = evals + 1u; dt = hinit(t0, y, k0, l, gid, cfg[{c_dtmax}u]); }}\n{}        var err_old = cfg[{c_qold}u];\n        var iters = 0u;\n        loop {{\n            if (t >= t1) {{ break; }}\n            if (iters >= maxit) {{ status = 1u; break; }}\n            iters = iters + 1u;\n            var h = dt;\n            let snap = {c64} * {eps} * (abs(t1) + abs(h));\n            let last = t + h >= t1 - snap;\n            if (last) {{ h = t1 - t; }}",
+        if has_ev {
+            "        gp = gcond(t, y, l, gid);\n"
+        } else {
+            ""
+        },
         c64 = lit(64.0),
         eps = if f64_states {
             lit(f64::EPSILON)
@@ -521,42 +595,60 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
             literal(Value::F32(f32::EPSILON))
         }
     );
-    // Stages: y + h·(a_i0·k0 + … ) summed left to right, zeros included.
     let ss = m.stages;
     let stage_sum = |row: &[f64], upto: usize, d: usize| -> String {
         sum((0..upto)
             .map(|j| format!("{} * k{j}.v{d}", lit(row[j])))
             .collect())
     };
-    for i in 1..ss {
-        let _ = writeln!(
-            s,
-            "            let y{i} = {};\n            let k{i} = field(t + {} * h, y{i}, l, gid);",
-            s_of(&|d| format!("y.v{d} + h * ({})", stage_sum(&m.a[i], i, d))),
-            lit(m.c[i])
-        );
-    }
-    let _ = writeln!(s, "            evals = evals + {}u;", ss - 1);
-    if m.fsal {
-        let _ = writeln!(s, "            let yn = y{};", ss - 1);
+    if ros {
+        let at = ros::CfgAt {
+            dtmin: c_dtmin,
+            qmin: c_qmin,
+        };
+        let evented = if has_ev { "evented" } else { "false" };
+        s.push_str(&ros::step(dim, ty, &lit, &at, evented));
+        // Accepted: the next step's Jacobian is at its new start.
+        s.push_str("            need_jac = true;\n");
     } else {
+        // Stages: y + h·(a_i0·k0 + … ) summed left to right, zeros included.
+        for i in 1..ss {
+            let _ = writeln!(
+                s,
+                "            let y{i} = {};\n            let k{i} = field(t + {} * h, y{i}, l, gid);",
+                s_of(&|d| format!("y.v{d} + h * ({})", stage_sum(&m.a[i], i, d))),
+                lit(m.c[i])
+            );
+        }
+        let _ = writeln!(s, "            evals = evals + {}u;", ss - 1);
+        if m.fsal {
+            let _ = writeln!(s, "            let yn = y{};", ss - 1);
+        } else {
+            let _ = writeln!(
+                s,
+                "            let yn = {};",
+                s_of(&|d| format!("y.v{d} + h * ({})", stage_sum(&m.b, ss, d)))
+            );
+        }
         let _ = writeln!(
             s,
-            "            let yn = {};",
-            s_of(&|d| format!("y.v{d} + h * ({})", stage_sum(&m.b, ss, d)))
+            "            var err = {zero};\n            if (adaptive) {{ err = enorm({}, y, yn); }}\n            if (!(err <= {one})) {{\n                rej = rej + 1u;\n                dt = reject(h, err);\n                if (dt < cfg[{c_dtmin}u] || t + dt == t) {{ status = 2u; break; }}\n                continue;\n            }}\n            var t_new = t + h;\n            if (last) {{ t_new = t1; }} else if (!adaptive{}) {{ t_new = {ty}(acc + 1u) * hf + t0; }}",
+            s_of(&|d| format!("h * ({})", stage_sum(&m.bt, ss, d))),
+            // After an event, fixed steps restart their grid at the event.
+            if has_ev { " && !evented" } else { "" },
+            zero = lit(0.0),
+            one = lit(1.0)
         );
     }
     let _ = writeln!(
         s,
-        "            var err = {zero};\n            if (adaptive) {{ err = enorm({}, y, yn); }}\n            if (!(err <= {one})) {{\n                rej = rej + 1u;\n                dt = reject(h, err);\n                if (dt < cfg[{c_dtmin}u] || t + dt == t) {{ status = 2u; break; }}\n                continue;\n            }}\n            var t_new = t + h;\n            if (last) {{ t_new = t1; }} else if (!adaptive) {{ t_new = {ty}(acc + 1u) * hf + t0; }}\n            let saves_here = ns < nsave && cfg[{c_save}u + min(ns, nsave - 1u)] <= t_new;",
-        s_of(&|d| format!("h * ({})", stage_sum(&m.bt, ss, d))),
-        zero = lit(0.0),
-        one = lit(1.0)
+        "            let saves_here = ns < nsave && cfg[{c_save}u + min(ns, nsave - 1u)] <= t_new;"
     );
     if !m.fsal {
         let _ = writeln!(
             s,
-            "            let need_f1 = !last || saves_here;\n            if (need_f1) {{ f1 = field(t_new, yn, l, gid); evals = evals + 1u; }}"
+            "            let need_f1 = {};\n            if (need_f1) {{ f1 = field(t_new, yn, l, gid); evals = evals + 1u; }}",
+            if has_ev { "true" } else { "!last || saves_here" }
         );
     }
     // Dense output: extended stage `i` by name.
@@ -569,12 +661,13 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
             format!("x{}", i - m.f1 - 1)
         }
     };
-    let _ = writeln!(
-        s,
-        "            if (saves_here) {{\n                var xd = false;\n                loop {{\n                    if (ns >= nsave) {{ break; }}\n                    let ts = cfg[{c_save}u + ns];\n                    if (ts > t_new) {{ break; }}\n                    if (ts == t_new) {{ store(sbase + ns, yn); }} else {{"
-    );
-    if n_extra > 0 {
-        s.push_str("                        if (!xd) {\n");
+    // The extra stages, once per step (`xd`), at indentation `ind`.
+    let fill = |ind: &str| -> String {
+        let mut f = String::new();
+        if n_extra == 0 {
+            return f;
+        }
+        let _ = writeln!(f, "{ind}if (!xd) {{");
         for e in 0..n_extra {
             let nz: Vec<(usize, f64)> = m.extra_a[e]
                 .iter()
@@ -583,8 +676,8 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
                 .filter(|(_, a)| *a != 0.0)
                 .collect();
             let _ = writeln!(
-                s,
-                "                            x{e} = field(t + {} * h, {}, l, gid);",
+                f,
+                "{ind}    x{e} = field(t + {} * h, {}, l, gid);",
                 lit(m.extra_c[e]),
                 s_of(&|d| {
                     let mut terms = vec![lit(0.0)];
@@ -597,46 +690,108 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
             );
         }
         let _ = writeln!(
-            s,
-            "                            evals = evals + {n_extra}u;\n                            xd = true;\n                        }}"
+            f,
+            "{ind}    evals = evals + {n_extra}u;\n{ind}    xd = true;\n{ind}}}"
         );
-    }
-    s.push_str("                        let th = (ts - t) / h;\n");
+        f
+    };
     let nzw: Vec<(usize, &Vec<f64>)> = m
         .weights
         .iter()
         .enumerate()
         .filter(|(_, w)| w.iter().any(|v| *v != 0.0))
         .collect();
-    for (i, w) in &nzw {
-        // w.iter().rev().fold(0, |s, r| (s + r)·θ)
-        let mut e = lit(0.0);
-        for r in w.iter().rev() {
-            e = format!("(({e} + {}) * th)", lit(*r));
+    // `let wI = …` of θ = `th`: w.iter().rev().fold(0, |s, r| (s + r)·θ).
+    let weight_lines = |ind: &str| -> String {
+        let mut f = String::new();
+        for (i, w) in &nzw {
+            let mut e = lit(0.0);
+            for r in w.iter().rev() {
+                e = format!("(({e} + {}) * th)", lit(*r));
+            }
+            let _ = writeln!(f, "{ind}let w{i} = {e};");
         }
-        let _ = writeln!(s, "                        let w{i} = {e};");
-    }
-    let _ = writeln!(
-        s,
-        "                        store(sbase + ns, {});\n                    }}\n                    ns = ns + 1u;\n                }}\n            }}",
+        f
+    };
+    let dense_of = |stage: &dyn Fn(usize) -> String| {
         s_of(&|d| {
             let mut terms = vec![lit(0.0)];
-            terms.extend(nzw.iter().map(|(i, _)| format!("w{i} * {}.v{d}", ext(*i))));
+            terms.extend(
+                nzw.iter()
+                    .map(|(i, _)| format!("w{i} * {}.v{d}", stage(*i))),
+            );
             format!("y.v{d} + h * ({})", sum(terms))
         })
-    );
-    let _ = writeln!(
-        s,
-        "            y = yn;\n            t = t_new;\n            acc = acc + 1u;"
-    );
+    };
+    if has_ev {
+        let args: Vec<String> = if ros {
+            vec!["k1".into(), "k2".into()]
+        } else {
+            nzw.iter().map(|(i, _)| ext(*i)).collect()
+        };
+        let dense = |th: &str| format!("dense({th}, h, y, {})", args.join(", "));
+        if !ros {
+            dense_fn = format!(
+                "fn dense(th: {ty}, h: {ty}, y: S, {}) -> S {{\n{}    return {};\n}}\n",
+                nzw.iter()
+                    .map(|(i, _)| format!("e{i}: S"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                weight_lines("    "),
+                dense_of(&|i| format!("e{i}"))
+            );
+        }
+        s.push_str("            var xd = false;\n            gn = gcond(t_new, yn, l, gid);\n");
+        s.push_str(&fill("            "));
+        let at = |j: usize| {
+            if f64_states {
+                j as f64 / EVENT_POINTS as f64
+            } else {
+                f64::from(j as f32 / EVENT_POINTS as f32)
+            }
+        };
+        s.push_str(&ev.step_end(
+            &dense,
+            &lit,
+            &at,
+            !ros,
+            [c_save, c_qold, c_dt0, c_dtmax],
+            FLAG_DT0,
+        ));
+    } else if ros {
+        let _ = writeln!(
+            s,
+            "            loop {{\n                if (ns >= nsave) {{ break; }}\n                let ts = cfg[{c_save}u + ns];\n                if (ts > t_new) {{ break; }}\n                if (ts == t_new) {{ store(sbase + ns, yn); }} else {{ store(sbase + ns, dense((ts - t) / h, h, y, k1, k2)); }}\n                ns = ns + 1u;\n            }}\n            y = yn;\n            t = t_new;\n            acc = acc + 1u;"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "            if (saves_here) {{\n                var xd = false;\n                loop {{\n                    if (ns >= nsave) {{ break; }}\n                    let ts = cfg[{c_save}u + ns];\n                    if (ts > t_new) {{ break; }}\n                    if (ts == t_new) {{ store(sbase + ns, yn); }} else {{"
+        );
+        s.push_str(&fill("                        "));
+        s.push_str("                        let th = (ts - t) / h;\n");
+        s.push_str(&weight_lines("                        "));
+        let _ = writeln!(
+            s,
+            "                        store(sbase + ns, {});\n                    }}\n                    ns = ns + 1u;\n                }}\n            }}\n            y = yn;\n            t = t_new;\n            acc = acc + 1u;",
+            dense_of(&ext)
+        );
+    }
     if m.fsal {
         let _ = writeln!(
             s,
-            "            k0 = k{};\n            if (!fin_s(y) || !fin_s(k0)) {{ status = 3u; break; }}",
-            ss - 1
+            "            k0 = {};\n            if (!fin_s(y) || !fin_s(k0)) {{ status = 3u; break; }}",
+            if ros {
+                "fa2".to_string()
+            } else {
+                format!("k{}", ss - 1)
+            }
         );
     } else {
         s.push_str("            if (need_f1) { k0 = f1; }\n            if (!fin_s(y) || (need_f1 && !fin_s(k0))) { status = 3u; break; }\n");
+    }
+    if has_ev {
+        s.push_str("            gp = gn;\n            just = false;\n");
     }
     let _ = writeln!(
         s,
@@ -655,6 +810,7 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
         "    out[local * {}u + {dim}u] = t;\n    stats[local * 4u] = status;\n    stats[local * 4u + 1u] = acc;\n    stats[local * 4u + 2u] = rej;\n    stats[local * 4u + 3u] = evals;\n}}",
         dim + 1
     );
+    s.insert_str(main_at, &dense_fn);
     Ok(s)
 }
 
@@ -729,6 +885,61 @@ mod tests {
         let k64 = compile("lorenz64.field", LORENZ64).unwrap();
         let w = emit_wgsl_adaptive(&k64, &md).unwrap();
         assert!(w.contains(&format!("{:?}lf", tsit5().a[3][1])));
+    }
+
+    const BALL: &str = "field ball(h0: TY[], e: TY[]) {
+        state y: TY = h0[i], v: TY = 0.0, nb: TY = 0.0;
+        d(y)/dt = v;
+        d(v)/dt = -9.81;
+        d(nb)/dt = 0.0;
+        event floor: y falling { v := -e[i] * v; nb := nb + 1.0; }
+        event top: y - 10.0 * e[0] rising terminate;
+    }";
+
+    #[test]
+    fn events_and_rosenbrock23_validate_in_f32_and_f64() {
+        for ty in ["f32", "f64"] {
+            let k = compile("ball.field", &BALL.replace("TY", ty)).unwrap();
+            let f64s = ty == "f64";
+            for m in AdaptiveMethod::ALL {
+                let w = emit_wgsl_method(&k, m).unwrap();
+                validate_adaptive_wgsl("ball", &w, f64s)
+                    .unwrap_or_else(|e| panic!("{m} {ty}: {e}\n{w}"));
+                assert!(w.contains("fn gcond(") && w.contains("fn jump0("), "{m}");
+                // The terminating event has no jump function.
+                assert!(!w.contains("fn jump1("), "{m}");
+            }
+            let k = compile("lorenz64.field", &LORENZ64.replace("f64", ty)).unwrap();
+            let w = emit_wgsl_rosenbrock(&k).unwrap();
+            validate_adaptive_wgsl("lorenz", &w, f64s).unwrap_or_else(|e| panic!("{e}\n{w}"));
+            assert!(w.contains("fn jacf(") && w.contains("fn lu_factor("));
+            assert!(!w.contains("gcond"), "no events, no scan");
+        }
+    }
+
+    #[test]
+    fn shared_preconditions_name_the_adaptive_backend() {
+        let k = compile(
+            "tree_sum.field",
+            include_str!("../../../../examples/tree_sum.field"),
+        )
+        .unwrap();
+        let e = check_adaptive_wgsl(&k).unwrap_err().to_string();
+        assert!(e.contains("phases") && e.contains("adaptive"), "{e}");
+        let states: Vec<String> = (0..17).map(|j| format!("s{j} = 1.0")).collect();
+        let rates: Vec<String> = (0..17).map(|j| format!("d(s{j})/dt = -s{j};")).collect();
+        let src = format!(
+            "field big() {{ state {}; {} }}",
+            states.join(", "),
+            rates.join(" ")
+        );
+        let k = compile("big.field", &src).unwrap();
+        let e = check_adaptive_wgsl(&k).unwrap_err();
+        assert!(
+            matches!(e, IrError::Unsupported { ref backend, .. } if backend == BACKEND)
+                && e.to_string().contains("17"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -29,6 +29,8 @@ use std::fmt::Write;
 use vgpu_field::Tableau;
 
 pub mod adaptive;
+mod adaptive_events;
+mod adaptive_rosenbrock;
 pub mod cfg;
 pub mod jumps;
 pub mod phased;
@@ -38,45 +40,36 @@ pub const FIRST_BUFFER_BINDING: u32 = 3;
 /// Launch words before the per-buffer lengths: `n`, `steps`, `t0` bits, `dt` bits.
 pub const META_HEADER: usize = 4;
 
-fn unsupported(k: &Kernel, reason: impl Into<String>) -> IrError {
+/// [`IrError::Unsupported`] of `k` on the WGSL backend named `backend`.
+pub(crate) fn unsupported_on(k: &Kernel, backend: &str, reason: impl Into<String>) -> IrError {
     IrError::Unsupported {
         kernel: k.name.clone(),
-        backend: "gpu (WGSL)".into(),
+        backend: backend.into(),
         reason: reason.into(),
     }
 }
 
-/// Whether the kernel can run as WGSL, and why not.
-///
-/// # Errors
-/// [`IrError::Unsupported`] for `f64` anywhere, phases, `:=` jumps or events.
-pub fn check_wgsl(k: &Kernel) -> Result<(), IrError> {
+fn unsupported(k: &Kernel, reason: impl Into<String>) -> IrError {
+    unsupported_on(k, "gpu (WGSL)", reason)
+}
+
+/// The preconditions every unphased WGSL emitter shares (the fixed-step
+/// [`check_wgsl`], the adaptive [`adaptive::check_adaptive_wgsl`]): no phases
+/// (`phased_hint` says where a phased field goes instead), at least one state,
+/// no `:=` jumps. Errors are [`IrError::Unsupported`] on `backend`.
+pub(crate) fn check_unphased(k: &Kernel, backend: &str, phased_hint: &str) -> Result<(), IrError> {
     if k.is_phased() {
-        return Err(unsupported(
+        return Err(unsupported_on(
             k,
-            "a field with phases (shared sub-fields, barriers, flux) is emitted by wgsl::phased::emit_wgsl_phased (emit_wgsl_phased), not emit_wgsl",
-        ));
-    }
-    if k.types.contains(&ScalarType::F64) || k.params.iter().any(|p| p.ty == ScalarType::F64) {
-        return Err(unsupported(
-            k,
-            "WGSL has no portable f64: run f64 fields on the CPU (--backend cpu)",
+            backend,
+            format!("a field with phases (shared sub-fields, barriers, flux) {phased_hint}"),
         ));
     }
     if k.states.is_empty() {
-        return Err(unsupported(
+        return Err(unsupported_on(
             k,
+            backend,
             "a field with no state has nothing to integrate on the GPU",
-        ));
-    }
-    if let Some(ev) = k.events.first() {
-        // As the CPU's fixed-step runner: events need the adaptive driver.
-        return Err(unsupported(
-            k,
-            format!(
-                "event `{}`: events are located by the adaptive methods on the CPU (--method tsit5 … --backend cpu)",
-                ev.name
-            ),
         ));
     }
     if k.phases[0]
@@ -84,7 +77,36 @@ pub fn check_wgsl(k: &Kernel) -> Result<(), IrError> {
         .iter()
         .any(|u| matches!(u, Update::Jump(_)))
     {
-        return Err(unsupported(k, "`:=` jumps need a phase"));
+        return Err(unsupported_on(k, backend, "`:=` jumps need a phase"));
+    }
+    Ok(())
+}
+
+/// Whether the kernel can run as WGSL, and why not.
+///
+/// # Errors
+/// [`IrError::Unsupported`] for `f64` anywhere, phases, `:=` jumps or events.
+pub fn check_wgsl(k: &Kernel) -> Result<(), IrError> {
+    check_unphased(
+        k,
+        "gpu (WGSL)",
+        "is emitted by wgsl::phased::emit_wgsl_phased (emit_wgsl_phased), not emit_wgsl",
+    )?;
+    if k.types.contains(&ScalarType::F64) || k.params.iter().any(|p| p.ty == ScalarType::F64) {
+        return Err(unsupported(
+            k,
+            "WGSL has no portable f64: run f64 fields on the CPU (--backend cpu)",
+        ));
+    }
+    if let Some(ev) = k.events.first() {
+        // As the CPU's fixed-step runner: events need the adaptive driver.
+        return Err(unsupported(
+            k,
+            format!(
+                "event `{}`: events are located by the adaptive methods (--method tsit5 …), not by fixed steps",
+                ev.name
+            ),
+        ));
     }
     Ok(())
 }
@@ -410,6 +432,8 @@ pub(crate) fn emit_prelude_typed(s: &mut String, k: &Kernel, slots: &ParamSlots,
 pub(crate) struct FieldFn {
     /// `struct S`, `struct L` and `fn field`.
     pub(crate) text: String,
+    /// The state type (`f32` or `f64`).
+    ty: String,
     /// Per node: computed before the step loop.
     pub(crate) pre: Vec<bool>,
     /// The nodes computed before the loop (initial values, uniform and lane
@@ -425,14 +449,24 @@ pub(crate) struct FieldFn {
 
 impl FieldFn {
     pub(crate) fn new(k: &Kernel, ty: &str) -> FieldFn {
+        Self::with_extra(k, ty, &[])
+    }
+
+    /// [`FieldFn::new`] whose `L` also holds the values computed once per
+    /// trajectory that `extra` (nodes of the same arena: event conditions and
+    /// jumps, a Jacobian) read, for [`FieldFn::function`] over them.
+    pub(crate) fn with_extra(k: &Kernel, ty: &str, extra: &[NodeId]) -> FieldFn {
         let dim = k.states.len();
         let phase = &k.phases[0];
         let var = k.variance();
         let roots = k.phase_roots(phase);
         let field_nodes = k.reachable(&roots);
+        let mut all_roots = roots.clone();
+        all_roots.extend_from_slice(extra);
+        let all_nodes = k.reachable(&all_roots);
         let init_roots: Vec<NodeId> = k.states.iter().map(|s| s.init).collect();
         let mut pre_roots = init_roots.clone();
-        for &n in &field_nodes {
+        for &n in &all_nodes {
             if var[n.index()] != Variance::Varying && !matches!(k.nodes[n.index()], Node::Const(_))
             {
                 pre_roots.push(n);
@@ -457,7 +491,7 @@ impl FieldFn {
         );
         let mut lfields: Vec<String> = vec![];
         let mut init_used = vec![false; dim];
-        for &n in &field_nodes {
+        for &n in &all_nodes {
             if let Node::Init(j) = k.nodes[n.index()] {
                 init_used[j as usize] = true;
             }
@@ -467,7 +501,7 @@ impl FieldFn {
                 lfields.push(format!("i{j}: {ty}"));
             }
         }
-        let field_pre: Vec<NodeId> = field_nodes
+        let field_pre: Vec<NodeId> = all_nodes
             .iter()
             .copied()
             .filter(|n| {
@@ -511,12 +545,76 @@ impl FieldFn {
         let _ = writeln!(s, "    return S({});\n}}", rates.join(", "));
         FieldFn {
             text: s,
+            ty: ty.into(),
             pre,
             pre_nodes,
             init_roots,
             init_used,
             field_pre,
         }
+    }
+
+    /// `fn name(t, h: S, l: L, gid) -> …` computing `roots` (nodes of the
+    /// arena whose per-trajectory values `L` holds: see
+    /// [`FieldFn::with_extra`]) from the state `h` at time `t`: returns
+    /// `S(roots…)` when `as_state` (then `roots` has one entry per state,
+    /// `None` keeping that state's value), else `array<ty, roots.len()>`.
+    /// Roots are converted to the state type.
+    pub(crate) fn function(
+        &self,
+        k: &Kernel,
+        name: &str,
+        roots: &[Option<NodeId>],
+        as_state: bool,
+    ) -> String {
+        let some: Vec<NodeId> = roots.iter().flatten().copied().collect();
+        let ty = &self.ty;
+        let slots = ParamSlots::of(k);
+        let ms = |p: u32| slots.scalar[p as usize];
+        let nm = Names {
+            k,
+            pre: &self.pre,
+            in_field: true,
+        };
+        let ret = if as_state {
+            "S".to_string()
+        } else {
+            format!("array<{ty}, {}>", roots.len())
+        };
+        let mut s = format!("fn {name}(t: {ty}, h: S, l: L, gid: u32) -> {ret} {{\n");
+        for n in k.reachable(&some) {
+            if self.pre[n.index()]
+                || matches!(
+                    k.nodes[n.index()],
+                    Node::Const(_) | Node::State(_) | Node::Init(_) | Node::Builtin(Builtin::Time)
+                )
+            {
+                continue;
+            }
+            let _ = writeln!(s, "    let n{} = {};", n.index(), expr(k, n, &nm, &ms));
+        }
+        let vals: Vec<String> = roots
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                let Some(r) = r else {
+                    return format!("h.v{i}");
+                };
+                let v = nm.r(r);
+                if wty(k.ty(r)) == ty.as_str() {
+                    v
+                } else {
+                    format!("{ty}({v})")
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "    return {}({});\n}}",
+            if as_state { "S" } else { &ret },
+            vals.join(", ")
+        );
+        s
     }
 
     /// `let` lines computing the initial values `i0, i1, …` (builtins named
