@@ -154,8 +154,27 @@ fn unsupported(k: &Kernel, reason: impl Into<String>) -> IrError {
 /// (phases, `:=` jumps, no states), more than 16 states, drives and emits,
 /// and for `f64` fields the operations Vulkan has in 32 bits only (in the
 /// rates and in event conditions and jumps), scalar `f64` parameters and
-/// non-finite `f64` constants.
+/// non-finite `f64` constants; and events: their WGSL is emitted and
+/// validated ([`emit_wgsl_adaptive`]) but not yet shown to locate the CPU's
+/// event times on a device, so launches with events stay on the CPU driver
+/// (`auto` falls back, `gpu` names this).
 pub fn check_adaptive_wgsl(k: &Kernel) -> Result<(), IrError> {
+    check_emittable(k)?;
+    if let Some(e) = k.events.first() {
+        return Err(unsupported(
+            k,
+            format!(
+                "event `{}`: events are located by the CPU driver only so far (run with --backend cpu or auto)",
+                e.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The preconditions of the adaptive emitters ([`check_adaptive_wgsl`] less
+/// its refusal of events).
+fn check_emittable(k: &Kernel) -> Result<(), IrError> {
     super::check_unphased(
         k,
         BACKEND,
@@ -310,7 +329,7 @@ pub fn stats_of(words: &[u32], t: f64) -> TrajectoryStats {
 /// # Errors
 /// [`IrError::Unsupported`] (see [`check_adaptive_wgsl`]).
 pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError> {
-    check_adaptive_wgsl(k)?;
+    check_emittable(k)?;
     emit(k, Some(m), &[], &[])
 }
 
@@ -322,7 +341,7 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
 /// [`IrError::Unsupported`] (see [`check_adaptive_wgsl`]); the Jacobian's
 /// errors ([`crate::jacobian::jacobian_nodes`]).
 pub fn emit_wgsl_rosenbrock(k: &Kernel) -> Result<String, IrError> {
-    check_adaptive_wgsl(k)?;
+    check_emittable(k)?;
     let mut kb = k.clone();
     let (jac, ft) = crate::jacobian::jacobian_nodes(&mut kb)?;
     emit(&kb, None, &jac, &ft)
@@ -901,6 +920,9 @@ mod tests {
         for ty in ["f32", "f64"] {
             let k = compile("ball.field", &BALL.replace("TY", ty)).unwrap();
             let f64s = ty == "f64";
+            // Emitted and validated, but launches with events stay on the CPU.
+            let e = check_adaptive_wgsl(&k).unwrap_err().to_string();
+            assert!(e.contains("event `floor`") && e.contains("CPU"), "{e}");
             for m in AdaptiveMethod::ALL {
                 let w = emit_wgsl_method(&k, m).unwrap();
                 validate_adaptive_wgsl("ball", &w, f64s)
