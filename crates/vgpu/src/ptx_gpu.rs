@@ -122,6 +122,12 @@ impl PtxRunner {
                 "a trace runs on the interpreter only (--backend cpu)".into(),
             ));
         }
+        if opts.initcheck {
+            return Err(gpu_err(
+                entry,
+                "the global-memory initcheck runs on the interpreter only (--backend cpu)".into(),
+            ));
+        }
         let (k, ck) = vgpu_ptx::lower::lower_entry(m, entry)?;
         if self.cache.is_none() {
             self.cache = Some(KernelCache::new().map_err(|e| gpu_err(entry, e.to_string()))?);
