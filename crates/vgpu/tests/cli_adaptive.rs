@@ -3,27 +3,24 @@
 //! dense output, per-trajectory statuses and step counts written beside the
 //! output, a blow-up that fails alone, and clear refusals naming the option.
 
+mod common;
+
+use common::{example, fresh_dir, triple};
 use ndarray::{Array1, Array2, Array3, ArrayD};
 use ndarray_npy::{read_npy, write_npy};
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 fn vgpu() -> Command {
     Command::new(env!("CARGO_BIN_EXE_vgpu"))
 }
 
-fn example(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
+/// `NAME` in this process's one fresh folder.
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vgpu-cli-adaptive-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| fresh_dir("cli-adaptive", "files"))
+        .join(name)
 }
 
 /// `vgpu ensemble FILE --n N --t 0:1 --param rho=linspace:0:21 --backend cpu` + `extra`.
@@ -44,13 +41,9 @@ fn lorenz(file: &str, n: usize, extra: &[&str]) -> Output {
 }
 
 fn ok(o: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        o.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    stdout
+    let (code, out, err) = triple(o);
+    assert_eq!(code, 0, "{out}{err}");
+    out
 }
 
 fn max_abs_diff(a: impl IntoIterator<Item = f64>, b: impl IntoIterator<Item = f64>) -> f64 {

@@ -5,23 +5,20 @@
 //! Without an adapter the GPU runs must fail with a clear error; with
 //! `VGPU_REQUIRE_GPU=1` a missing adapter fails the test.
 
+mod common;
+
+use common::{beside, example, fresh_dir, triple};
 use ndarray::{Array1, Array2};
 use ndarray_npy::read_npy;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
-fn example(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
+/// `NAME` in this process's one fresh folder.
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vgpu-cli-adaptive-gpu-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| fresh_dir("cli-adaptive-gpu", "files"))
+        .join(name)
 }
 
 /// `vgpu ensemble lorenz.field --n N --t 0:1 --method tsit5 --rtol 1e-6
@@ -38,32 +35,15 @@ fn lorenz(n: usize, out: &Path, extra: &[&str]) -> Output {
 }
 
 fn stdout(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).to_string()
+    let (code, out, err) = triple(o);
+    assert_eq!(code, 0, "{out}{err}");
+    out
 }
 
-/// Whether the GPU run succeeded; without an adapter (and without
-/// `VGPU_REQUIRE_GPU=1`) it must have failed naming the adapter.
+/// Whether the GPU run succeeded (see [`common::gpu_ran`]).
 fn gpu_ran(o: &Output) -> bool {
-    if o.status.success() {
-        return true;
-    }
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("adapter") && std::env::var("VGPU_REQUIRE_GPU").as_deref() != Ok("1"),
-        "the GPU run failed: {err}"
-    );
-    println!("skipped: no GPU adapter ({err})");
-    false
-}
-
-fn stem(p: &Path, what: &str) -> PathBuf {
-    PathBuf::from(format!("{}.{what}.npy", p.with_extension("").display()))
+    let (code, _, err) = triple(o);
+    common::gpu_ran(code, &err)
 }
 
 #[test]
@@ -86,8 +66,8 @@ fn tsit5_on_the_gpu_agrees_with_the_cpu_and_chunks_change_nothing() {
         assert!((a - b).abs() <= 1e-3 * (1.0 + b.abs()), "gpu {a} cpu {b}");
     }
     let (sg, sc): (Array2<u64>, Array2<u64>) = (
-        read_npy(stem(&g, "steps")).unwrap(),
-        read_npy(stem(&c, "steps")).unwrap(),
+        read_npy(beside(&g, "steps")).unwrap(),
+        read_npy(beside(&c, "steps")).unwrap(),
     );
     let same = sg
         .rows()
@@ -101,7 +81,7 @@ fn tsit5_on_the_gpu_agrees_with_the_cpu_and_chunks_change_nothing() {
         same * 4 >= n * 3,
         "{same} of {n} with the CPU's step counts"
     );
-    let st: Array1<u8> = read_npy(stem(&g, "status")).unwrap();
+    let st: Array1<u8> = read_npy(beside(&g, "status")).unwrap();
     assert!(st.iter().all(|&s| s == 0));
     // Forced chunks of 7 trajectories: the same bytes.
     let o = lorenz(n, &ch, &["--backend", "gpu", "--gpu-chunk", "7", "--json"]);
@@ -111,7 +91,7 @@ fn tsit5_on_the_gpu_agrees_with_the_cpu_and_chunks_change_nothing() {
         let (a, b) = if what.is_empty() {
             (g.clone(), ch.clone())
         } else {
-            (stem(&g, what), stem(&ch, what))
+            (beside(&g, what), beside(&ch, what))
         };
         assert_eq!(
             std::fs::read(&a).unwrap(),
