@@ -3,7 +3,9 @@
 //! one invocation per trajectory integrating all of its steps in a single
 //! dispatch.
 //!
-//! * Unphased fields: [`vgpu_ir::emit_wgsl`], workgroups of [`ENSEMBLE_WORKGROUP`].
+//! * Unphased fields: [`vgpu_ir::emit_wgsl`], one workgroup per block of the
+//!   launch (`--block`, 256 by default as in most CUDA launches), so `tid`,
+//!   `bid`, `bdim` and `gdim` read what the CPU reads; see [`unphased_workgroup`].
 //! * Fields with phases: [`vgpu_ir::wgsl::phased`], one workgroup per block (the
 //!   launch's block size), shared sub-fields in workgroup memory, barriers
 //!   between phases' steps, flux outputs as atomics read back into
@@ -15,10 +17,53 @@ use crate::kernel_cache::{Binding, KernelCache, KernelSpec};
 use std::time::{Duration, Instant};
 use vgpu_ir::wgsl::phased::{emit_wgsl_phased, fault_error, PhasedLayout};
 use vgpu_ir::wgsl::{emit_wgsl, meta_words, slice_words};
-use vgpu_ir::{Args, Buffer, Integration, IrError, Kernel, Limits, ScalarType, Slice};
+use vgpu_ir::{
+    Args, Buffer, Builtin, Integration, IrError, Kernel, Limits, Node, ScalarType, Slice,
+};
 
-/// Invocations per workgroup of generated ensemble kernels.
-pub const ENSEMBLE_WORKGROUP: u32 = 64;
+/// Invocations per workgroup of the unphased ensemble kernel of `k` launched
+/// over `integ` on `cache`'s device: the launch's block (`integ.block`, one
+/// CUDA block = one workgroup), so the block builtins (`tid`, `bid`, `bdim`,
+/// `gdim`) read on the GPU what they read on the CPU.
+///
+/// A block beyond the device's invocations per workgroup is shrunk to that
+/// limit when the kernel reads none of the block builtins (the blocks are then
+/// invisible to it); otherwise it is refused, naming the limit and `--block`.
+///
+/// # Errors
+/// [`IrError::Unsupported`] for a block the device cannot run as one workgroup
+/// of a kernel that reads the block builtins.
+pub fn unphased_workgroup(
+    cache: &KernelCache,
+    k: &Kernel,
+    integ: &Integration,
+) -> Result<u32, IrError> {
+    let block = integ.block.max(1);
+    let limits = cache.context().limits();
+    let max = limits
+        .max_compute_invocations_per_workgroup
+        .min(limits.max_compute_workgroup_size_x)
+        .max(1);
+    if block <= max {
+        return Ok(block);
+    }
+    let reads_block = k.nodes.iter().any(|n| {
+        matches!(
+            n,
+            Node::Builtin(Builtin::Thread | Builtin::Block | Builtin::BlockDim | Builtin::GridDim)
+        )
+    });
+    if reads_block {
+        return Err(IrError::Unsupported {
+            kernel: k.name.clone(),
+            backend: format!("gpu ({})", cache.adapter().name),
+            reason: format!(
+                "a block of {block} trajectories is one workgroup, and this GPU allows {max} invocations per workgroup (the kernel reads tid/bid/bdim/gdim; lower --block)"
+            ),
+        });
+    }
+    Ok(max)
+}
 
 /// An error of a GPU ensemble: the kernel's (IR) or the device's.
 #[derive(Debug, thiserror::Error)]
@@ -64,9 +109,29 @@ pub struct GpuEnsemble {
     pub kernel_time: Option<Duration>,
     /// Whether this call compiled the kernel (a cache miss).
     pub compiled: bool,
+    /// Where [`GpuEnsemble::end_to_end`] went.
+    pub phases: GpuPhases,
 }
 
-/// The kernel spec of the unphased kernel `k` integrated with `integ.method`.
+/// Where the host-to-host time of a GPU ensemble went: the four parts add up
+/// to [`GpuEnsemble::end_to_end`]. The device's creation (adapter, device,
+/// queue) is not among them: it happens once per process
+/// ([`crate::GpuContext::init_time`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GpuPhases {
+    /// Arguments checked and converted, the shader generated, launch words built.
+    pub prepare: Duration,
+    /// Shader module and pipeline created (zero when the kernel was cached).
+    pub compile: Duration,
+    /// Buffers allocated and uploaded, the kernel run, results downloaded into
+    /// host memory.
+    pub device: Duration,
+    /// The fault record and the non-finite check read, fluxes converted.
+    pub check: Duration,
+}
+
+/// The kernel spec of the unphased kernel `k` integrated with `integ.method`,
+/// in workgroups of `wg` invocations (see [`unphased_workgroup`]).
 ///
 /// # Errors
 /// [`IrError::Unsupported`] for `f64` or phased kernels (see [`phased_spec`]),
@@ -75,13 +140,18 @@ pub fn ensemble_spec(
     k: &Kernel,
     integ: &Integration,
     limits: &Limits,
+    wg: u32,
 ) -> Result<KernelSpec, IrError> {
     let tableau = integ.method.tableau();
-    let wgsl = emit_wgsl(k, &tableau, ENSEMBLE_WORKGROUP)?;
+    let wgsl = emit_wgsl(k, &tableau, wg)?;
     limits.check_wgsl(k, &wgsl)?;
     Ok(KernelSpec::new(&format!("field {}", k.name), wgsl, "main")
-        .specialisation(&format!("ensemble {} {}", k.name, tableau.name()))
-        .workgroup_size([ENSEMBLE_WORKGROUP, 1, 1]))
+        .specialisation(&format!(
+            "ensemble {} {} block {wg}",
+            k.name,
+            tableau.name()
+        ))
+        .workgroup_size([wg, 1, 1]))
 }
 
 /// The kernel spec of the phased kernel `k` over `layout` (workgroup size: the
@@ -159,6 +229,7 @@ struct Prepared {
 
 impl Prepared {
     fn unphased(
+        cache: &KernelCache,
         k: &Kernel,
         args: &Args,
         integ: &Integration,
@@ -174,7 +245,8 @@ impl Prepared {
                 reason: "drives and emits outside a `phase` are not integrated on the GPU: put them in a phase".into(),
             });
         }
-        let spec = ensemble_spec(k, integ, limits)?;
+        let wg = unphased_workgroup(cache, k, integ)?;
+        let spec = ensemble_spec(k, integ, limits, wg)?;
         let steps = integ.steps(&k.name)?;
         if integ.n == 0 || integ.n > u32::MAX as usize {
             return Err(IrError::Launch {
@@ -194,18 +266,12 @@ impl Prepared {
             integ.t0,
             integ.dt,
         )?;
-        meta.extend(slice_words(
-            &k.name,
-            slice.first,
-            integ.n,
-            slice.total,
-            ENSEMBLE_WORKGROUP,
-        )?);
+        meta.extend(slice_words(&k.name, slice.first, integ.n, slice.total, wg)?);
         Ok(Prepared {
             spec,
             meta,
-            groups: integ.n.div_ceil(ENSEMBLE_WORKGROUP as usize),
-            bdim: ENSEMBLE_WORKGROUP,
+            groups: integ.n.div_ceil(wg as usize),
+            bdim: wg,
             steps,
             t_end: integ.t0 + steps as f64 * integ.dt,
             shared_lens: vec![],
@@ -292,7 +358,7 @@ pub fn run_ensemble_gpu_with(
     let p = if k.is_phased() {
         Prepared::phased(cache, k, args, integ, limits)?
     } else {
-        Prepared::unphased(k, args, integ, limits)?
+        Prepared::unphased(cache, k, args, integ, limits)?
     };
     let n = integ.n;
     let dim = k.states.len();
@@ -311,9 +377,13 @@ pub fn run_ensemble_gpu_with(
     let x = p.groups.min(65535);
     let workgroups = [x as u32, p.groups.div_ceil(x) as u32, 1];
     let compiled = !cache.is_compiled(&p.spec);
+    let prepare = start.elapsed();
+    let compile_before = cache.stats().compile_time;
     dispatch(
         cache, &p, &buffers, &mut out, &mut fault, &mut flux, workgroups, None,
     )?;
+    let compile = cache.stats().compile_time.saturating_sub(compile_before);
+    let device = start.elapsed().saturating_sub(prepare + compile);
     if let Some(e) = fault_error(k, args, &p.shared_lens, &p.flux_lens, p.bdim, &fault) {
         return Err(e.into());
     }
@@ -339,6 +409,12 @@ pub fn run_ensemble_gpu_with(
         .map(|((f, words), &len)| (f.name.clone(), flux_buffer(f.ty, &words[..len as usize])))
         .collect();
     let end_to_end = start.elapsed();
+    let phases = GpuPhases {
+        prepare,
+        compile,
+        device,
+        check: end_to_end.saturating_sub(prepare + compile + device),
+    };
     let kernel_time = match timing {
         Some(iters) => {
             let mut scratch_out = vec![0.0f32; (n * dim).max(1)];
@@ -364,6 +440,7 @@ pub fn run_ensemble_gpu_with(
         end_to_end,
         kernel_time,
         compiled,
+        phases,
     })
 }
 

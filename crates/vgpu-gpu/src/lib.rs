@@ -29,7 +29,9 @@ mod vgpu_cache;
 pub use adaptive::{run_adaptive_gpu, AdaptiveGpuError, GpuAdaptive, GpuAdaptiveOptions};
 pub use backend::{ActiveBackend, BackendChoice};
 pub use cfg_kernel::{run_cfg_kernel, CfgFault, CfgLaunch, CfgRun, GlobalLayout};
-pub use ensemble::{run_ensemble_gpu, run_ensemble_gpu_with, EnsembleError, GpuEnsemble};
+pub use ensemble::{
+    run_ensemble_gpu, run_ensemble_gpu_with, EnsembleError, GpuEnsemble, GpuPhases,
+};
 pub use error::GpuError;
 pub use kernel_cache::{Binding, KernelCache, KernelKey, KernelSpec};
 pub use matmul::tile::Tile;

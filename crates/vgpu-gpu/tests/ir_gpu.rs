@@ -132,3 +132,61 @@ fn fused_relu_and_bias_add_match_the_cpu() {
         "another shape reuses the compiled kernel"
     );
 }
+
+/// One block of the launch is one workgroup: `tid`, `bid`, `bdim` and `gdim`
+/// read on the GPU what they read on the CPU, whatever `--block` is; a block
+/// beyond the device's invocations per workgroup is refused for a kernel that
+/// reads them, naming the limit and `--block`, and shrunk for one that doesn't.
+#[test]
+fn block_builtins_follow_the_launch_block() {
+    let Some(mut cache) = cache() else { return };
+    let k = compile(
+        "blocks.field",
+        "field blocks() { state a = 0.0; state b = 0.0; \
+         d(a)/dt = f32(tid) + 1000.0 * f32(bid); d(b)/dt = f32(bdim) + 1000.0 * f32(gdim); }",
+    )
+    .unwrap();
+    let args = Args::new(&k);
+    for block in [32u32, 64, 256] {
+        let integ = Integration::new(1000, 0.0, 1.0, 1.0)
+            .method(Method::Euler)
+            .block(block);
+        let Buffer::F32(cpu) = run_cpu(&k, &args, &integ).unwrap().states else {
+            panic!("f32 field")
+        };
+        let gpu = run_ensemble_gpu(&mut cache, &k, &args, &integ, None).unwrap();
+        assert_eq!(gpu.states[..], cpu[..], "block {block}");
+        // Trajectory 3·block + 3 is thread 3 of block 3: one Euler step of dt = 1.
+        let j = 3 * block as usize + 3;
+        assert_eq!(gpu.states[2 * j], 3003.0, "block {block}: trajectory {j}");
+    }
+    let max = cache
+        .context()
+        .limits()
+        .max_compute_invocations_per_workgroup;
+    let too_big = Integration::new(64, 0.0, 1.0, 1.0)
+        .method(Method::Euler)
+        .block(2 * max);
+    let e = run_ensemble_gpu(&mut cache, &k, &args, &too_big, None).unwrap_err();
+    let s = e.to_string();
+    assert!(
+        s.contains(&format!("allows {max} invocations")) && s.contains("--block"),
+        "{s}"
+    );
+    assert!(e.cpu_can_run(), "auto falls back to the CPU: {s}");
+    // Lorenz reads no block builtin: the same block runs, in workgroups the device allows.
+    let lorenz = lorenz();
+    let mut args = Args::new(&lorenz);
+    args.buffer("rho", vec![28.0f32; 64]).unwrap();
+    let small = Integration::new(64, 0.0, 0.1, 0.01);
+    let want = run_ensemble_gpu(&mut cache, &lorenz, &args, &small, None).unwrap();
+    let big = run_ensemble_gpu(
+        &mut cache,
+        &lorenz,
+        &args,
+        &small.clone().block(2 * max),
+        None,
+    )
+    .unwrap();
+    assert_eq!(big.states, want.states);
+}

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use vgpu_field::adaptive::AdaptiveMethod;
 use vgpu_gpu::{
     run_adaptive_gpu, run_ensemble_gpu_with, ActiveBackend, AdaptiveGpuError, EnsembleError,
-    GpuAdaptiveOptions, KernelCache,
+    GpuAdaptiveOptions, GpuPhases, KernelCache,
 };
 use vgpu_ir::adaptive::{run_adaptive_cpu, AdaptiveIrError, AdaptiveOutput, AdaptiveRun};
 use vgpu_ir::{run_cpu_with, Args, Buffer, Integration, Kernel};
@@ -98,6 +98,11 @@ pub struct EnsembleRun {
     /// Why it ran on the CPU under `auto`, if it did for a reason other than
     /// the choice itself (no adapter, a kernel the GPU cannot hold, a device error).
     pub fallback: Option<String>,
+    /// GPU runs: where `seconds` went (prepare, compile, device, check).
+    pub gpu_phases: Option<GpuPhases>,
+    /// GPU runs that opened this dispatcher's kernel cache: how long that took
+    /// (the process's device is created then, once; not part of `seconds`).
+    pub gpu_setup: Option<Duration>,
 }
 
 /// Runs launches on the chosen backend, holding the GPU kernel cache between
@@ -156,6 +161,8 @@ impl Dispatcher {
             seconds: start.elapsed().as_secs_f64(),
             kernel_time: None,
             fallback,
+            gpu_phases: None,
+            gpu_setup: None,
         })
     }
 
@@ -182,9 +189,15 @@ impl Dispatcher {
         } else {
             vgpu_ir::wgsl::check_wgsl(k)?;
         }
+        let mut gpu_setup = None;
         let cache = match &mut self.cache {
             Some(c) => c,
-            slot @ None => slot.insert(KernelCache::new()?),
+            slot @ None => {
+                let start = Instant::now();
+                let c = slot.insert(KernelCache::new()?);
+                gpu_setup = Some(start.elapsed());
+                c
+            }
         };
         let r = run_ensemble_gpu_with(
             cache,
@@ -205,6 +218,8 @@ impl Dispatcher {
             seconds: r.end_to_end.as_secs_f64(),
             kernel_time: r.kernel_time,
             fallback: None,
+            gpu_phases: Some(r.phases),
+            gpu_setup,
         })
     }
 }

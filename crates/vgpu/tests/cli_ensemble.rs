@@ -181,6 +181,47 @@ fn gpu_backend_agrees_with_cpu() {
     }
 }
 
+/// `--json` on the GPU says where the time went: the device's set-up apart,
+/// the run's prepare/compile/device/check phases adding up to `seconds`, the
+/// `.npy` output and the whole command's wall time.
+#[test]
+fn gpu_json_reports_where_the_time_went() {
+    let out = tmp("lorenz_gpu_phases.npy");
+    let o = lorenz("256", "0:0.2")
+        .args(["--dt", "0.001", "--backend", "gpu", "--json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("adapter") && std::env::var("VGPU_REQUIRE_GPU").as_deref() != Ok("1"),
+            "{err}"
+        );
+        return;
+    }
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("not a number in {j}"));
+    let seconds = f(&j["seconds"]);
+    let p = &j["phases"];
+    let parts: f64 = [
+        "prepare_seconds",
+        "compile_seconds",
+        "device_seconds",
+        "check_seconds",
+    ]
+    .iter()
+    .map(|k| f(&p[*k]))
+    .sum();
+    assert!((parts - seconds).abs() <= 1e-3 * seconds.max(1e-3), "{j}");
+    assert!(f(&p["device_seconds"]) > 0.0, "{j}");
+    assert!(f(&j["setup_seconds"]) > 0.0, "{j}");
+    let wall = f(&j["wall_seconds"]);
+    assert!(wall >= seconds + f(&j["output_seconds"]), "{j}");
+    let back: Array2<f32> = read_npy(&out).unwrap();
+    assert_eq!(back.dim(), (256, 3));
+}
+
 #[test]
 fn bad_input_is_reported_not_panicked() {
     let bad = tmp("bad.field");

@@ -284,9 +284,9 @@ const PROBE: &str = "field probe(rho: f32[], c: f32) {
 ";
 
 /// GPU slices (the fixed-step WGSL launch's offset): shards run with
-/// `--backend gpu` and merged are the bytes of one GPU run, for slices that
-/// start at workgroup multiples and inside a workgroup, and within rounding
-/// of the CPU (`--block 64`, the GPU's workgroup, so `tid` and `bid` agree).
+/// `--backend gpu` and merged are the bytes of one GPU run at the same
+/// `--block` (one workgroup per block, so `tid` and `bid` are the CPU's), and
+/// within rounding of the CPU.
 #[test]
 fn gpu_shards_merge_to_the_bytes_of_one_gpu_run() {
     let d = dir("gpu");
@@ -324,8 +324,9 @@ fn gpu_shards_merge_to_the_bytes_of_one_gpu_run() {
     if !common::gpu_ran(code, &e) {
         return;
     }
-    // Block 64: slices start at workgroup multiples; block 100: inside one.
     for (r, block) in [(3, "64"), (4, "100")] {
+        let whole = d.join(format!("whole{block}.npy"));
+        vgpu_ok(&args(&whole, "gpu", block, &[]));
         let shards: Vec<PathBuf> = (0..r).map(|i| d.join(format!("g{i}of{r}.npy"))).collect();
         for (i, p) in shards.iter().enumerate() {
             let o = vgpu_ok(&args(
@@ -345,6 +346,7 @@ fn gpu_shards_merge_to_the_bytes_of_one_gpu_run() {
             "{r} GPU shards, --block {block}"
         );
     }
+    let whole = d.join("whole.npy");
     let meta = std::fs::read_to_string(d.join("g1of3.shard.json")).unwrap();
     assert!(meta.contains("\"backend\": \"gpu\""), "{meta}");
     // The CPU computes the same trajectories to rounding.

@@ -3,13 +3,13 @@
 
 use clap::Args as ClapArgs;
 use indicatif::ProgressDrawTarget;
-use ndarray::{Array1, Array2};
+use ndarray::{Array1, Array2, ArrayView2};
 use ndarray_npy::{read_npy, write_npy};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use vgpu::dispatch::{AdaptiveJob, MethodChoice, STATUS_NAMES};
 use vgpu::field::adaptive::{AdaptiveEnsemble, AdaptiveError};
 use vgpu::field::executor::Progress;
@@ -306,10 +306,15 @@ fn write_outputs(
 ) -> Result<(), vgpu::Error> {
     let mut set = OutputSet::new();
     set.write(out, |tmp| {
+        // Straight from the results: no copy, no conversion.
         match states {
             Buffer::F64(v) => write_npy(
                 tmp,
-                &Array2::from_shape_vec((n, dim), v.to_vec()).map_err(|e| e.to_string())?,
+                &ArrayView2::from_shape((n, dim), &v[..]).map_err(|e| e.to_string())?,
+            ),
+            Buffer::F32(v) => write_npy(
+                tmp,
+                &ArrayView2::from_shape((n, dim), &v[..]).map_err(|e| e.to_string())?,
             ),
             other => {
                 let v: Vec<f32> = (0..other.len())
@@ -488,6 +493,7 @@ fn finish_split(
 
 /// `vgpu ensemble`, whole or one slice.
 fn run_part(a: EnsembleArgs, split: Option<&Split>) -> Result<ExitCode, vgpu::Error> {
+    let wall = Instant::now();
     let choice = MethodChoice::parse(&a.method, "--method").map_err(|e| usage(e.to_string()))?;
     let method: Method = match choice {
         MethodChoice::Adaptive(_) => return run_adaptive(a, choice, split),
@@ -580,6 +586,15 @@ fn run_part(a: EnsembleArgs, split: Option<&Split>) -> Result<ExitCode, vgpu::Er
         "kernel_seconds": kernel_time.map(|d| d.as_secs_f64()), "traj_steps_per_s": traj_steps,
         "note": note,
     });
+    if let Some(p) = run.gpu_phases {
+        j["phases"] = serde_json::json!({
+            "prepare_seconds": p.prepare.as_secs_f64(), "compile_seconds": p.compile.as_secs_f64(),
+            "device_seconds": p.device.as_secs_f64(), "check_seconds": p.check.as_secs_f64(),
+        });
+    }
+    if let Some(setup) = run.gpu_setup {
+        j["setup_seconds"] = setup.as_secs_f64().into();
+    }
     match (split, &a.out) {
         (Some(s), _) => {
             let fig = Figures {
@@ -590,9 +605,14 @@ fn run_part(a: EnsembleArgs, split: Option<&Split>) -> Result<ExitCode, vgpu::Er
                 return Ok(ExitCode::SUCCESS);
             }
         }
-        (None, Some(out)) => write_outputs(out, n, dim, states, fluxes)?,
+        (None, Some(out)) => {
+            let start = Instant::now();
+            write_outputs(out, n, dim, states, fluxes)?;
+            j["output_seconds"] = start.elapsed().as_secs_f64().into();
+        }
         (None, None) => {}
     }
+    j["wall_seconds"] = wall.elapsed().as_secs_f64().into();
     if a.json {
         println!("{j}");
     } else {
