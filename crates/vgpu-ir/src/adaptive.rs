@@ -11,6 +11,12 @@
 //! registers ([`IrScratch`], one per trajectory). Buffer reads the kernel
 //! indexes by `i` (`rho[i]`) are hoisted once per trajectory.
 //!
+//! **Native code.** With [`Engine::Jit`] (the default) the field and its
+//! derived kernels are compiled by [`crate::jit`] into one native function
+//! each, called once per stage with the trajectory's state; the column
+//! evaluator stays the reference ([`Engine::Eval`]) and the fallback for
+//! what the JIT cannot compile. Both give the same bits.
+//!
 //! **Runtime dimension.** The driver's states are `[T; D]` with `D` known at
 //! compile time (its Rust-closure path keeps its states in registers); a
 //! kernel's dimension is known at run time. [`run_adaptive_cpu`] dispatches
@@ -21,7 +27,9 @@
 use crate::args::{Args, Buffer};
 use crate::derived::Derived;
 use crate::error::IrError;
+use crate::eval::Dims;
 use crate::field::{IrField, IrFloat, IrScratch};
+use crate::jit::{Engine, NotCompilable};
 use crate::kernel::{Kernel, Update};
 use crate::slice::Slice;
 use crate::types::ScalarType;
@@ -68,6 +76,14 @@ pub struct IrRhs<'a> {
     /// Index in `aux` of the Jacobian.
     jacobian: Option<usize>,
     specs: Vec<EventSpec>,
+    /// The field, then the kernels of `aux`, for the JIT.
+    kernels: Vec<&'a Kernel>,
+    /// Their native code (index 0 the field, `1 + a` aux kernel `a`), when
+    /// [`IrRhs::engine`] compiled them.
+    #[cfg(feature = "jit")]
+    native: Option<crate::jit::ScalarSet<'a>>,
+    /// Why the evaluator runs though the JIT was asked for.
+    fallback: Option<NotCompilable>,
 }
 
 /// One trajectory's registers and launch context (see [`IrRhs`]).
@@ -129,7 +145,75 @@ impl<'a> IrRhs<'a> {
             conditions: None,
             jacobian: None,
             specs: vec![],
+            kernels: vec![kernel],
+            #[cfg(feature = "jit")]
+            native: None,
+            fallback: None,
         })
+    }
+
+    /// Runs the field and its derived kernels on `engine`: with
+    /// [`Engine::Jit`], compiles them all to native code, or, if one of them
+    /// cannot be ([`IrRhs::fallback`] says why), keeps them all on the
+    /// evaluator. Call it after [`IrRhs::with_derived`].
+    pub fn engine(mut self, engine: Engine) -> Self {
+        #[cfg(feature = "jit")]
+        {
+            self.native = None;
+        }
+        self.fallback = None;
+        if engine == Engine::Eval {
+            return self;
+        }
+        #[cfg(feature = "jit")]
+        {
+            let dims = Dims {
+                bdim: 1,
+                gdim: self.slice.blocks(1) as u32,
+                n: self.slice.total as u32,
+                rep: 0,
+            };
+            match crate::jit::ScalarSet::compile(&self.kernels, self.args, dims) {
+                Ok(set) => self.native = Some(set),
+                Err(e) => self.fallback = Some(e),
+            }
+        }
+        #[cfg(not(feature = "jit"))]
+        {
+            self.fallback = crate::jit::available().err();
+        }
+        self
+    }
+
+    /// Whether the kernels run as native code.
+    pub fn is_native(&self) -> bool {
+        #[cfg(feature = "jit")]
+        {
+            self.native.is_some()
+        }
+        #[cfg(not(feature = "jit"))]
+        {
+            false
+        }
+    }
+
+    /// Why the evaluator runs though [`Engine::Jit`] was asked for.
+    pub fn fallback(&self) -> Option<&NotCompilable> {
+        self.fallback.as_ref()
+    }
+
+    /// The indices `[i, tid, bid, 0]` of trajectory `index` (block `index` of
+    /// one lane, in the launch of which this is a slice).
+    #[cfg(feature = "jit")]
+    #[inline]
+    fn ids(&self, index: usize) -> [u32; 4] {
+        let first = self.slice.first + index;
+        [
+            first as u32,
+            0,
+            (self.slice.first_block(1) + index) as u32,
+            0,
+        ]
     }
 
     /// Binds the derived kernels of `d` (events, Jacobian) like the field, so
@@ -142,14 +226,17 @@ impl<'a> IrRhs<'a> {
         if let Some(c) = &d.conditions {
             self.conditions = Some(self.aux.len());
             self.aux.push(bind(c)?);
+            self.kernels.push(c);
             for j in &d.jumps {
                 self.aux.push(bind(j)?);
+                self.kernels.push(j);
             }
             self.specs = d.specs.clone();
         }
         if let Some(j) = &d.jacobian {
             self.jacobian = Some(self.aux.len());
             self.aux.push(bind(j)?);
+            self.kernels.push(j);
         }
         Ok(self)
     }
@@ -196,6 +283,16 @@ impl<'a> IrRhs<'a> {
         sc: &mut IrTrajScratch<T>,
         out: &mut [T],
     ) {
+        #[cfg(feature = "jit")]
+        if let Some(native) = &self.native {
+            let dh = &mut sc.pad[2];
+            dh.resize(native.outputs(1 + a), T::ZERO);
+            if let Some(f) = native.call(1 + a, t, y, y0, self.ids(index), dh) {
+                self.aux[a].record(f, index);
+            }
+            out.copy_from_slice(&dh[..out.len()]);
+            return;
+        }
         let ctx = self.ctx(index, sc);
         let f = &self.aux[a];
         let m = BlockField::<T>::dim(f);
@@ -220,6 +317,13 @@ impl<'a> IrRhs<'a> {
         sc: &mut IrTrajScratch<T>,
         dy: &mut [T],
     ) {
+        #[cfg(feature = "jit")]
+        if let Some(native) = &self.native {
+            if let Some(f) = native.call(0, t, y, y0, self.ids(index), dy) {
+                self.field.record(f, index);
+            }
+            return;
+        }
         let ctx = self.ctx(index, sc);
         self.field.eval_block(t, y, y0, &ctx, &mut sc.regs, dy);
     }
@@ -406,6 +510,21 @@ pub fn run_adaptive_cpu(
     args: &Args,
     run: &AdaptiveRun,
 ) -> Result<AdaptiveOutput, AdaptiveIrError> {
+    run_adaptive_cpu_on(kernel, args, run, Engine::default())
+}
+
+/// [`run_adaptive_cpu`] on the CPU engine `engine` ([`Engine::Jit`]: native
+/// code where the kernel and host allow it; [`Engine::Eval`]: the column
+/// evaluator). The results are the same bits.
+///
+/// # Errors
+/// Those of [`run_adaptive_cpu`].
+pub fn run_adaptive_cpu_on(
+    kernel: &Kernel,
+    args: &Args,
+    run: &AdaptiveRun,
+    engine: Engine,
+) -> Result<AdaptiveOutput, AdaptiveIrError> {
     kernel.validate()?;
     args.check_complete()?;
     let dim = kernel.states.len();
@@ -435,7 +554,9 @@ pub fn run_adaptive_cpu(
     let slice = run.slice.unwrap_or(Slice::whole(run.n));
     let stiff = run.options.method() == vgpu_field::adaptive::AdaptiveMethod::Rosenbrock23;
     let derived = Derived::new(kernel, stiff)?;
-    let rhs = IrRhs::new_slice(kernel, args, run.n, slice)?.with_derived(&derived)?;
+    let rhs = IrRhs::new_slice(kernel, args, run.n, slice)?
+        .with_derived(&derived)?
+        .engine(engine);
     match kernel.float_type() {
         ScalarType::F64 => typed::<f64>(kernel, args, &rhs, run),
         _ => typed::<f32>(kernel, args, &rhs, run),

@@ -223,7 +223,7 @@ impl<'a> IrField<'a> {
         self.fault.lock().ok().and_then(|mut f| f.take())
     }
 
-    fn record(&self, f: Fault, first: usize) {
+    pub(crate) fn record(&self, f: Fault, first: usize) {
         let traj = first + f.lane;
         if traj >= self.n {
             return;
