@@ -116,7 +116,9 @@ impl GpuContext {
         let limits = adapter.limits();
         // Optional features the generated kernels use where present: f64 (the
         // correctly rounded f32 division and fma of compiled PTX).
-        let features = adapter.features() & wgpu::Features::SHADER_F64;
+        // Timestamp queries time kernels on the GPU's clock (`--kernel-time`).
+        let features =
+            adapter.features() & (wgpu::Features::SHADER_F64 | wgpu::Features::TIMESTAMP_QUERY);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("vgpu"),
             required_features: features,
@@ -184,6 +186,12 @@ impl GpuContext {
     /// The device limits in force (the adapter's own limits).
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits
+    }
+
+    /// Whether the device has timestamp queries (`TIMESTAMP_QUERY`, requested
+    /// whenever the adapter offers it): kernels are then timed on the GPU's clock.
+    pub fn has_timestamps(&self) -> bool {
+        self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
     }
 
     /// Whether the device has `SHADER_F64` (requested whenever the adapter offers it).

@@ -190,3 +190,35 @@ fn block_builtins_follow_the_launch_block() {
     .unwrap();
     assert_eq!(big.states, want.states);
 }
+
+/// `--kernel-time` measures the kernel on the GPU's clock where the device has
+/// timestamp queries (lavapipe and NVIDIA's Vulkan driver do): the shortest
+/// pass, which is positive and no longer than the whole host-to-host run that
+/// also uploads, compiles and downloads.
+#[test]
+fn kernel_time_is_the_devices_clock() {
+    let Some(mut cache) = cache() else { return };
+    let k = lorenz();
+    let n = 4096;
+    let mut args = Args::new(&k);
+    args.buffer("rho", vec![28.0f32; n]).unwrap();
+    let integ = Integration::new(n, 0.0, 0.2, 0.001);
+    let r = run_ensemble_gpu(&mut cache, &k, &args, &integ, Some(3)).unwrap();
+    let kt = r.kernel_time.expect("asked for");
+    eprintln!(
+        "timestamps: {}, kernel {kt:?}, end to end {:?}",
+        cache.context().has_timestamps(),
+        r.end_to_end
+    );
+    assert!(
+        !kt.is_zero() && kt <= r.end_to_end,
+        "{kt:?} vs {:?}",
+        r.end_to_end
+    );
+    if cache.adapter().name.contains("llvmpipe") {
+        assert!(
+            cache.context().has_timestamps(),
+            "lavapipe offers TIMESTAMP_QUERY"
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! uploads, the encoded passes, the wait for the submission and the readback.
 //! [`super::KernelCache::run`] drives these steps in order.
 
+use super::timestamps::Stamps;
 use super::{Binding, BindingKind, CachedKernel, KernelSpec, MAP_ALIGN};
 use crate::runtime::GpuContext;
 use crate::GpuError;
@@ -106,6 +107,7 @@ impl CachedKernel {
     /// `repeat` compute passes, each with the pipeline and bind group set, then
     /// (with `readback`) the copies of the downloading bindings into the staging
     /// buffer; returns the encoder and each download's (binding, staging offset).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn encode(
         &self,
         ctx: &GpuContext,
@@ -114,6 +116,7 @@ impl CachedKernel {
         workgroups: [u32; 3],
         repeat: u32,
         readback: bool,
+        stamps: Option<&Stamps>,
     ) -> (wgpu::CommandEncoder, Vec<(usize, u64)>) {
         let mut encoder = ctx
             .device
@@ -121,14 +124,17 @@ impl CachedKernel {
                 label: Some(&spec.label),
             });
         let bind_group = self.bind_group.as_ref().expect("built by prepare");
-        for _ in 0..repeat {
+        for i in 0..repeat {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(&spec.label),
-                timestamp_writes: None,
+                timestamp_writes: stamps.map(|s| s.writes(i)),
             });
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, bind_group, &[]);
             pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+        }
+        if let Some(s) = stamps {
+            s.encode_readback(&mut encoder);
         }
         let mut offsets = Vec::new();
         if readback {
