@@ -22,11 +22,13 @@
 use crate::error::GpuError;
 use crate::kernel_cache::{Binding, KernelCache, KernelSpec};
 use std::time::{Duration, Instant};
-use vgpu_field::adaptive::{AdaptiveEnsemble, AdaptiveError, DriverSettings, TrajectoryStats};
+use vgpu_field::adaptive::{
+    AdaptiveEnsemble, AdaptiveError, AdaptiveMethod, DriverSettings, TrajectoryStats,
+};
 use vgpu_ir::adaptive::{AdaptiveOutput, AdaptiveRun};
 use vgpu_ir::wgsl::adaptive::{
-    cfg_values, check_adaptive_wgsl, emit_wgsl_adaptive, flags, launch_words, stats_of, MethodData,
-    ADAPTIVE_WORKGROUP, STATS_WORDS,
+    cfg_values, check_adaptive_wgsl, emit_wgsl_method, flags, launch_words, stats_of,
+    ADAPTIVE_WORKGROUP, STATS_WORDS, STATUS_CUT_SHORT,
 };
 use vgpu_ir::wgsl::phased::fault_error;
 use vgpu_ir::{Args, Buffer, IrError, IrFloat, Kernel, ScalarType, Slice};
@@ -90,18 +92,20 @@ pub struct GpuAdaptive {
     pub chunk: usize,
 }
 
-/// The kernel spec of `k` with the adaptive method `m`.
+/// The kernel spec of `k` with the adaptive method `m` (an explicit pair's
+/// tableau or Rosenbrock23).
 ///
 /// # Errors
-/// [`IrError::Unsupported`] (see [`check_adaptive_wgsl`]).
-pub fn adaptive_spec(k: &Kernel, m: &MethodData) -> Result<KernelSpec, IrError> {
-    let wgsl = emit_wgsl_adaptive(k, m)?;
+/// [`IrError::Unsupported`] (see [`check_adaptive_wgsl`]); the Jacobian's
+/// errors for Rosenbrock23.
+pub fn adaptive_spec(k: &Kernel, m: AdaptiveMethod) -> Result<KernelSpec, IrError> {
+    let wgsl = emit_wgsl_method(k, m)?;
     Ok(
         KernelSpec::new(&format!("adaptive field {}", k.name), wgsl, "main")
             .specialisation(&format!(
                 "adaptive {} {} {}",
                 k.name,
-                m.name,
+                m.name(),
                 k.float_type().name()
             ))
             .workgroup_size([ADAPTIVE_WORKGROUP, 1, 1]),
@@ -127,12 +131,7 @@ pub fn run_adaptive_gpu(
     k.validate()?;
     check_adaptive_wgsl(k)?;
     args.check_complete()?;
-    let method = run.options.method();
-    let m = MethodData::of(method).ok_or_else(|| IrError::Unsupported {
-        kernel: k.name.clone(),
-        backend: "gpu (WGSL, adaptive)".into(),
-        reason: format!("method {method} has no GPU kernel"),
-    })?;
+    let m = run.options.method();
     let f64_states = k.float_type() == ScalarType::F64;
     if f64_states && !cache.context().has_f64() {
         return Err(IrError::Unsupported {
@@ -143,9 +142,9 @@ pub fn run_adaptive_gpu(
         .into());
     }
     if f64_states {
-        typed::<f64>(cache, k, args, run, opts, &m, start)
+        typed::<f64>(cache, k, args, run, opts, m, start)
     } else {
-        typed::<f32>(cache, k, args, run, opts, &m, start)
+        typed::<f32>(cache, k, args, run, opts, m, start)
     }
 }
 
@@ -200,7 +199,7 @@ fn typed<T: IrFloat + bytemuck::Pod + Default>(
     args: &Args,
     run: &AdaptiveRun,
     opts: &GpuAdaptiveOptions,
-    m: &MethodData,
+    m: AdaptiveMethod,
     start: Instant,
 ) -> Result<GpuAdaptive, AdaptiveGpuError> {
     let n = run.n;
@@ -277,7 +276,7 @@ fn typed<T: IrFloat + bytemuck::Pod + Default>(
         format!("(N, D + 1) = ({n}, {})", dim + 1)
     })?;
     let mut stats_w: Vec<u32> = alloc(n.checked_mul(STATS_WORDS), "stats", || {
-        format!("(N, 4) = ({n}, 4)")
+        format!("(N, {STATS_WORDS}) = ({n}, {STATS_WORDS})")
     })?;
     let mut saved: Vec<T> = alloc(
         n.checked_mul(kk).and_then(|x| x.checked_mul(dim)),
@@ -354,6 +353,16 @@ fn typed<T: IrFloat + bytemuck::Pod + Default>(
         if let Some(e) = fault_error(k, args, &[], &[], 1, &fault) {
             return Err(e.into());
         }
+        if let Some(j) = s.chunks(STATS_WORDS).position(|w| w[0] == STATUS_CUT_SHORT) {
+            return Err(refuse(format!(
+                "the device stopped the loops of trajectory {} before its integration ended \
+                 (llvmpipe leaves a shader invocation's loops after 65,535 iterations in all; \
+                 {} steps were accepted): run it on the CPU (--backend cpu; auto falls back)",
+                slice.first + first + j,
+                s[j * STATS_WORDS + 1]
+            ))
+            .into());
+        }
         if let (Some(iters), Some(total)) = (opts.timing, kernel_time.as_mut()) {
             // Timed again on the same data; nothing is downloaded.
             let timing_start = Instant::now();
@@ -385,7 +394,11 @@ fn typed<T: IrFloat + bytemuck::Pod + Default>(
     stats
         .try_reserve_exact(n)
         .map_err(|_| too_large("stats", format!("(N,) = ({n},)")))?;
+    let nan = T::from_f64(f64::NAN);
     for i in 0..n {
+        // Save rows the trajectory did not reach are NaN (the CPU's fill).
+        let written = (stats_w[i * STATS_WORDS + 4] as usize).min(kk);
+        saved[(i * kk + written) * dim..(i + 1) * kk * dim].fill(nan);
         let row = &out[i * (dim + 1)..(i + 1) * (dim + 1)];
         end[i * dim..(i + 1) * dim].copy_from_slice(&row[..dim]);
         stats.push(stats_of(

@@ -34,8 +34,19 @@
 //! time reached), `1` launch words, `2` the fault record, then one read-only
 //! binding per buffer parameter (as the fixed-step shader), then `cfg`
 //! ([`cfg_values`]), `inp` (the chunk's `u0` rows, then its `(t0, t1)` rows,
-//! each present when its flag is set), `stats` (`chunk × 4` u32: status,
-//! accepted, rejected, evaluations) and `saved` (`chunk × K × D`).
+//! each present when its flag is set), `stats` (`chunk ×` [`STATS_WORDS`]
+//! u32: status, accepted, rejected, evaluations, saves written) and `saved`
+//! (`chunk × K × D`).
+//!
+//! **Loops cut short.** llvmpipe (lavapipe's compiler) leaves every loop of a
+//! shader invocation once the invocation has taken 65,535 loop iterations in
+//! all, silently. So every exit of the step loop sets `done`: an error status
+//! goes to the loop's top (`continue`) and leaves from there, after the loop's
+//! back edge; a trajectory whose step loop ends without `done` (or whose
+//! first save loop ends early) is marked [`STATUS_CUT_SHORT`] and the runner
+//! refuses the launch (`auto` runs it on the CPU). The fixed-size loops (the
+//! LU factorisation and solves, the event samples) are unrolled at emission,
+//! so a step costs the device few loop iterations.
 
 use super::adaptive_events::EventsWgsl;
 use super::adaptive_rosenbrock as ros;
@@ -68,8 +79,15 @@ pub const FLAG_SPANS: u32 = 2;
 pub const FLAG_DT0: u32 = 4;
 /// Flag: fixed steps of `cfg`'s `fixed_step`, no error control.
 pub const FLAG_FIXED: u32 = 8;
-/// Per-trajectory u32 words of `stats`.
-pub const STATS_WORDS: usize = 4;
+/// Per-trajectory u32 words of `stats`: status, accepted, rejected,
+/// evaluations, save points written (the rows after them are the host's to
+/// fill with NaN).
+pub const STATS_WORDS: usize = 5;
+/// The status word of a trajectory whose loops the device stopped before the
+/// integration ended (llvmpipe, lavapipe's compiler, leaves every loop of a
+/// shader invocation after 65,535 iterations in all, without an error): its
+/// results are not the integration's, and the runner refuses the launch.
+pub const STATUS_CUT_SHORT: u32 = 5;
 /// Values of `cfg` after the `2·D` tolerances and before the save times.
 const CFG_SCALARS: usize = 12;
 
@@ -148,33 +166,15 @@ fn unsupported(k: &Kernel, reason: impl Into<String>) -> IrError {
 
 /// Whether the kernel can run as an adaptive WGSL ensemble, and why not.
 /// `f64` kernels also need the adapter's `SHADER_F64` (the runtime's check).
+/// Events (jumps and termination) and Rosenbrock23 run on the GPU.
 ///
 /// # Errors
 /// [`IrError::Unsupported`]: the unphased emitters' shared preconditions
 /// (phases, `:=` jumps, no states), more than 16 states, drives and emits,
 /// and for `f64` fields the operations Vulkan has in 32 bits only (in the
 /// rates and in event conditions and jumps), scalar `f64` parameters and
-/// non-finite `f64` constants; and events: their WGSL is emitted and
-/// validated ([`emit_wgsl_adaptive`]) but not yet shown to locate the CPU's
-/// event times on a device, so launches with events stay on the CPU driver
-/// (`auto` falls back, `gpu` names this).
+/// non-finite `f64` constants.
 pub fn check_adaptive_wgsl(k: &Kernel) -> Result<(), IrError> {
-    check_emittable(k)?;
-    if let Some(e) = k.events.first() {
-        return Err(unsupported(
-            k,
-            format!(
-                "event `{}`: events are located by the CPU driver only so far (run with --backend cpu or auto)",
-                e.name
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// The preconditions of the adaptive emitters ([`check_adaptive_wgsl`] less
-/// its refusal of events).
-fn check_emittable(k: &Kernel) -> Result<(), IrError> {
     super::check_unphased(
         k,
         BACKEND,
@@ -243,7 +243,7 @@ fn check_emittable(k: &Kernel) -> Result<(), IrError> {
 /// The launch words of one chunk: the fixed-step layout (buffer lengths and
 /// scalar parameters where [`ParamSlots`] puts them) with words 0–3 as
 /// [`W_N`], [`W_OFFSET`], [`W_CHUNK`], [`W_FLAGS`], then the save count `K`,
-/// `maxiters` (saturated to `u32`) and a NaN's bits.
+/// and `maxiters` (saturated to `u32`).
 ///
 /// # Errors
 /// Missing arguments, `f64` scalars ([`super::meta_words`]).
@@ -263,7 +263,6 @@ pub fn launch_words(
     debug_assert_eq!(w.len(), META_HEADER + k.params.len());
     w.push(settings.saveat.len().min(u32::MAX as usize) as u32);
     w.push(settings.maxiters.min(u32::MAX as u64) as u32);
-    w.push(f32::NAN.to_bits());
     Ok(w)
 }
 
@@ -304,7 +303,9 @@ pub fn flags(settings: &DriverSettings, has_u0: bool, per_traj_spans: bool) -> u
         | bit(settings.fixed_step.is_some(), FLAG_FIXED)
 }
 
-/// Per-trajectory statistics from a chunk's `stats` words and `out` times.
+/// Per-trajectory statistics from a chunk's `stats` words and `out` times
+/// (of a trajectory the device did not cut short: the runner refuses a
+/// launch with [`STATUS_CUT_SHORT`] first).
 pub fn stats_of(words: &[u32], t: f64) -> TrajectoryStats {
     use vgpu_field::adaptive::Status;
     TrajectoryStats {
@@ -329,7 +330,7 @@ pub fn stats_of(words: &[u32], t: f64) -> TrajectoryStats {
 /// # Errors
 /// [`IrError::Unsupported`] (see [`check_adaptive_wgsl`]).
 pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError> {
-    check_emittable(k)?;
+    check_adaptive_wgsl(k)?;
     emit(k, Some(m), &[], &[])
 }
 
@@ -341,7 +342,7 @@ pub fn emit_wgsl_adaptive(k: &Kernel, m: &MethodData) -> Result<String, IrError>
 /// [`IrError::Unsupported`] (see [`check_adaptive_wgsl`]); the Jacobian's
 /// errors ([`crate::jacobian::jacobian_nodes`]).
 pub fn emit_wgsl_rosenbrock(k: &Kernel) -> Result<String, IrError> {
-    check_emittable(k)?;
+    check_adaptive_wgsl(k)?;
     let mut kb = k.clone();
     let (jac, ft) = crate::jacobian::jacobian_nodes(&mut kb)?;
     emit(&kb, None, &jac, &ft)
@@ -409,7 +410,7 @@ fn emit(
     let ms = |p: u32| slots.scalar[p as usize];
     let nb = k.params.iter().filter(|p| p.buffer).count() as u32;
     let x = META_HEADER + k.params.len();
-    let (w_k, w_maxit, w_nan) = (x, x + 1, x + 2);
+    let (w_k, w_maxit) = (x, x + 1);
     let (c_t0, c_t1, c_dt0) = (2 * dim, 2 * dim + 1, 2 * dim + 2);
     let (c_dtmin, c_dtmax, c_fixed) = (2 * dim + 3, 2 * dim + 4, 2 * dim + 5);
     let (c_b1, c_b2, c_safe) = (2 * dim + 6, 2 * dim + 7, 2 * dim + 8);
@@ -579,14 +580,9 @@ fn emit(
         s,
         "    var t0 = cfg[{c_t0}u];\n    var t1 = cfg[{c_t1}u];\n    if ((flags & {FLAG_SPANS}u) != 0u) {{\n        let sb = select(0u, launch[{W_CHUNK}u] * {dim}u, (flags & {FLAG_U0}u) != 0u) + local * 2u;\n        t0 = inp[sb];\n        t1 = inp[sb + 1u];\n    }}"
     );
-    let nan = if f64_states {
-        format!("f64(bitcast<f32>(launch[{w_nan}u]))")
-    } else {
-        format!("bitcast<f32>(launch[{w_nan}u])")
-    };
     let _ = writeln!(
         s,
-        "    let nsave = launch[{w_k}u];\n    let maxit = launch[{w_maxit}u];\n    let sbase = local * nsave;\n    var y = y0;\n    var t = t0;\n    var ns = 0u;\n    loop {{\n        if (ns >= nsave) {{ break; }}\n        if (cfg[{c_save}u + ns] > t0) {{ break; }}\n        store(sbase + ns, y);\n        ns = ns + 1u;\n    }}\n    var status = 0u;\n    var acc = 0u;\n    var rej = 0u;\n    var evals = 0u;\n    var k0: S;\n    var f1: S;"
+        "    let nsave = launch[{w_k}u];\n    let maxit = launch[{w_maxit}u];\n    let sbase = local * nsave;\n    var y = y0;\n    var t = t0;\n    var ns = 0u;\n    loop {{\n        if (ns >= nsave) {{ break; }}\n        if (cfg[{c_save}u + ns] > t0) {{ break; }}\n        store(sbase + ns, y);\n        ns = ns + 1u;\n    }}\n    // A loop the device cut short (see `STATUS_CUT_SHORT`).\n    var cut = false;\n    if (ns < nsave) {{ cut = cfg[{c_save}u + ns] <= t0; }}\n    var done = false;\n    var status = 0u;\n    var acc = 0u;\n    var rej = 0u;\n    var evals = 0u;\n    var k0: S;\n    var f1: S;"
     );
     let n_extra = m.extra_c.len();
     for e in 0..n_extra {
@@ -601,7 +597,7 @@ fn emit(
     // 'run: one pass, left by `break` with the status set.
     let _ = writeln!(
         s,
-        "    loop {{\n        if (!fin_s(y)) {{ status = 3u; break; }}\n        if (t0 >= t1) {{ break; }}\n        k0 = field(t, y, l, gid);\n        evals = evals + 1u;\n        if (!fin_s(k0)) {{ status = 3u; break; }}\n        let adaptive = (flags & {FLAG_FIXED}u) == 0u;\n        let hf = min(cfg[{c_fixed}u], cfg[{c_dtmax}u]);\n        var dt: {ty};\n        if (!adaptive) {{ dt = hf; }} else if ((flags & {FLAG_DT0}u) != 0u) {{ dt = min(cfg[{c_dt0}u], cfg[{c_dtmax}u]); }} else {{ evals = evals + 1u; dt = hinit(t0, y, k0, l, gid, cfg[{c_dtmax}u]); }}\n{}        var err_old = cfg[{c_qold}u];\n        var iters = 0u;\n        loop {{\n            if (t >= t1) {{ break; }}\n            if (iters >= maxit) {{ status = 1u; break; }}\n            iters = iters + 1u;\n            var h = dt;\n            let snap = {c64} * {eps} * (abs(t1) + abs(h));\n            let last = t + h >= t1 - snap;\n            if (last) {{ h = t1 - t; }}",
+        "    loop {{\n        if (!fin_s(y)) {{ status = 3u; done = true; break; }}\n        if (t0 >= t1) {{ done = true; break; }}\n        k0 = field(t, y, l, gid);\n        evals = evals + 1u;\n        if (!fin_s(k0)) {{ status = 3u; done = true; break; }}\n        let adaptive = (flags & {FLAG_FIXED}u) == 0u;\n        let hf = min(cfg[{c_fixed}u], cfg[{c_dtmax}u]);\n        var dt: {ty};\n        if (!adaptive) {{ dt = hf; }} else if ((flags & {FLAG_DT0}u) != 0u) {{ dt = min(cfg[{c_dt0}u], cfg[{c_dtmax}u]); }} else {{ evals = evals + 1u; dt = hinit(t0, y, k0, l, gid, cfg[{c_dtmax}u]); }}\n{}        var err_old = cfg[{c_qold}u];\n        var iters = 0u;\n        loop {{\n            if (status != 0u || t >= t1) {{ done = true; break; }}\n            if (iters >= maxit) {{ status = 1u; done = true; break; }}\n            iters = iters + 1u;\n            var h = dt;\n            let snap = {c64} * {eps} * (abs(t1) + abs(h));\n            let last = t + h >= t1 - snap;\n            if (last) {{ h = t1 - t; }}",
         if has_ev {
             "        gp = gcond(t, y, l, gid);\n"
         } else {
@@ -651,7 +647,7 @@ fn emit(
         }
         let _ = writeln!(
             s,
-            "            var err = {zero};\n            if (adaptive) {{ err = enorm({}, y, yn); }}\n            if (!(err <= {one})) {{\n                rej = rej + 1u;\n                dt = reject(h, err);\n                if (dt < cfg[{c_dtmin}u] || t + dt == t) {{ status = 2u; break; }}\n                continue;\n            }}\n            var t_new = t + h;\n            if (last) {{ t_new = t1; }} else if (!adaptive{}) {{ t_new = {ty}(acc + 1u) * hf + t0; }}",
+            "            var err = {zero};\n            if (adaptive) {{ err = enorm({}, y, yn); }}\n            if (!(err <= {one})) {{\n                rej = rej + 1u;\n                dt = reject(h, err);\n                if (dt < cfg[{c_dtmin}u] || t + dt == t) {{ status = 2u; }}\n                continue;\n            }}\n            var t_new = t + h;\n            if (last) {{ t_new = t1; }} else if (!adaptive{}) {{ t_new = {ty}(acc + 1u) * hf + t0; }}",
             s_of(&|d| format!("h * ({})", stage_sum(&m.bt, ss, d))),
             // After an event, fixed steps restart their grid at the event.
             if has_ev { " && !evented" } else { "" },
@@ -780,7 +776,7 @@ fn emit(
     } else if ros {
         let _ = writeln!(
             s,
-            "            loop {{\n                if (ns >= nsave) {{ break; }}\n                let ts = cfg[{c_save}u + ns];\n                if (ts > t_new) {{ break; }}\n                if (ts == t_new) {{ store(sbase + ns, yn); }} else {{ store(sbase + ns, dense((ts - t) / h, h, y, k1, k2)); }}\n                ns = ns + 1u;\n            }}\n            y = yn;\n            t = t_new;\n            acc = acc + 1u;"
+            "            if (saves_here) {{\n                loop {{\n                    if (ns >= nsave) {{ break; }}\n                    let ts = cfg[{c_save}u + ns];\n                    if (ts > t_new) {{ break; }}\n                    if (ts == t_new) {{ store(sbase + ns, yn); }} else {{ store(sbase + ns, dense((ts - t) / h, h, y, k1, k2)); }}\n                    ns = ns + 1u;\n                }}\n            }}\n            y = yn;\n            t = t_new;\n            acc = acc + 1u;"
         );
     } else {
         let _ = writeln!(
@@ -799,7 +795,7 @@ fn emit(
     if m.fsal {
         let _ = writeln!(
             s,
-            "            k0 = {};\n            if (!fin_s(y) || !fin_s(k0)) {{ status = 3u; break; }}",
+            "            k0 = {};\n            if (!fin_s(y) || !fin_s(k0)) {{ status = 3u; continue; }}",
             if ros {
                 "fa2".to_string()
             } else {
@@ -807,27 +803,31 @@ fn emit(
             }
         );
     } else {
-        s.push_str("            if (need_f1) { k0 = f1; }\n            if (!fin_s(y) || (need_f1 && !fin_s(k0))) { status = 3u; break; }\n");
+        s.push_str("            if (need_f1) { k0 = f1; }\n            if (!fin_s(y) || (need_f1 && !fin_s(k0))) { status = 3u; continue; }\n");
     }
     if has_ev {
         s.push_str("            gp = gn;\n            just = false;\n");
     }
     let _ = writeln!(
         s,
-        "            if (adaptive) {{\n                dt = min(accept(h, err, &err_old), cfg[{c_dtmax}u]);\n                if (!last && dt < cfg[{c_dtmin}u]) {{ status = 2u; break; }}\n            }}\n        }}\n        break;\n    }}"
+        "            if (adaptive) {{\n                dt = min(accept(h, err, &err_old), cfg[{c_dtmax}u]);\n                if (!last && dt < cfg[{c_dtmin}u]) {{ status = 2u; }}\n            }}\n        }}\n        break;\n    }}"
     );
+    // Every exit of the step loop sets `done` (an error status continues to
+    // the loop's top, so it passes the loop's back edge first): a loop left
+    // without it, or a save loop left early, was cut short by the device.
+    // The save rows from `ns` on are the host's to fill with NaN.
     let _ = writeln!(
         s,
-        "    let nanv = {nan};\n    loop {{\n        if (ns >= nsave) {{ break; }}\n        store(sbase + ns, {});\n        ns = ns + 1u;\n    }}",
-        s_of(&|_| "nanv".into())
+        "    if (!done || cut) {{ status = {STATUS_CUT_SHORT}u; }}"
     );
     for d in 0..dim {
         let _ = writeln!(s, "    out[local * {}u + {d}u] = y.v{d};", dim + 1);
     }
     let _ = writeln!(
         s,
-        "    out[local * {}u + {dim}u] = t;\n    stats[local * 4u] = status;\n    stats[local * 4u + 1u] = acc;\n    stats[local * 4u + 2u] = rej;\n    stats[local * 4u + 3u] = evals;\n}}",
-        dim + 1
+        "    out[local * {}u + {dim}u] = t;\n    stats[local * {sw}u] = status;\n    stats[local * {sw}u + 1u] = acc;\n    stats[local * {sw}u + 2u] = rej;\n    stats[local * {sw}u + 3u] = evals;\n    stats[local * {sw}u + 4u] = ns;\n}}",
+        dim + 1,
+        sw = STATS_WORDS
     );
     s.insert_str(main_at, &dense_fn);
     Ok(s)
@@ -920,9 +920,7 @@ mod tests {
         for ty in ["f32", "f64"] {
             let k = compile("ball.field", &BALL.replace("TY", ty)).unwrap();
             let f64s = ty == "f64";
-            // Emitted and validated, but launches with events stay on the CPU.
-            let e = check_adaptive_wgsl(&k).unwrap_err().to_string();
-            assert!(e.contains("event `floor`") && e.contains("CPU"), "{e}");
+            check_adaptive_wgsl(&k).unwrap();
             for m in AdaptiveMethod::ALL {
                 let w = emit_wgsl_method(&k, m).unwrap();
                 validate_adaptive_wgsl("ball", &w, f64s)

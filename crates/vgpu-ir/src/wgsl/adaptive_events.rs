@@ -110,9 +110,16 @@ impl EventsWgsl {
         );
         let _ = writeln!(
             s,
-            "            gpts[0] = gp;\n            gpts[{np}u] = gn;\n            for (var j = 1u; j < {np}u; j = j + 1u) {{\n                gpts[j] = gcond(t + ev_at[j] * h, {}, l, gid);\n            }}",
-            dense("ev_at[j]")
+            "            gpts[0] = gp;\n            gpts[{np}u] = gn;"
         );
+        // Unrolled: no loop for the device to cut short.
+        for j in 1..np {
+            let _ = writeln!(
+                s,
+                "            gpts[{j}] = gcond(t + ev_at[{j}] * h, {}, l, gid);",
+                dense(&format!("ev_at[{j}]"))
+            );
+        }
         let _ = writeln!(
             s,
             "            let tol_t = {} * {} * (abs(t) + abs(h));\n            fe = -1i;",
@@ -130,11 +137,15 @@ impl EventsWgsl {
                     Crossing::Both => format!("({rising} || {falling})"),
                 }
             };
-            let _ = writeln!(
-                s,
-                "            {{\n                var jf = {np}u;\n                for (var j = 0u; j < {np}u; j = j + 1u) {{\n                    let ga = gpts[j][{e}];\n                    let gb = gpts[j + 1u][{e}];\n                    if {} {{ jf = j; break; }}\n                }}",
-                fires("ga", "gb")
-            );
+            // The first sample pair that fires (unrolled, last to first).
+            let _ = writeln!(s, "            {{\n                var jf = {np}u;");
+            for j in (0..np).rev() {
+                let _ = writeln!(
+                    s,
+                    "                if {} {{ jf = {j}u; }}",
+                    fires(&format!("gpts[{j}][{e}]"), &format!("gpts[{}][{e}]", j + 1))
+                );
+            }
             // locate(): Illinois on [a, b], the far side returned.
             let _ = writeln!(
                 s,
@@ -197,13 +208,13 @@ impl EventsWgsl {
     ) -> String {
         let mut s = self.scan(dense, lit, at);
         let jumped = if check_before_rhs {
-            "                if (!fin_s(y)) { status = 3u; break; }\n                k0 = field(t, y, l, gid);\n                evals = evals + 1u;\n                if (!fin_s(k0)) { status = 3u; break; }\n"
+            "                if (!fin_s(y)) { status = 3u; continue; }\n                k0 = field(t, y, l, gid);\n                evals = evals + 1u;\n                if (!fin_s(k0)) { status = 3u; continue; }\n"
         } else {
-            "                k0 = field(t, y, l, gid);\n                evals = evals + 1u;\n                if (!fin_s(y) || !fin_s(k0)) { status = 3u; break; }\n"
+            "                k0 = field(t, y, l, gid);\n                evals = evals + 1u;\n                if (!fin_s(y) || !fin_s(k0)) { status = 3u; continue; }\n"
         };
         let _ = writeln!(
             s,
-            "            var t_end = t_new;\n            var y_end = yn;\n            if (fe >= 0i) {{ t_end = t + fth * h; y_end = {}; }}\n            let term = fe >= 0i && {};\n            loop {{\n                if (ns >= nsave) {{ break; }}\n                let ts = cfg[{c_save}u + ns];\n                if (ts > t_end || (ts == t_end && fe >= 0i && !term)) {{ break; }}\n                if (ts == t_end) {{ store(sbase + ns, y_end); }} else {{ store(sbase + ns, {}); }}\n                ns = ns + 1u;\n            }}\n            y = y_end;\n            t = t_end;\n            acc = acc + 1u;\n            if (fe >= 0i) {{\n                if (term) {{ status = 4u; break; }}\n{}{jumped}                gp = gcond(t, y, l, gid);\n                just = true;\n                evented = true;\n                if (adaptive) {{\n                    err_old = cfg[{c_qold}u];\n                    if ((flags & {flag_dt0}u) != 0u) {{ dt = min(cfg[{c_dt0}u], cfg[{c_dtmax}u]); }} else {{ evals = evals + 1u; dt = hinit(t, y, k0, l, gid, cfg[{c_dtmax}u]); }}\n                }}\n                continue;\n            }}",
+            "            var t_end = t_new;\n            var y_end = yn;\n            if (fe >= 0i) {{ t_end = t + fth * h; y_end = {}; }}\n            let term = fe >= 0i && {};\n            if (ns < nsave && cfg[{c_save}u + ns] <= t_end) {{\n                loop {{\n                    if (ns >= nsave) {{ break; }}\n                    let ts = cfg[{c_save}u + ns];\n                    if (ts > t_end || (ts == t_end && fe >= 0i && !term)) {{ break; }}\n                    if (ts == t_end) {{ store(sbase + ns, y_end); }} else {{ store(sbase + ns, {}); }}\n                    ns = ns + 1u;\n                }}\n            }}\n            y = y_end;\n            t = t_end;\n            acc = acc + 1u;\n            if (fe >= 0i) {{\n                if (term) {{ status = 4u; continue; }}\n{}{jumped}                gp = gcond(t, y, l, gid);\n                just = true;\n                evented = true;\n                if (adaptive) {{\n                    err_old = cfg[{c_qold}u];\n                    if ((flags & {flag_dt0}u) != 0u) {{ dt = min(cfg[{c_dt0}u], cfg[{c_dtmax}u]); }} else {{ evals = evals + 1u; dt = hinit(t, y, k0, l, gid, cfg[{c_dtmax}u]); }}\n                }}\n                continue;\n            }}",
             dense("fth"),
             self.terminates(),
             dense("(ts - t) / h"),

@@ -8,7 +8,8 @@
 //!   the same expression emitter as the rates (`fn jacf(t, h: S, l, gid) ->
 //!   array<T, D·D + D>`, row-major `J` then `f_t`), evaluated at a step's
 //!   start and kept across its rejections.
-//! * **A dense LU per trajectory** in private arrays (`D ≤`
+//! * **A dense LU per trajectory** in private arrays, unrolled at emission
+//!   (static indices; no loop for the device to cut short) (`D ≤`
 //!   [`vgpu_field::adaptive::rosenbrock::MAX_STIFF_STATES`]): partial pivoting
 //!   that picks the last of equal magnitudes (as the CPU's `max_by`), a zero or
 //!   non-finite pivot a singular `W` (the step is retried `qmin` times
@@ -44,60 +45,78 @@ pub(crate) fn functions(dim: usize, ty: &str, lit: &dyn Fn(f64) -> String) -> St
     let mut s = String::new();
     let m = format!("array<array<{ty}, {dim}>, {dim}>");
     let zero = lit(0.0);
-    // Lu::factor: PA = LU in place, false for a singular or non-finite W.
+    // Lu::factor: PA = LU in place, false for a singular or non-finite W;
+    // unrolled (no loop for the device to cut short, static indices).
     let _ = writeln!(
         s,
-        "fn lu_factor(a: ptr<function, {m}>, perm: ptr<function, array<u32, {dim}>>) -> bool {{
-    for (var i = 0u; i < {dim}u; i = i + 1u) {{ (*perm)[i] = i; }}
-    for (var c = 0u; c < {dim}u; c = c + 1u) {{
-        var p = c;
-        for (var r = c + 1u; r < {dim}u; r = r + 1u) {{
-            if (!(abs((*a)[p][c]) > abs((*a)[r][c]))) {{ p = r; }}
-        }}
-        let piv = (*a)[p][c];
-        if (piv == {zero} || !fin(piv)) {{ return false; }}
-        let row = (*a)[c];
-        (*a)[c] = (*a)[p];
-        (*a)[p] = row;
-        let pc = (*perm)[c];
-        (*perm)[c] = (*perm)[p];
-        (*perm)[p] = pc;
-        for (var r = c + 1u; r < {dim}u; r = r + 1u) {{
-            let lr = (*a)[r][c] / piv;
-            (*a)[r][c] = lr;
-            for (var q = c + 1u; q < {dim}u; q = q + 1u) {{
-                (*a)[r][q] = (*a)[r][q] - lr * (*a)[c][q];
-            }}
-        }}
-    }}
-    return true;
-}}"
+        "fn lu_factor(a: ptr<function, {m}>, perm: ptr<function, array<u32, {dim}>>) -> bool {{"
     );
-    let to_arr = (0..dim)
-        .map(|d| format!("b.v{d}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let from_arr = (0..dim)
-        .map(|d| format!("x[{d}]"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    // Lu::solve: A⁻¹ b.
+    for i in 0..dim {
+        let _ = writeln!(s, "    (*perm)[{i}] = {i}u;");
+    }
+    for c in 0..dim {
+        let _ = writeln!(s, "    var p{c} = {c}u;");
+        for r in c + 1..dim {
+            // The last of equal magnitudes (the CPU's `max_by`), NaN included.
+            let _ = writeln!(
+                s,
+                "    if (!(abs((*a)[p{c}][{c}]) > abs((*a)[{r}][{c}]))) {{ p{c} = {r}u; }}"
+            );
+        }
+        let _ = writeln!(
+            s,
+            "    let piv{c} = (*a)[p{c}][{c}];\n    if (piv{c} == {zero} || !fin(piv{c})) {{ return false; }}"
+        );
+        for r in c + 1..dim {
+            let _ = writeln!(
+                s,
+                "    if (p{c} == {r}u) {{ let row = (*a)[{c}]; (*a)[{c}] = (*a)[{r}]; (*a)[{r}] = row; let pc = (*perm)[{c}]; (*perm)[{c}] = (*perm)[{r}]; (*perm)[{r}] = pc; }}"
+            );
+        }
+        for r in c + 1..dim {
+            let _ = writeln!(
+                s,
+                "    let l{c}_{r} = (*a)[{r}][{c}] / piv{c};\n    (*a)[{r}][{c}] = l{c}_{r};"
+            );
+            for q in c + 1..dim {
+                let _ = writeln!(
+                    s,
+                    "    (*a)[{r}][{q}] = (*a)[{r}][{q}] - l{c}_{r} * (*a)[{c}][{q}];"
+                );
+            }
+        }
+    }
+    s.push_str("    return true;\n}\n");
+    // Lu::solve: A⁻¹ b, unrolled.
     let _ = writeln!(
         s,
-        "fn lu_solve(a: ptr<function, {m}>, perm: ptr<function, array<u32, {dim}>>, b: S) -> S {{
-    var bv = array<{ty}, {dim}>({to_arr});
-    var x: array<{ty}, {dim}>;
-    for (var i = 0u; i < {dim}u; i = i + 1u) {{ x[i] = bv[(*perm)[i]]; }}
-    for (var r = 0u; r < {dim}u; r = r + 1u) {{
-        for (var q = 0u; q < r; q = q + 1u) {{ x[r] = x[r] - (*a)[r][q] * x[q]; }}
-    }}
-    for (var rr = 0u; rr < {dim}u; rr = rr + 1u) {{
-        let r = {dim}u - 1u - rr;
-        for (var q = r + 1u; q < {dim}u; q = q + 1u) {{ x[r] = x[r] - (*a)[r][q] * x[q]; }}
-        x[r] = x[r] / (*a)[r][r];
-    }}
-    return S({from_arr});
-}}"
+        "fn lu_solve(a: ptr<function, {m}>, perm: ptr<function, array<u32, {dim}>>, b: S) -> S {{\n    let bv = array<{ty}, {dim}>({});",
+        (0..dim)
+            .map(|d| format!("b.v{d}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for i in 0..dim {
+        let _ = writeln!(s, "    var x{i} = bv[(*perm)[{i}]];");
+    }
+    for r in 0..dim {
+        for q in 0..r {
+            let _ = writeln!(s, "    x{r} = x{r} - (*a)[{r}][{q}] * x{q};");
+        }
+    }
+    for r in (0..dim).rev() {
+        for q in r + 1..dim {
+            let _ = writeln!(s, "    x{r} = x{r} - (*a)[{r}][{q}] * x{q};");
+        }
+        let _ = writeln!(s, "    x{r} = x{r} / (*a)[{r}][{r}];");
+    }
+    let _ = writeln!(
+        s,
+        "    return S({});\n}}",
+        (0..dim)
+            .map(|d| format!("x{d}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let _ = writeln!(
         s,
@@ -145,20 +164,27 @@ pub(crate) fn step(
     };
     let dd = dim * dim;
     let (half, two, six, e32) = (lit(0.5), lit(2.0), lit(6.0), lit(e32));
+    // W = I − h·d·J, unrolled.
+    let mut w_rows = String::new();
+    for i in 0..dim {
+        for j in 0..dim {
+            let id = lit(if i == j { 1.0 } else { 0.0 });
+            let _ = writeln!(
+                w_rows,
+                "            wm[{i}][{j}] = {id} - hd * jv[{}];",
+                i * dim + j
+            );
+        }
+    }
     let mut s = String::new();
     let _ = writeln!(
         s,
         "            if (need_jac) {{ jv = jacf(t, y, l, gid); need_jac = false; }}
             let hd = h * {d};
-            for (var i = 0u; i < {dim}u; i = i + 1u) {{
-                for (var j = 0u; j < {dim}u; j = j + 1u) {{
-                    wm[i][j] = select({zero}, {one}, i == j) - hd * jv[i * {dim}u + j];
-                }}
-            }}
-            if (!lu_factor(&wm, &perm)) {{
+{w_rows}            if (!lu_factor(&wm, &perm)) {{
                 rej = rej + 1u;
                 dt = h * cfg[{qmin}u];
-                if (!adaptive || dt < cfg[{dtmin}u] || t + dt == t) {{ status = 2u; break; }}
+                if (!adaptive || dt < cfg[{dtmin}u] || t + dt == t) {{ status = 2u; }}
                 continue;
             }}
             let k1 = lu_solve(&wm, &perm, {});
@@ -179,7 +205,7 @@ pub(crate) fn step(
             if (!(err <= {one})) {{
                 rej = rej + 1u;
                 dt = reject(h, err);
-                if (dt < cfg[{dtmin}u] || t + dt == t) {{ status = 2u; break; }}
+                if (dt < cfg[{dtmin}u] || t + dt == t) {{ status = 2u; }}
                 continue;
             }}",
         s_of(&|i| format!("k0.v{i} + hd * jv[{}]", dd + i)),
@@ -193,6 +219,7 @@ pub(crate) fn step(
         )),
         s_of(&|i| format!("h / {six} * (k1.v{i} - {two} * k2.v{i} + k3.v{i})")),
         d = lit(d),
+        w_rows = w_rows,
         zero = lit(0.0),
         one = lit(1.0),
         qmin = at.qmin,
