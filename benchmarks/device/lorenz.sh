@@ -1,80 +1,73 @@
 #!/usr/bin/env bash
 # Lorenz ensemble on the H200 (DiffEqGPU configuration: f32, sigma=10, beta=8/3,
 # rho=linspace(0,21,N), u0=(1,0,0), dt=0.001, 1000 RK4 steps, endpoint only):
-# VGPU's WGSL generated from examples/lorenz.field (vgpu ensemble --backend gpu)
-# beside the hand-written CUDA kernel `lorenz_rk4` (ptx-cases/kernels.ptx,
-# launched with CuPy), same N, same call. N = 8 ... 2^23 by powers of 4.
+# VGPU's WGSL generated from examples/lorenz.field (`vgpu ensemble --backend gpu`,
+# the whole command a user runs, --json with its phases) beside the hand-written
+# CUDA kernel `lorenz_rk4` (ptx-cases/kernels.ptx, launched with CuPy), same N,
+# same call.
+#
+# VGPU, per N and block (64, 256): kernel time on the GPU's clock (shortest of 20
+# passes, timestamp queries), `seconds` (host in, host out: prepare + compile +
+# device + check), set-up (adapter + device) apart, the .npy output, and the
+# process's wall time. At 2^23 the command runs three times in a row (fresh
+# processes: the driver's own shader cache warms). CUDA: kernel time (CUDA events,
+# mean of 20 back-to-back launches) and host in/out with the module loaded.
 #
 # Run through the device tool from the repository root, carrying
 #   [".gl", "target/release/vgpu"]
-# (build with `cargo build --release -p vgpu` and fetch the loaders with
-# scripts/gl-loaders.sh first; the working tree, ptx-cases/ included, travels as it is).
-# Results: $OUT/lorenz.json (one object per N and implementation) and $OUT/lorenz.log.
+# (build with `cargo build --release -p vgpu`; fetch the loaders with
+# scripts/gl-loaders.sh first). Results: $OUT/lorenz.jsonl, $OUT/lorenz.json
+# (rows + summary) and $OUT/lorenz.log.
 set -euo pipefail
 source benchmarks/device/env.sh
 PTX=${PTX:-ptx-cases/kernels.ptx}
 VGPU=./target/release/vgpu
+NS=${NS:-"1024 8192 32768 131072 524288 2097152 8388608"}
 : > "$OUT/lorenz.jsonl"
-for e in 3 5 7 9 11 13 15 17 19 21 23; do
-  n=$((1 << e))
-  # 2^3, 2^5, ..., 2^23: N = 8 * 4^j.
-  "$VGPU" ensemble examples/lorenz.field --n "$n" --t 0:1 --dt 0.001 --method rk4 \
-      --param rho=linspace:0:21 --backend gpu --kernel-time 5 --json \
-      | python3 -c "import json,sys; d=json.load(sys.stdin); d['impl']='vgpu-wgsl'; print(json.dumps(d))" \
-      >> "$OUT/lorenz.jsonl" 2>> "$OUT/lorenz.log"
+vgpu_row() { # n block run
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$VGPU" ensemble examples/lorenz.field --n "$1" --t 0:1 --dt 0.001 --method rk4 \
+      --param rho=linspace:0:21 --backend gpu --block "$2" --kernel-time 20 --json \
+      --out "$OUT/vgpu_$1.npy" > "$OUT/row.json" 2>> "$OUT/lorenz.log"
+  t1=$(date +%s.%N)
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.update(impl='vgpu-wgsl', block=int(sys.argv[2]), run=int(sys.argv[3]), process_wall_s=float(sys.argv[5])-float(sys.argv[4])); print(json.dumps(d))" \
+      "$OUT/row.json" "$2" "$3" "$t0" "$t1" >> "$OUT/lorenz.jsonl"
+}
+for n in $NS; do
+  for b in 64 256; do vgpu_row "$n" "$b" 1; done
 done
-python3 - "$PTX" "$OUT" <<'PY' >> "$OUT/lorenz.log" 2>&1
-import json, sys, time
-import cupy as cp
-import numpy as np
-ptx, out = sys.argv[1], sys.argv[2]
-mod = cp.RawModule(path=ptx)
-k = mod.get_function("lorenz_rk4")
-rows = []
-for e in [3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23]:
-    n = 1 << e
-    rho = cp.asarray(np.linspace(0, 21, n).astype(np.float32))
-    u0 = cp.asarray(np.tile(np.array([1, 0, 0], np.float32), n))
-    block = 256
-    grid = (n + block - 1) // block
-    def launch():
-        st = u0.copy()
-        k((grid,), (block,), (st, rho, np.float32(0.001), np.int32(1000), np.int32(n)))
-        return st
-    launch(); cp.cuda.Device().synchronize()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    reps = 5
-    times = []
-    for _ in range(reps):
-        st = u0.copy()
-        start.record()
-        k((grid,), (block,), (st, rho, np.float32(0.001), np.int32(1000), np.int32(n)))
-        stop.record(); stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
-    t0 = time.perf_counter()
-    host = cp.asnumpy(launch())
-    e2e = time.perf_counter() - t0
-    rows.append({"impl": "cuda-lorenz_rk4", "n": n, "kernel_seconds": min(times), "seconds": e2e,
-                 "checksum": float(host.astype(np.float64).sum())})
-with open(f"{out}/lorenz.jsonl", "a") as f:
-    for r in rows:
-        f.write(json.dumps(r) + "\n")
-PY
+for r in 2 3; do vgpu_row 8388608 256 "$r"; done
+compare=""
+for n in $NS; do compare="$compare --compare $n:$OUT/vgpu_$n.npy"; done
+python3 benchmarks/device/lorenz_cupy.py --ptx "$PTX" --n $NS --reps 20 $compare \
+  | python3 -c "import json,sys; [print(json.dumps(dict(json.loads(l), impl='cuda-lorenz_rk4'))) for l in sys.stdin if l.strip()]" \
+  >> "$OUT/lorenz.jsonl" 2>> "$OUT/lorenz.log"
+rm -f "$OUT"/vgpu_*.npy "$OUT/row.json"
 python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
 rows = [json.loads(l) for l in open(f"{out}/lorenz.jsonl") if l.strip()]
-by = {}
-for r in rows:
-    by.setdefault(r["n"], {})[r["impl"]] = r
+cuda = {r["n"]: r for r in rows if r["impl"] == "cuda-lorenz_rk4"}
 summary = []
-for n in sorted(by):
-    v, c = by[n].get("vgpu-wgsl"), by[n].get("cuda-lorenz_rk4")
-    if v and c and v.get("kernel_seconds") and c.get("kernel_seconds"):
-        summary.append({"n": n, "vgpu_kernel_s": v["kernel_seconds"], "cuda_kernel_s": c["kernel_seconds"],
-                        "ratio_kernel": v["kernel_seconds"] / c["kernel_seconds"],
-                        "vgpu_end_to_end_s": v["seconds"], "cuda_end_to_end_s": c["seconds"]})
+for r in rows:
+    c = cuda.get(r["n"])
+    if r["impl"] != "vgpu-wgsl" or not c or not r.get("kernel_seconds"):
+        continue
+    ph = r.get("phases", {})
+    summary.append({"n": r["n"], "block": r["block"], "run": r["run"],
+                    "vgpu_kernel_s": r["kernel_seconds"], "cuda_kernel_s": c["cuda_kernel_s"],
+                    "ratio_kernel": r["kernel_seconds"] / c["cuda_kernel_s"],
+                    "vgpu_host_in_out_s": r["seconds"], "cuda_host_in_out_s": c["cuda_end_to_end_s"],
+                    "ratio_host_in_out": r["seconds"] / c["cuda_end_to_end_s"],
+                    "vgpu_host_in_out_without_compile_s": r["seconds"] - ph.get("compile_seconds", 0.0),
+                    "phases": ph, "setup_s": r.get("setup_seconds"), "output_s": r.get("output_seconds"),
+                    "process_wall_s": r["process_wall_s"]})
 json.dump({"rows": rows, "summary": summary}, open(f"{out}/lorenz.json", "w"), indent=1)
 for s in summary:
-    print(f"N={s['n']:>8}  vgpu {s['vgpu_kernel_s']*1e3:9.3f} ms  cuda {s['cuda_kernel_s']*1e3:9.3f} ms  ratio {s['ratio_kernel']:.3f}")
+    ph = s["phases"]
+    print(f"N={s['n']:>8} b={s['block']:>3} run {s['run']}  kernel {s['vgpu_kernel_s']*1e3:8.3f} / {s['cuda_kernel_s']*1e3:8.3f} ms = {s['ratio_kernel']:.3f}"
+          f"  in/out {s['vgpu_host_in_out_s']*1e3:8.2f} / {s['cuda_host_in_out_s']*1e3:7.2f} ms"
+          f"  [prep {ph.get('prepare_seconds',0)*1e3:.1f} comp {ph.get('compile_seconds',0)*1e3:.1f} dev {ph.get('device_seconds',0)*1e3:.1f} chk {ph.get('check_seconds',0)*1e3:.1f}]"
+          f"  setup {s['setup_s']*1e3:.1f} out {s['output_s']*1e3:.1f} wall {s['process_wall_s']*1e3:.0f} ms")
 PY

@@ -14,6 +14,9 @@
 
 use crate::error::GpuError;
 use crate::kernel_cache::{Binding, KernelCache, KernelSpec};
+use rayon::prelude::*;
+use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vgpu_ir::wgsl::phased::{emit_wgsl_phased, fault_error, PhasedLayout};
 use vgpu_ir::wgsl::{emit_wgsl, meta_words, slice_words};
@@ -94,8 +97,9 @@ impl EnsembleError {
 /// The result of a GPU ensemble.
 #[derive(Debug, Clone)]
 pub struct GpuEnsemble {
-    /// Final states, trajectory-major (`n × dim`).
-    pub states: Vec<f32>,
+    /// Final states, trajectory-major (`n × dim`), in the allocation they
+    /// were downloaded into.
+    pub states: Arc<[f32]>,
     /// Flux outputs by name, in declaration order, typed as declared: the
     /// shape and types of the CPU's [`vgpu_ir::Output::fluxes`].
     pub fluxes: Vec<(String, Buffer)>,
@@ -113,8 +117,8 @@ pub struct GpuEnsemble {
     pub phases: GpuPhases,
 }
 
-/// Where the host-to-host time of a GPU ensemble went: the four parts add up
-/// to [`GpuEnsemble::end_to_end`]. The device's creation (adapter, device,
+/// Where the host-to-host time of a GPU ensemble went: `prepare`, `compile`,
+/// `device` and `check` add up to [`GpuEnsemble::end_to_end`]. The device's creation (adapter, device,
 /// queue) is not among them: it happens once per process
 /// ([`crate::GpuContext::init_time`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -124,8 +128,16 @@ pub struct GpuPhases {
     /// Shader module and pipeline created (zero when the kernel was cached).
     pub compile: Duration,
     /// Buffers allocated and uploaded, the kernel run, results downloaded into
-    /// host memory.
+    /// host memory: [`GpuPhases::upload`], [`GpuPhases::gpu`] and
+    /// [`GpuPhases::download`], and the small rest between them.
     pub device: Duration,
+    /// Part of `device`: buffers (re)allocated, uploads queued, passes encoded.
+    pub upload: Duration,
+    /// Part of `device`: submission to completion (the uploads' copies, the
+    /// kernel, the copy into the staging buffer and its mapping).
+    pub gpu: Duration,
+    /// Part of `device`: the mapped results copied into host memory.
+    pub download: Duration,
     /// The fault record and the non-finite check read, fluxes converted.
     pub check: Duration,
 }
@@ -203,12 +215,39 @@ pub fn phased_spec(
     )
 }
 
-fn bytes(b: &Buffer) -> Vec<u8> {
-    let mut v = b.to_le_bytes();
+/// A buffer argument's bytes as the GPU reads them (little-endian): borrowed
+/// where the host is little-endian, converted otherwise; at least 4 bytes (a
+/// binding is never empty).
+fn bytes(b: &Buffer) -> Cow<'_, [u8]> {
+    let v: Cow<'_, [u8]> = if cfg!(target_endian = "little") {
+        match b {
+            Buffer::F32(v) => Cow::Borrowed(bytemuck::cast_slice(&v[..])),
+            Buffer::F64(v) => Cow::Borrowed(bytemuck::cast_slice(&v[..])),
+            Buffer::I32(v) => Cow::Borrowed(bytemuck::cast_slice(&v[..])),
+            Buffer::U32(v) => Cow::Borrowed(bytemuck::cast_slice(&v[..])),
+        }
+    } else {
+        Cow::Owned(b.to_le_bytes())
+    };
     if v.is_empty() {
-        v = vec![0; 4];
+        Cow::Owned(vec![0; 4])
+    } else {
+        v
     }
-    v
+}
+
+/// `len` zeros in one shared allocation, written on all cores (the first
+/// touch of a large allocation is its page faults).
+fn zeroed(len: usize) -> Arc<[f32]> {
+    let mut a = Arc::<[f32]>::new_uninit_slice(len);
+    let s = Arc::get_mut(&mut a).expect("just created, not shared");
+    s.par_chunks_mut(1 << 16).for_each(|c| {
+        for x in c {
+            x.write(0.0);
+        }
+    });
+    // SAFETY: every element was written above.
+    unsafe { a.assume_init() }
 }
 
 /// A launch ready to dispatch: the kernel, its launch words and geometry, and
@@ -362,11 +401,18 @@ pub fn run_ensemble_gpu_with(
     };
     let n = integ.n;
     let dim = k.states.len();
-    let buffers: Vec<Vec<u8>> = (0..k.params.len())
+    let buffers: Vec<Cow<'_, [u8]>> = (0..k.params.len())
         .filter_map(|i| args.buffer_at(i).map(bytes))
         .collect();
-    // Bindings are at least one element long; the kernel never touches the padding.
-    let mut out = vec![0.0f32; (n * dim).max(1)];
+    // The results land in the allocation the caller gets (no copy after the
+    // download). Bindings are at least one element long; the kernel never
+    // touches the padding.
+    let mut states = zeroed(n * dim);
+    let mut pad = [0.0f32];
+    let out: &mut [f32] = match Arc::get_mut(&mut states) {
+        Some(s) if !s.is_empty() => s,
+        _ => &mut pad,
+    };
     let mut fault = [u32::MAX, 0, 0, 0];
     let zero_flux: Vec<Vec<u32>> = p
         .flux_lens
@@ -380,26 +426,25 @@ pub fn run_ensemble_gpu_with(
     let prepare = start.elapsed();
     let compile_before = cache.stats().compile_time;
     dispatch(
-        cache, &p, &buffers, &mut out, &mut fault, &mut flux, workgroups, None,
+        cache, &p, &buffers, out, &mut fault, &mut flux, workgroups, None,
     )?;
     let compile = cache.stats().compile_time.saturating_sub(compile_before);
     let device = start.elapsed().saturating_sub(prepare + compile);
+    let run = cache.last_run();
     if let Some(e) = fault_error(k, args, &p.shared_lens, &p.flux_lens, p.bdim, &fault) {
         return Err(e.into());
     }
-    out.truncate(n * dim);
     let first = integ.slice.map_or(0, |s| s.first);
-    for (i, v) in out.iter().enumerate() {
-        if !v.is_finite() {
-            return Err(IrError::NonFinite {
-                kernel: k.name.clone(),
-                state: k.states[i % dim].name.clone(),
-                trajectory: first + i / dim,
-                value: *v as f64,
-                t: p.t_end,
-            }
-            .into());
+    // The lowest non-finite value, found on all cores.
+    if let Some(i) = states.par_iter().position_first(|v| !v.is_finite()) {
+        return Err(IrError::NonFinite {
+            kernel: k.name.clone(),
+            state: k.states[i % dim].name.clone(),
+            trajectory: first + i / dim,
+            value: states[i] as f64,
+            t: p.t_end,
         }
+        .into());
     }
     let fluxes = k
         .fluxes
@@ -413,6 +458,9 @@ pub fn run_ensemble_gpu_with(
         prepare,
         compile,
         device,
+        upload: run.upload,
+        gpu: run.gpu,
+        download: run.download,
         check: end_to_end.saturating_sub(prepare + compile + device),
     };
     let kernel_time = match timing {
@@ -434,7 +482,7 @@ pub fn run_ensemble_gpu_with(
         None => None,
     };
     Ok(GpuEnsemble {
-        states: out,
+        states,
         fluxes,
         steps: p.steps,
         end_to_end,
@@ -450,7 +498,7 @@ pub fn run_ensemble_gpu_with(
 fn dispatch(
     cache: &mut KernelCache,
     p: &Prepared,
-    buffers: &[Vec<u8>],
+    buffers: &[Cow<'_, [u8]>],
     out: &mut [f32],
     fault: &mut [u32; 4],
     flux: &mut [Vec<u32>],
@@ -463,7 +511,7 @@ fn dispatch(
         Binding::read_write(&mut fault[..]),
     ];
     for b in buffers {
-        bindings.push(Binding::Read(b));
+        bindings.push(Binding::Read(b.as_ref()));
     }
     for f in flux.iter_mut() {
         bindings.push(Binding::read_write(&mut f[..]));

@@ -33,7 +33,7 @@ pub use ensemble::{
     run_ensemble_gpu, run_ensemble_gpu_with, EnsembleError, GpuEnsemble, GpuPhases,
 };
 pub use error::GpuError;
-pub use kernel_cache::{Binding, KernelCache, KernelKey, KernelSpec};
+pub use kernel_cache::{Binding, KernelCache, KernelKey, KernelSpec, RunTiming};
 pub use matmul::tile::Tile;
 pub use matmul::{check_shapes, matmul_cpu};
 pub use runtime::{AdapterSummary, GpuContext};

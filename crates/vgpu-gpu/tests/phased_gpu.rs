@@ -446,7 +446,7 @@ fn rk4_phases_agree_with_the_cpu() {
     let euler_cpu = run_cpu(&k, &args, &integ.clone().method(Method::Euler)).unwrap();
     let worst = f32s(&euler_cpu.states)
         .iter()
-        .zip(&gpu.states)
+        .zip(gpu.states.iter())
         .map(|(e, g)| (e - g).abs() / e.abs().max(1.0))
         .fold(0.0f32, f32::max);
     assert!(worst > 1e-3, "Euler and RK4 differ by only {worst}");

@@ -25,7 +25,8 @@ use vgpu_gpu::{
     run_adaptive_gpu, run_ensemble_gpu_with, ActiveBackend, AdaptiveGpuError, EnsembleError,
     GpuAdaptiveOptions, GpuPhases, KernelCache,
 };
-use vgpu_ir::adaptive::{run_adaptive_cpu, AdaptiveIrError, AdaptiveOutput, AdaptiveRun};
+use vgpu_ir::adaptive::{run_adaptive_cpu_on, AdaptiveIrError, AdaptiveOutput, AdaptiveRun};
+use vgpu_ir::Engine;
 use vgpu_ir::{run_cpu_with, Args, Buffer, Integration, Kernel};
 
 /// Which executor a launch is asked to use: `cpu`, `gpu` or `auto`.
@@ -111,12 +112,22 @@ pub struct EnsembleRun {
 pub struct Dispatcher {
     cache: Option<KernelCache>,
     cpu_fallbacks: u64,
+    cpu_engine: Engine,
 }
 
 impl Dispatcher {
     /// A dispatcher with no GPU device yet (created on the first GPU launch).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Runs the CPU's adaptive launches on `engine` ([`Engine::Jit`], the
+    /// default: native code where the kernel and host allow it, else the
+    /// evaluator; [`Engine::Eval`]: the column evaluator, the reference).
+    /// Fixed-step launches run on the evaluator either way. Same bits.
+    pub fn cpu_engine(mut self, engine: Engine) -> Self {
+        self.cpu_engine = engine;
+        self
     }
 
     /// How many launches asked for `auto` ran on the CPU because the GPU could
@@ -212,7 +223,7 @@ impl Dispatcher {
             adapter: cache.adapter().to_string(),
             n: job.integration.n,
             dim: k.states.len(),
-            states: Buffer::F32(r.states.into()),
+            states: Buffer::F32(r.states),
             fluxes: r.fluxes,
             steps: r.steps,
             seconds: r.end_to_end.as_secs_f64(),
@@ -404,7 +415,8 @@ impl Dispatcher {
             },
         };
         let start = Instant::now();
-        let output = run_adaptive_cpu(job.kernel, job.args, job.run).map_err(|e| match e {
+        let output = run_adaptive_cpu_on(job.kernel, job.args, job.run, self.cpu_engine);
+        let output = output.map_err(|e| match e {
             AdaptiveIrError::Ir(e) => Error::Ir(e),
             AdaptiveIrError::Adaptive(e) => Error::Adaptive(e),
             other => Error::Usage(other.to_string()),

@@ -215,6 +215,11 @@ fn gpu_json_reports_where_the_time_went() {
     .sum();
     assert!((parts - seconds).abs() <= 1e-3 * seconds.max(1e-3), "{j}");
     assert!(f(&p["device_seconds"]) > 0.0, "{j}");
+    let inside: f64 = ["upload_seconds", "gpu_seconds", "download_seconds"]
+        .iter()
+        .map(|k| f(&p[*k]))
+        .sum();
+    assert!(inside <= f(&p["device_seconds"]) + 1e-6, "{j}");
     assert!(f(&j["setup_seconds"]) > 0.0, "{j}");
     let wall = f(&j["wall_seconds"]);
     assert!(wall >= seconds + f(&j["output_seconds"]), "{j}");

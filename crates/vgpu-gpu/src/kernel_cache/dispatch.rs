@@ -6,6 +6,7 @@ use super::timestamps::Stamps;
 use super::{Binding, BindingKind, CachedKernel, KernelSpec, MAP_ALIGN};
 use crate::runtime::GpuContext;
 use crate::GpuError;
+use rayon::prelude::*;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -225,7 +226,10 @@ pub(super) fn read_back(
         let off = off as usize;
         if let Binding::Write(out) | Binding::ReadWrite(out) = &mut bindings[i] {
             let n = out.len();
-            out.copy_from_slice(&view[off..off + n]);
+            // Large results are copied on all cores.
+            out.par_chunks_mut(1 << 20)
+                .zip(view[off..off + n].par_chunks(1 << 20))
+                .for_each(|(d, s)| d.copy_from_slice(s));
             bytes += n as u64;
         }
     }

@@ -313,6 +313,20 @@ pub struct KernelCache {
     stats: CacheStats,
     timeout: Duration,
     spin: Duration,
+    last_run: RunTiming,
+}
+
+/// Where the host-to-host time of the last dispatch went, past compilation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunTiming {
+    /// Buffers (re)allocated, bind group built, uploads queued and the passes
+    /// encoded: host work before the submission.
+    pub upload: Duration,
+    /// Submission to completion: the queued uploads' copies, the kernel, the
+    /// copies into the staging buffer, and its mapping.
+    pub gpu: Duration,
+    /// The mapped results copied into the caller's slices.
+    pub download: Duration,
 }
 
 impl std::fmt::Debug for KernelCache {
@@ -342,7 +356,13 @@ impl KernelCache {
             stats: CacheStats::default(),
             timeout: Duration::from_secs(600),
             spin: Duration::from_micros(500),
+            last_run: RunTiming::default(),
         }
+    }
+
+    /// Where the last dispatch's time went (upload, GPU, download).
+    pub fn last_run(&self) -> RunTiming {
+        self.last_run
     }
 
     /// How long a dispatch spins on non-blocking polls before it blocks on the
@@ -457,11 +477,13 @@ impl KernelCache {
         let device = &ctx.device;
         let scope_oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let scope_val = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let host = Instant::now();
         let staging_len = kernel.prepare(ctx, spec, bindings, &kinds, reuse, readback);
         self.stats.bytes_uploaded += kernel.upload(ctx, bindings);
         let readback = readback && staging_len > 0;
         let (encoder, offsets) =
             kernel.encode(ctx, spec, bindings, workgroups, repeat, readback, stamps);
+        let upload = host.elapsed();
         let start = Instant::now();
         let index = ctx.queue.submit(Some(encoder.finish()));
         let val = pollster::block_on(scope_val.pop());
@@ -477,6 +499,7 @@ impl KernelCache {
         let waited = wait_and_map(ctx, index, staging, staging_len, self.spin, self.timeout);
         let elapsed = start.elapsed();
         waited.map_err(|msg| fail(ctx, spec, workgroups, msg))?;
+        let downloading = Instant::now();
         if let Some(staging) = staging {
             let copied = read_back(staging, staging_len, bindings, &offsets);
             staging.unmap();
@@ -487,6 +510,11 @@ impl KernelCache {
             return Err(fail(ctx, spec, workgroups, msg));
         }
         self.stats.gpu_dispatches += repeat as u64;
+        self.last_run = RunTiming {
+            upload,
+            gpu: elapsed,
+            download: downloading.elapsed(),
+        };
         Ok(elapsed)
     }
 

@@ -69,6 +69,11 @@ pub(crate) struct EnsembleArgs {
     /// CPU worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// CPU engine of the adaptive methods: jit (native code through
+    /// Cranelift where the kernel and host allow it, else the evaluator) or
+    /// eval (the IR's column evaluator, the reference); same results.
+    #[arg(long, value_name = "jit|eval", default_value = "jit")]
+    pub cpu_engine: String,
     /// GPU: also time the kernel alone over this many dispatches.
     #[arg(long)]
     pub kernel_time: Option<u32>,
@@ -590,6 +595,8 @@ fn run_part(a: EnsembleArgs, split: Option<&Split>) -> Result<ExitCode, vgpu::Er
         j["phases"] = serde_json::json!({
             "prepare_seconds": p.prepare.as_secs_f64(), "compile_seconds": p.compile.as_secs_f64(),
             "device_seconds": p.device.as_secs_f64(), "check_seconds": p.check.as_secs_f64(),
+            "upload_seconds": p.upload.as_secs_f64(), "gpu_seconds": p.gpu.as_secs_f64(),
+            "download_seconds": p.download.as_secs_f64(),
         });
     }
     if let Some(setup) = run.gpu_setup {
@@ -961,6 +968,7 @@ fn run_adaptive(
         max_chunk: a.adaptive.gpu_chunk,
         timing: a.kernel_time,
     };
+    let engine: vgpu_ir::Engine = a.cpu_engine.parse().map_err(vgpu::Error::Usage)?;
     // The bar counts trajectories the CPU driver finished; a GPU run announces
     // none, so the bar stays hidden there. Long: a million trajectories.
     let draw = draw_progress(&a.progress, n >= 1 << 20)?;
@@ -969,7 +977,7 @@ fn run_adaptive(
         if let Some(p) = p {
             run.options = run.options.clone().progress(p);
         }
-        Dispatcher::new().adaptive_with(
+        Dispatcher::new().cpu_engine(engine).adaptive_with(
             &AdaptiveJob {
                 kernel: &k,
                 args: &args,
