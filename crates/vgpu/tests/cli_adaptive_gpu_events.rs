@@ -10,7 +10,7 @@ mod common;
 use common::{fresh_dir, vgpu_ok};
 use ndarray::Array2;
 use ndarray_npy::read_npy;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const BALL: &str = "field ball(h0: f64[], e: f64[]) {
     state y: f64 = h0[i], v: f64 = 0.0, tb: f64 = 0.0, nb: f64 = 0.0;
@@ -36,7 +36,7 @@ fn files(name: &str, src: &str) -> (String, PathBuf) {
 }
 
 /// Runs `vgpu ensemble FIELD ARGS… --backend B --json --out OUT`; the JSON.
-fn run(field: &str, out: &PathBuf, backend: &str, args: &[&str]) -> serde_json::Value {
+fn run(field: &str, out: &Path, backend: &str, args: &[&str]) -> serde_json::Value {
     let mut a: Vec<String> = vec!["ensemble".into(), field.into()];
     a.extend(args.iter().map(|s| s.to_string()));
     a.extend(["--backend", backend, "--json", "--out"].map(String::from));
