@@ -27,7 +27,6 @@
 use crate::args::{Args, Buffer};
 use crate::derived::Derived;
 use crate::error::IrError;
-use crate::eval::Dims;
 use crate::field::{IrField, IrFloat, IrScratch};
 use crate::jit::{Engine, NotCompilable};
 use crate::kernel::{Kernel, Update};
@@ -170,7 +169,7 @@ impl<'a> IrRhs<'a> {
         }
         #[cfg(feature = "jit")]
         {
-            let dims = Dims {
+            let dims = crate::eval::Dims {
                 bdim: 1,
                 gdim: self.slice.blocks(1) as u32,
                 n: self.slice.total as u32,
