@@ -7,7 +7,9 @@
 
 use crate::{Binding, GpuError, KernelCache, KernelSpec};
 use vgpu_ir::cfg::CfgKernel;
-use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
+use vgpu_ir::wgsl::cfg::{
+    emit_cfg_wgsl, fault, meta, warp_exchange_bytes, CfgWgslOptions, GLOBAL_BASE,
+};
 
 /// Bytes left free after each allocation in global memory, so an access just
 /// past one lands in no allocation.
@@ -166,10 +168,15 @@ fn check_limits(
             ));
         }
     }
-    let shared = (k.shared_static as u64 + l.dyn_shared as u64).next_multiple_of(4) + 8;
+    let warp = if k.has_warp_ops() {
+        warp_exchange_bytes(threads)
+    } else {
+        0
+    };
+    let shared = (k.shared_static as u64 + l.dyn_shared as u64).next_multiple_of(4) + 8 + warp;
     if shared > limits.max_compute_workgroup_storage_size as u64 {
         return e(format!(
-            "{shared} bytes of shared memory per block (static {}, dynamic {}, 8 for barriers); the adapter's max_compute_workgroup_storage_size is {}",
+            "{shared} bytes of shared memory per block (static {}, dynamic {}, 8 for barriers, {warp} for warp operations); the adapter's max_compute_workgroup_storage_size is {}",
             k.shared_static, l.dyn_shared, limits.max_compute_workgroup_storage_size
         ));
     }

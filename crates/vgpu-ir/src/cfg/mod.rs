@@ -19,8 +19,10 @@
 //! Sub-word integer types live in 32-bit registers and operations mask them.
 
 mod ops;
+mod warp;
 
 pub use ops::{AtomOp, BinOp, CvtOp, FCmp, ICmp, IntRound, TernOp, UnOp};
+pub use warp::{ReduxOp, ShflMode, VoteMode, WarpOp};
 
 /// A register, by index into [`CfgKernel::regs`].
 pub type Reg = u32;
@@ -76,6 +78,16 @@ pub enum Special {
     LaneId,
     /// `%warpid`: the thread's linear index in its block divided by 32.
     WarpId,
+    /// `%nwarpid`: the warps of the block (its threads / 32, rounded up).
+    NWarpId,
+    /// `%lanemask_{eq,lt,le,gt,ge}` (0..=4): lanes of the warp relative to
+    /// this one.
+    LaneMask(u8),
+    /// `%dynamic_smem_size`: the launch's dynamic shared bytes.
+    DynSmem,
+    /// `%total_smem_size`: static plus dynamic shared bytes, rounded up to
+    /// the 128-byte allocation unit.
+    TotalSmem,
     /// A constant (`WARP_SZ`, `%nsmid`, the cluster registers …).
     Const(u64),
 }
@@ -224,6 +236,20 @@ pub enum Term {
         /// The source line.
         line: u32,
     },
+    /// A warp operation ([`WarpOp`]): when the guard holds, the thread waits
+    /// for its warp's group (module `warp`), takes part, and goes on at
+    /// `next`; otherwise it goes on at `next` at once. The block holding it
+    /// has no statements, so its id orders it with the other program points.
+    Warp {
+        /// The operation.
+        op: WarpOp,
+        /// Runs only when this predicate register is true (false when negated).
+        guard: Option<(Reg, bool)>,
+        /// The block after it.
+        next: BlockId,
+        /// The source line.
+        line: u32,
+    },
 }
 
 /// A basic block.
@@ -274,6 +300,13 @@ impl CfgKernel {
         self.blocks
             .iter()
             .any(|b| matches!(b.term, Term::Barrier { .. }))
+    }
+
+    /// Whether any block ends in a warp operation.
+    pub fn has_warp_ops(&self) -> bool {
+        self.blocks
+            .iter()
+            .any(|b| matches!(b.term, Term::Warp { .. }))
     }
 
     /// Whether any operation computes in `f64` (the adapter needs `SHADER_F64`
@@ -386,6 +419,23 @@ impl CfgKernel {
                     blk(els)?;
                 }
                 Term::Barrier { next, .. } => blk(next)?,
+                Term::Warp {
+                    op, guard, next, ..
+                } => {
+                    if !b.stmts.is_empty() {
+                        return Err("a warp operation's block has statements".into());
+                    }
+                    if let Some((g, _)) = guard {
+                        reg(g)?;
+                    }
+                    for d in op.dsts() {
+                        reg(d)?;
+                    }
+                    for v in op.srcs() {
+                        val(&v)?;
+                    }
+                    blk(next)?;
+                }
                 Term::Return | Term::Trap { .. } => {}
             }
         }

@@ -97,6 +97,84 @@ fn fcmp(c: warp_ops::FCmp) -> FCmp {
     }
 }
 
+fn is_warp_op(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Shfl { .. }
+            | Op::Vote { .. }
+            | Op::Redux { .. }
+            | Op::ActiveMask { .. }
+            | Op::Match { .. }
+            | Op::WarpSync { .. }
+    )
+}
+
+/// The IR's form of a decoded warp operation (one to one).
+fn warp_op(op: &Op) -> cfg::WarpOp {
+    use crate::program::{ReduxOp as R, ShflMode as S, VoteMode as V};
+    match *op {
+        Op::Shfl {
+            mode,
+            d,
+            p,
+            a,
+            b,
+            c,
+        } => cfg::WarpOp::Shfl {
+            mode: match mode {
+                S::Up => cfg::ShflMode::Up,
+                S::Down => cfg::ShflMode::Down,
+                S::Bfly => cfg::ShflMode::Bfly,
+                S::Idx => cfg::ShflMode::Idx,
+            },
+            d,
+            p,
+            a: val(a),
+            b: val(b),
+            c: val(c),
+        },
+        Op::Vote { mode, d, a, neg } => cfg::WarpOp::Vote {
+            mode: match mode {
+                V::All => cfg::VoteMode::All,
+                V::Any => cfg::VoteMode::Any,
+                V::Uni => cfg::VoteMode::Uni,
+                V::Ballot => cfg::VoteMode::Ballot,
+            },
+            d,
+            a: val(a),
+            neg,
+        },
+        Op::Redux {
+            op,
+            signed,
+            d,
+            a,
+            mask,
+        } => cfg::WarpOp::Redux {
+            op: match op {
+                R::Add => cfg::ReduxOp::Add,
+                R::Min => cfg::ReduxOp::Min,
+                R::Max => cfg::ReduxOp::Max,
+                R::And => cfg::ReduxOp::And,
+                R::Or => cfg::ReduxOp::Or,
+                R::Xor => cfg::ReduxOp::Xor,
+            },
+            signed,
+            d,
+            a: val(a),
+            mask: val(mask),
+        },
+        Op::ActiveMask { d } => cfg::WarpOp::ActiveMask { d },
+        Op::Match { all, d, p, a } => cfg::WarpOp::Match {
+            all,
+            d,
+            p,
+            a: val(a),
+        },
+        _ => cfg::WarpOp::Sync,
+    }
+}
+
 impl<'a> Lowering<'a> {
     fn new(k: &'a Kernel, m: &'a ast::Module, file: &'a str) -> Self {
         let mut by_line: HashMap<u32, Vec<&ast::Instruction>> = HashMap::new();
@@ -138,6 +216,11 @@ impl<'a> Lowering<'a> {
                     leader[i + 1] = true;
                 }
                 Op::Exit | Op::Trap | Op::Bar { .. } => leader[i + 1] = true,
+                _ if is_warp_op(&inst.op) => {
+                    // A warp operation is a block of its own (its id orders it).
+                    leader[i] = true;
+                    leader[i + 1] = true;
+                }
                 _ => {}
             }
         }
@@ -196,6 +279,12 @@ impl<'a> Lowering<'a> {
                     return Err(self.unsupported(line, "a guarded trap or barrier, or bar.red"))
                 }
                 Op::Nop => None,
+                op if is_warp_op(op) => Some(cfg::Term::Warp {
+                    op: warp_op(op),
+                    guard,
+                    next: target(i + 1),
+                    line,
+                }),
                 op => {
                     cur.push(Stmt {
                         inst: self.inst(op, line)?,
@@ -343,9 +432,34 @@ impl<'a> Lowering<'a> {
                     Special::Nctaid(i) => cfg::Special::Nctaid(*i),
                     Special::LaneId => cfg::Special::LaneId,
                     Special::WarpId => cfg::Special::WarpId,
+                    Special::NWarpId => cfg::Special::NWarpId,
+                    Special::LaneMask(m) => cfg::Special::LaneMask(*m),
+                    Special::DynSmem => cfg::Special::DynSmem,
+                    Special::TotalSmem => cfg::Special::TotalSmem,
+                    Special::SmId | Special::GridId => cfg::Special::Const(0),
+                    Special::NSmId => cfg::Special::Const(1),
                     Special::Zero => cfg::Special::Const(0),
                     Special::One => cfg::Special::Const(1),
-                    _ => return Err(self.unsupported(line, "this special register")),
+                    Special::Clock
+                    | Special::ClockHi
+                    | Special::Clock64
+                    | Special::GlobalTimer
+                    | Special::GlobalTimerLo
+                    | Special::GlobalTimerHi => {
+                        return Err(self.unsupported(
+                            line,
+                            "a clock (the interpreter counts the warp's instructions, which the GPU does not)",
+                        ))
+                    }
+                    Special::AggrSmem
+                    | Special::ReservedSmemOffset
+                    | Special::ReservedSmemEnd
+                    | Special::ReservedSmemCap => {
+                        return Err(self.unsupported(
+                            line,
+                            "the shared memory reserved for system software (cooperative groups' multi-warp scratch)",
+                        ))
+                    }
                 },
             },
             Op::Ld {
@@ -403,12 +517,6 @@ impl<'a> Lowering<'a> {
                     c: val(*c),
                 }
             }
-            Op::Shfl { .. }
-            | Op::Vote { .. }
-            | Op::Redux { .. }
-            | Op::ActiveMask { .. }
-            | Op::Match { .. }
-            | Op::WarpSync { .. } => return Err(self.unsupported(line, "warp operations")),
             _ => return Err(self.unsupported(line, "this operation")),
         })
     }
@@ -477,12 +585,18 @@ impl<'a> Lowering<'a> {
         };
         let no = |why: &str| Err(self.unsupported(line, why));
         Ok(match (op, tys.as_slice()) {
-            ("div", [Ty::F32]) if mods.has("rn") && !ftz => Inst::Bin {
-                op: BinOp::DivF32Rn,
-                d,
-                a,
-                b,
-            },
+            // `div.approx.f32` and `div.full.f32` are within 2 ulp in PTX; the
+            // interpreter computes them correctly rounded, and so does this.
+            ("div", [Ty::F32])
+                if (mods.has("rn") || mods.has("approx") || mods.has("full")) && !ftz =>
+            {
+                Inst::Bin {
+                    op: BinOp::DivF32Rn,
+                    d,
+                    a,
+                    b,
+                }
+            }
             ("sqrt", [Ty::F32]) if mods.has("rn") && !ftz => Inst::Un {
                 op: UnOp::SqrtF32Rn,
                 d,

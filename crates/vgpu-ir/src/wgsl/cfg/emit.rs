@@ -2,6 +2,7 @@
 //! one WGSL statement list per basic block.
 
 use super::prelude::{F64_PRELUDE, INT_PRELUDE};
+use super::warp::{self, WARP};
 use super::{check_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
 use crate::cfg::*;
 use crate::error::IrError;
@@ -14,17 +15,20 @@ const WAIT: u32 = 0x4000_0000;
 /// What an address check returns after recording a fault.
 const BAD: &str = "0xffffffffu";
 
+/// The width of a WGSL expression: `u32` or `vec2<u32>`.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum W {
+pub(super) enum W {
     B32,
     B64,
 }
 
-struct Em<'a> {
-    k: &'a CfgKernel,
+pub(super) struct Em<'a> {
+    pub(super) k: &'a CfgKernel,
     o: &'a CfgWgslOptions,
-    out: String,
+    pub(super) out: String,
     tmp: u32,
+    /// The kernel has warp operations (backward jumps stop at their target).
+    warps: bool,
 }
 
 fn unsupported(k: &CfgKernel, reason: String) -> IrError {
@@ -47,7 +51,7 @@ pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrErro
     if shared > u32::MAX as u64 / 2 {
         return Err(unsupported(k, format!("{shared} bytes of shared memory")));
     }
-    if k.blocks.len() as u64 >= WAIT as u64 {
+    if k.blocks.len() as u64 >= WARP as u64 {
         return Err(unsupported(k, format!("{} basic blocks", k.blocks.len())));
     }
     let mut e = Em {
@@ -55,6 +59,7 @@ pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrErro
         o,
         out: String::new(),
         tmp: 0,
+        warps: k.has_warp_ops(),
     };
     e.header(shared as u32);
     e.main()?;
@@ -121,7 +126,7 @@ impl Em<'_> {
 @group(0) @binding(3) var<storage, read_write> flt: array<atomic<u32>>;
 var<workgroup> smem: array<{sty}, {swords}>;
 var<workgroup> wg_waiting: atomic<u32>;
-var<workgroup> wg_round: u32;
+var<workgroup> wg_round: u32;{warp_decls}
 var<private> lmem: array<u32, {lwords}>;
 var<private> g_wid: vec3<u32>;
 var<private> g_lid: vec3<u32>;
@@ -180,6 +185,11 @@ fn saddr(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32) -> u32 {{
             regs = meta::REGIONS,
             mis = fault::CLASS_MISALIGNED,
             oob = fault::CLASS_OUT_OF_BOUNDS,
+            warp_decls = if k.has_warp_ops() {
+                warp::decls(o.block.iter().product())
+            } else {
+                String::new()
+            },
         );
         // Word readers and writers per space.
         let spaces: [(&str, &str, bool, bool); 4] = [
@@ -262,8 +272,28 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
         self.k.regs[r as usize]
     }
 
+    /// The `pc` a jump from block `from` to block `to` sets: in a kernel with
+    /// warp operations a backward jump over a range of blocks holding one
+    /// stops at its target (warp.rs), unless the target is a warp operation,
+    /// which stops there anyway. A loop without warp operations runs freely:
+    /// a thread in it can reach a warp operation only by leaving it forward,
+    /// as the interpreter's min-PC order would run it there first.
+    pub(super) fn target(&self, from: usize, to: BlockId) -> u32 {
+        let t = to as usize;
+        let warp_block = |b: &Block| matches!(b.term, Term::Warp { .. });
+        let stop = self.warps
+            && t <= from
+            && !warp_block(&self.k.blocks[t])
+            && self.k.blocks[t..=from].iter().any(warp_block);
+        if stop {
+            to | WARP
+        } else {
+            to
+        }
+    }
+
     /// `v` as a u32 expression.
-    fn v32(&self, v: Val) -> String {
+    pub(super) fn v32(&self, v: Val) -> String {
         match v {
             Val::Reg(r) => match self.reg_ty(r) {
                 RegTy::B64 => format!("r{r}.x"),
@@ -274,7 +304,7 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
     }
 
     /// `v` as a vec2<u32> expression (a 32-bit register zero-extended).
-    fn v64(&self, v: Val) -> String {
+    pub(super) fn v64(&self, v: Val) -> String {
         match v {
             Val::Reg(r) => match self.reg_ty(r) {
                 RegTy::B64 => format!("r{r}"),
@@ -292,7 +322,7 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
         }
     }
 
-    fn assign(&self, d: Reg, e: String, w: W) -> String {
+    pub(super) fn assign(&self, d: Reg, e: String, w: W) -> String {
         match (self.reg_ty(d), w) {
             (RegTy::B64, W::B64) | (RegTy::B32 | RegTy::Pred, W::B32) => format!("r{d} = {e};"),
             (RegTy::B64, W::B32) => format!("r{d} = w64({e});"),
@@ -324,12 +354,16 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             };
             let _ = writeln!(self.out, "  var r{i}: {ty};");
         }
-        let barriers = k.has_barriers();
-        if barriers {
+        if self.warps {
+            // The round's parity (warp.rs double-buffers its slots by it).
+            self.out.push_str("  var rnd: u32 = 0u;\n");
+        }
+        let rounds = k.has_barriers() || self.warps;
+        if rounds {
             self.out.push_str("  loop {\n");
         }
         self.out.push_str(&format!(
-            "  loop {{\n    if (pc >= {WAIT}u) {{ break; }}\n    switch pc {{\n"
+            "  loop {{\n    if (pc >= {WARP}u) {{ break; }}\n    switch pc {{\n"
         ));
         // Loop headers: targets of a jump from a block at or after them.
         let mut header = vec![false; k.blocks.len()];
@@ -337,7 +371,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let ts: Vec<BlockId> = match b.term {
                 Term::Jump(t) => vec![t],
                 Term::Branch { then, els, .. } => vec![then, els],
-                Term::Barrier { next, .. } => vec![next],
+                Term::Barrier { next, .. } | Term::Warp { next, .. } => vec![next],
                 _ => vec![],
             };
             for t in ts {
@@ -360,7 +394,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     .first()
                     .map(|s| s.line)
                     .or(match b.term {
-                        Term::Barrier { line, .. } | Term::Trap { line } => Some(line),
+                        Term::Barrier { line, .. }
+                        | Term::Trap { line }
+                        | Term::Warp { line, .. } => Some(line),
                         _ => None,
                     })
                     .unwrap_or(0);
@@ -384,12 +420,26 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 }
             }
             let t = match b.term {
-                Term::Jump(t) => format!("pc = {t}u;"),
+                Term::Jump(t) => format!("pc = {}u;", self.target(i, t)),
                 Term::Branch { p, neg, then, els } => {
                     let (a, c) = if neg { (els, then) } else { (then, els) };
+                    let (a, c) = (self.target(i, a), self.target(i, c));
                     format!("pc = select({c}u, {a}u, r{p} != 0u);")
                 }
                 Term::Barrier { next, .. } => format!("pc = {}u;", next | WAIT),
+                Term::Warp { guard, next, .. } => {
+                    let stop = i as u32 | WARP;
+                    match guard {
+                        None => format!("pc = {stop}u;"),
+                        Some((g, neg)) => {
+                            let cmp = if neg { "==" } else { "!=" };
+                            format!(
+                                "pc = select({}u, {stop}u, r{g} {cmp} 0u);",
+                                self.target(i, next)
+                            )
+                        }
+                    }
+                }
                 Term::Return => format!("pc = {RET}u;"),
                 Term::Trap { line } => format!(
                     "raise({}u, {line}u, vec2<u32>(0u, 0u)); pc = {RET}u;",
@@ -399,7 +449,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let _ = writeln!(self.out, "        {t}\n      }}");
         }
         let _ = writeln!(self.out, "      default: {{ pc = {RET}u; }}\n    }}\n  }}");
-        if barriers {
+        if self.warps {
+            self.warp_round(RET, WAIT);
+            self.out.push_str("  }\n");
+        } else if rounds {
             let _ = write!(
                 self.out,
                 "  if (pc != {RET}u) {{ atomicAdd(&wg_waiting, 1u); }}
@@ -565,6 +618,21 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     Special::Nctaid(i) => format!("nwg[{i}]"),
                     Special::LaneId => "(lidx & 31u)".into(),
                     Special::WarpId => "(lidx >> 5u)".into(),
+                    Special::NWarpId => format!("{}u", (bx * by * bz).div_ceil(32)),
+                    Special::LaneMask(m) => match m {
+                        0 => "(1u << (lidx & 31u))".into(),
+                        1 => "((1u << (lidx & 31u)) - 1u)".into(),
+                        // 2u << 31u wraps to 0, so lane 31's `le` is all ones.
+                        2 => "((2u << (lidx & 31u)) - 1u)".into(),
+                        3 => "(~((2u << (lidx & 31u)) - 1u))".into(),
+                        _ => "(~((1u << (lidx & 31u)) - 1u))".into(),
+                    },
+                    Special::DynSmem => format!("{}u", self.o.dyn_shared),
+                    Special::TotalSmem => format!(
+                        "{}u",
+                        (self.k.shared_static as u64 + self.o.dyn_shared as u64)
+                            .next_multiple_of(128)
+                    ),
                     Special::Const(v) => {
                         return Ok(format!(
                             "        {}\n",

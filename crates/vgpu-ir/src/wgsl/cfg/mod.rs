@@ -11,6 +11,9 @@
 //!   `workgroupUniformLoad`). A thread that has returned keeps taking part in
 //!   the rounds and does nothing in them, as an exited CUDA thread does not
 //!   hold a `bar.sync` back.
+//! * Warp operations: 32 lanes by workgroup-memory emulation (warp.rs): each is
+//!   a meeting point of the rounds, like a barrier, at which each warp's group
+//!   (the interpreter's min-PC rule) exchanges values through workgroup arrays.
 //! * Memory: global memory is one `array<u32>` (`array<atomic<u32>>` when the
 //!   kernel stores sub-words there) addressed by bytes from [`GLOBAL_BASE`];
 //!   sub-word loads shift and mask, sub-word stores are an atomic and/or pair
@@ -29,11 +32,13 @@
 
 mod emit;
 mod prelude;
+mod warp;
 
 use crate::cfg::CfgKernel;
 use crate::error::IrError;
 
 pub use emit::emit_cfg_wgsl;
+pub use warp::warp_exchange_bytes;
 
 /// The byte address that global memory's offset 0 has (module variables sit
 /// at their own addresses above it, launch buffers after them).
