@@ -435,8 +435,17 @@ pub fn run_ensemble_gpu_with(
         return Err(e.into());
     }
     let first = integ.slice.map_or(0, |s| s.first);
-    // The lowest non-finite value, found on all cores.
-    if let Some(i) = states.par_iter().position_first(|v| !v.is_finite()) {
+    // The lowest non-finite value, found on all cores: the first chunk that
+    // holds one (a vectorised scan each), then its place in that chunk.
+    const CHUNK: usize = 1 << 16;
+    let bad = states
+        .par_chunks(CHUNK)
+        .position_first(|c| !c.iter().fold(true, |ok, v| ok & v.is_finite()))
+        .and_then(|c| {
+            let at = states[c * CHUNK..].iter().position(|v| !v.is_finite())?;
+            Some(c * CHUNK + at)
+        });
+    if let Some(i) = bad {
         return Err(IrError::NonFinite {
             kernel: k.name.clone(),
             state: k.states[i % dim].name.clone(),
