@@ -89,7 +89,7 @@ pub const STATS_WORDS: usize = 5;
 /// results are not the integration's, and the runner refuses the launch.
 pub const STATUS_CUT_SHORT: u32 = 5;
 /// Values of `cfg` after the `2·D` tolerances and before the save times.
-const CFG_SCALARS: usize = 12;
+const CFG_SCALARS: usize = 14;
 
 /// An embedded pair's tableau as plain data with its stage count at run time:
 /// the CPU's tableau values, read from the same functions.
@@ -269,8 +269,9 @@ pub fn launch_words(
 /// The `cfg` binding's values for states of `dim` components: `rtol` (D),
 /// `atol` (D), `t0`, `t1` (the shared span; per-trajectory spans are in
 /// `inp`), `dt0`, `dtmin`, `dtmax`, `fixed_step`, the controller's `beta1`,
-/// `beta2`, `safety`, `qmin`, `qmax`, `qoldinit`, then the save times.
-/// The caller converts them to the state type.
+/// `beta2`, `safety`, `qmin`, `qmax`, `qoldinit`, `1/qmax`, `1/qmin` (the
+/// CPU controller's clamp bounds, computed once in f64 as it computes them),
+/// then the save times. The caller converts them to the state type.
 pub fn cfg_values(settings: &DriverSettings, span: (f64, f64)) -> Vec<f64> {
     let c = &settings.controller;
     let mut v = Vec::with_capacity(settings.rtol.len() * 2 + CFG_SCALARS + settings.saveat.len());
@@ -289,6 +290,8 @@ pub fn cfg_values(settings: &DriverSettings, span: (f64, f64)) -> Vec<f64> {
         c.qmin,
         c.qmax,
         c.qoldinit,
+        1.0 / c.qmax,
+        1.0 / c.qmin,
     ]);
     v.extend_from_slice(&settings.saveat);
     v
@@ -414,7 +417,8 @@ fn emit(
     let (c_t0, c_t1, c_dt0) = (2 * dim, 2 * dim + 1, 2 * dim + 2);
     let (c_dtmin, c_dtmax, c_fixed) = (2 * dim + 3, 2 * dim + 4, 2 * dim + 5);
     let (c_b1, c_b2, c_safe) = (2 * dim + 6, 2 * dim + 7, 2 * dim + 8);
-    let (c_qmin, c_qmax, c_qold) = (2 * dim + 9, 2 * dim + 10, 2 * dim + 11);
+    let (c_qmin, c_qold) = (2 * dim + 9, 2 * dim + 11);
+    let (c_iqmax, c_iqmin) = (2 * dim + 12, 2 * dim + 13);
     let c_save = 2 * dim + CFG_SCALARS;
     // `S(f(0), f(1), …)` over the components.
     let s_of = |f: &dyn Fn(usize) -> String| -> String {
@@ -484,15 +488,18 @@ fn emit(
         sum((0..dim).map(|d| format!("r{d} * r{d}")).collect()),
         lit(dim as f64)
     );
+    // The controller (`PiController::accept`/`reject`). With β₂ = 0 (the I
+    // controller) E_old^β₂ is skipped: it is exactly 1 (pow(x, 0) = 1 for
+    // x ≥ qoldinit > 0), so the quotient is unchanged. The clamp bounds
+    // 1/qmax and 1/qmin are the host's (`cfg_values`), not divided per step.
     let _ = writeln!(
         s,
-        "fn accept(h: {ty}, err: {ty}, err_old: ptr<function, {ty}>) -> {ty} {{\n    let q11 = ppow(err, cfg[{c_b1}u]);\n    let q = clamp(q11 / ppow(*err_old, cfg[{c_b2}u]) / cfg[{c_safe}u], {one} / cfg[{c_qmax}u], {one} / cfg[{c_qmin}u]);\n    *err_old = max(err, cfg[{c_qold}u]);\n    return h / q;\n}}",
-        one = lit(1.0)
+        "fn accept(h: {ty}, err: {ty}, err_old: ptr<function, {ty}>) -> {ty} {{\n    var q11 = ppow(err, cfg[{c_b1}u]);\n    if (cfg[{c_b2}u] != {zero}) {{ q11 = q11 / ppow(*err_old, cfg[{c_b2}u]); }}\n    let q = clamp(q11 / cfg[{c_safe}u], cfg[{c_iqmax}u], cfg[{c_iqmin}u]);\n    *err_old = max(err, cfg[{c_qold}u]);\n    return h / q;\n}}",
+        zero = lit(0.0)
     );
     let _ = writeln!(
         s,
-        "fn reject(h: {ty}, err: {ty}) -> {ty} {{\n    if (fin(err)) {{ return h / min({one} / cfg[{c_qmin}u], ppow(err, cfg[{c_b1}u]) / cfg[{c_safe}u]); }}\n    return h * cfg[{c_qmin}u];\n}}",
-        one = lit(1.0)
+        "fn reject(h: {ty}, err: {ty}) -> {ty} {{\n    if (fin(err)) {{ return h / min(cfg[{c_iqmin}u], ppow(err, cfg[{c_b1}u]) / cfg[{c_safe}u]); }}\n    return h * cfg[{c_qmin}u];\n}}"
     );
     // Hairer's starting step (controller.rs `initial_step`), in the state type.
     let rms = |name: &str, v: &dyn Fn(usize) -> String| -> String {
