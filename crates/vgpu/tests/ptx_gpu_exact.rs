@@ -181,3 +181,120 @@ fn correctly_rounded_f32_operations_match_the_interpreter() {
         bad.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
     );
 }
+
+/// `cvt.rn.f16.f32` and `cvt.f32.f16` (integer code on the GPU, no f16
+/// arithmetic needed): every f16 bit pattern widened, and f32 values of every
+/// exponent from below the f16 subnormals to past the f16 overflow with
+/// mantissa tails at, just below and just above each rounding point.
+const HALF: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry halves(.param .u64 px, .param .u64 po)
+{
+    .reg .b16 %rs<3>;
+    .reg .f32 %f<4>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [px];
+    ld.param.u64 %rd2, [po];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mad.lo.s32 %r4, %r1, %r2, %r3;
+    mul.wide.u32 %rd3, %r4, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.f32 %f1, [%rd4];
+    ld.global.b16 %rs2, [%rd4];
+    cvt.rn.f16.f32 %rs1, %f1;
+    cvt.f32.f16 %f2, %rs1;
+    cvt.f32.f16 %f3, %rs2;
+    cvt.u32.u16 %r5, %rs1;
+    mul.wide.u32 %rd5, %r4, 12;
+    add.s64 %rd6, %rd2, %rd5;
+    st.global.u32 [%rd6], %r5;
+    st.global.f32 [%rd6+4], %f2;
+    st.global.f32 [%rd6+8], %f3;
+    ret;
+}
+"#;
+
+#[test]
+fn f16_conversions_match_the_interpreter() {
+    if let Err(e) = vgpu::gpu::GpuContext::get() {
+        assert!(
+            std::env::var("VGPU_REQUIRE_GPU").as_deref() != Ok("1"),
+            "VGPU_REQUIRE_GPU=1 but there is no GPU adapter: {e}"
+        );
+        eprintln!("no GPU adapter ({e}): skipped");
+        return;
+    }
+    let m = Module::parse(HALF, "halves.ptx").unwrap();
+    let n = 1usize << 17;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let x: Vec<u32> = (0..n)
+        .map(|i| {
+            let r = rng.next();
+            if i < 1 << 16 {
+                // The low half is every f16 pattern; the high half random.
+                (r << 16) | i as u32
+            } else {
+                let j = (i - (1 << 16)) as u32;
+                let e = 100 + j % 46;
+                let sh = 13 + (j / 46) % 12;
+                let t = (j / 552) % 3;
+                let tail = ((1u32 << (sh - 1)) + t).wrapping_sub(1) & ((1 << sh) - 1);
+                let m = ((r & 0x7f_ffff) & !((1 << sh) - 1)) | tail;
+                (r & 0x8000_0000) | (e << 23) | (m & 0x7f_ffff)
+            }
+        })
+        .collect();
+    let xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let go = |backend: BackendChoice| {
+        let mut bufs = vec![xb.clone(), vec![0u8; 12 * n]];
+        let cfg = LaunchConfig {
+            grid: [(n / 256) as u32, 1, 1],
+            block: [256, 1, 1],
+            shared_bytes: 0,
+        };
+        let args = [KernelArg::Buffer(0), KernelArg::Buffer(1)];
+        PtxRunner::new(backend, true)
+            .launch(
+                &m,
+                "halves",
+                &cfg,
+                &args,
+                &mut bufs,
+                &ExecOptions::default(),
+            )
+            .unwrap_or_else(|e| panic!("{backend:?}: {e}"));
+        bufs.swap_remove(1)
+    };
+    let (cpu, gpu) = (go(BackendChoice::Cpu), go(BackendChoice::Gpu));
+    let word = |v: &[u8], i: usize| u32::from_le_bytes(v[4 * i..4 * i + 4].try_into().unwrap());
+    let names = [
+        "cvt.rn.f16.f32",
+        "its cvt.f32.f16",
+        "cvt.f32.f16 of the low half",
+    ];
+    let mut bad = Vec::new();
+    for (t, xt) in x.iter().enumerate() {
+        for (j, name) in names.iter().enumerate() {
+            let (c, g) = (word(&cpu, 3 * t + j), word(&gpu, 3 * t + j));
+            if c != g {
+                bad.push(format!("x = {xt:#010x}: {name}: cpu {c:#x}, gpu {g:#x}"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} results differ:\n{}",
+        bad.len(),
+        bad.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
+    );
+    // Not vacuous: subnormal, normal, infinite and NaN halves all occur.
+    let h: Vec<u32> = (0..n).map(|t| word(&cpu, 3 * t)).collect();
+    assert!(h.iter().any(|&v| v & 0x7c00 == 0 && v & 0x3ff != 0));
+    assert!(h.iter().any(|&v| v & 0x7fff == 0x7c00));
+    assert!(h.contains(&0x7fff));
+}

@@ -239,6 +239,12 @@ pub enum CvtOp {
     },
     /// f32 → f32 rounded to an integral value (`cvt.rni.f32.f32` …).
     F32Round(IntRound),
+    /// `cvt.rn.f16.f32`: to the nearest f16, ties to even, overflow to
+    /// infinity, NaN to `0x7fff` (the interpreter's), in the low 16 bits.
+    F32ToF16Rn,
+    /// `cvt.f32.f16` (exact; an f16 NaN becomes PTX's canonical NaN
+    /// `0x7fffffff`, as in the interpreter).
+    F16ToF32,
 }
 
 impl UnOp {

@@ -680,6 +680,16 @@ impl<'a> Lowering<'a> {
                     d,
                     a,
                 },
+                (Ty::F16, Ty::F32) if mods.has("rn") => Inst::Cvt {
+                    op: CvtOp::F32ToF16Rn,
+                    d,
+                    a,
+                },
+                (Ty::F32, Ty::F16) if !mods.has("rn") && rnd(&mods).is_none() => Inst::Cvt {
+                    op: CvtOp::F16ToF32,
+                    d,
+                    a,
+                },
                 (Ty::F32, Ty::F32) if rnd(&mods).is_some() => Inst::Cvt {
                     op: CvtOp::F32Round(rnd(&mods).expect("checked")),
                     d,

@@ -853,6 +853,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 W::B32,
             ),
             CvtOp::F32Round(rnd) => (format!("f32_round({a32}, {}u)", mode(rnd)), W::B32),
+            CvtOp::F32ToF16Rn => (format!("f32_to_f16({a32})"), W::B32),
+            CvtOp::F16ToF32 => (format!("f16_to_f32({a32})"), W::B32),
         }
     }
 }

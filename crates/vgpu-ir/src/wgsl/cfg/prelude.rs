@@ -230,6 +230,44 @@ fn f32_round(a: u32, mode: u32) -> u32 {
   // Keep the sign of a zero result as PTX does (round(-0.3) = -0).
   return bitcast<u32>(r) | (a & 0x80000000u);
 }
+// cvt.rn.f16.f32 on bits: nearest, ties to even, overflow to infinity, NaN
+// to 0x7fff (as vgpu-ptx half_ops::f16_rn).
+fn f32_to_f16(a: u32) -> u32 {
+  let s = (a >> 16u) & 0x8000u;
+  let e = (a >> 23u) & 0xffu;
+  let m = a & 0x7fffffu;
+  if (e == 255u) { return select(s | 0x7c00u, 0x7fffu, m != 0u); }
+  if (e >= 143u) { return s | 0x7c00u; }
+  if (e < 102u) { return s; }
+  var base = 0u;
+  var sh = 13u;
+  var mm = m;
+  if (e >= 113u) {
+    base = ((e - 112u) << 10u) | (m >> 13u);
+  } else {
+    mm = m | 0x800000u;
+    sh = 126u - e;
+    base = mm >> sh;
+  }
+  let rem = mm & ((1u << sh) - 1u);
+  let half = 1u << (sh - 1u);
+  if (rem > half || (rem == half && (base & 1u) == 1u)) { base = base + 1u; }
+  return s | base;
+}
+// cvt.f32.f16 on bits (exact); an f16 NaN gives 0x7fffffff (PTX's canonical NaN,
+// the interpreter's).
+fn f16_to_f32(a: u32) -> u32 {
+  let s = (a & 0x8000u) << 16u;
+  let e = (a >> 10u) & 0x1fu;
+  let m = a & 0x3ffu;
+  if (e == 31u) { return select(s | 0x7f800000u, 0x7fffffffu, m != 0u); }
+  if (e == 0u) {
+    if (m == 0u) { return s; }
+    let p = firstLeadingBit(m);
+    return s | ((p + 103u) << 23u) | ((m << (23u - p)) & 0x7fffffu);
+  }
+  return s | ((e + 112u) << 23u) | (m << 13u);
+}
 "#;
 
 /// Helpers that compute in f64 (only emitted when the adapter has `SHADER_F64`).
