@@ -1,4 +1,5 @@
-//! The GPU path's correctly rounded f32 operations equal the interpreter's bit
+//! The GPU path's correctly rounded f32 operations (and `div.approx`/`div.full`,
+//! which the interpreter computes correctly rounded) equal the interpreter's bit
 //! for bit on adversarial inputs: `fma.rn` on exact midpoints decided by a tiny
 //! addend (the double-rounding trap), subnormal results, huge and tiny
 //! quotients, overflow to infinity, signed zeros, infinities and NaNs, and
@@ -15,7 +16,7 @@ const PTX: &str = r#"
 .visible .entry exact(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 po, .param .u32 pn)
 {
     .reg .pred %p<2>;
-    .reg .f32 %f<9>;
+    .reg .f32 %f<10>;
     .reg .b32 %r<6>;
     .reg .b64 %rd<12>;
     ld.param.u64 %rd1, [pa];
@@ -40,9 +41,12 @@ const PTX: &str = r#"
     div.rn.f32 %f5, %f1, %f2;
     sqrt.rn.f32 %f6, %f1;
     rcp.rn.f32 %f7, %f2;
-    mul.wide.u32 %rd9, %r5, 16;
+    div.approx.f32 %f8, %f1, %f2;
+    div.full.f32 %f9, %f1, %f2;
+    mul.wide.u32 %rd9, %r5, 32;
     add.s64 %rd10, %rd4, %rd9;
     st.global.v4.f32 [%rd10], {%f4, %f5, %f6, %f7};
+    st.global.v2.f32 [%rd10+16], {%f8, %f9};
 DONE:
     ret;
 }
@@ -146,17 +150,26 @@ fn correctly_rounded_f32_operations_match_the_interpreter() {
     let (a, b, c) = inputs();
     let n = a.len();
     let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    let fresh = || vec![bytes(&a), bytes(&b), bytes(&c), vec![0u8; 16 * n]];
+    let fresh = || vec![bytes(&a), bytes(&b), bytes(&c), vec![0u8; 32 * n]];
     let mut cpu = fresh();
     let mut gpu = fresh();
     run(BackendChoice::Cpu, &m, n, &mut cpu);
     run(BackendChoice::Gpu, &m, n, &mut gpu);
     let word = |v: &[u8], i: usize| u32::from_le_bytes(v[4 * i..4 * i + 4].try_into().unwrap());
-    let names = ["fma.rn", "div.rn", "sqrt.rn", "rcp.rn"];
+    // div.approx and div.full: correctly rounded in the interpreter (PTX allows
+    // 2 ulp), the same on the GPU.
+    let names = [
+        "fma.rn",
+        "div.rn",
+        "sqrt.rn",
+        "rcp.rn",
+        "div.approx",
+        "div.full",
+    ];
     let mut bad = Vec::new();
     for i in 0..n {
         for (j, name) in names.iter().enumerate() {
-            let (x, y) = (word(&cpu[3], 4 * i + j), word(&gpu[3], 4 * i + j));
+            let (x, y) = (word(&cpu[3], 8 * i + j), word(&gpu[3], 8 * i + j));
             let both_nan = f32::from_bits(x).is_nan() && f32::from_bits(y).is_nan();
             if x != y && !both_nan {
                 bad.push(format!(
@@ -177,7 +190,7 @@ fn correctly_rounded_f32_operations_match_the_interpreter() {
         bad.is_empty(),
         "{} of {} results differ:\n{}",
         bad.len(),
-        4 * n,
+        names.len() * n,
         bad.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
     );
 }
