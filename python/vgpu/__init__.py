@@ -203,7 +203,7 @@ class VGPUCache:
         return repr(self._cache)
 
 
-_ADAPTIVE = ("tsit5", "dp5", "bs3", "vern7")
+_ADAPTIVE = ("tsit5", "dp5", "bs3", "vern7", "rosenbrock23")
 
 
 def _over_comm(comm: Any, shard: Any, run: Any) -> Any:
