@@ -311,3 +311,84 @@ fn f16_conversions_match_the_interpreter() {
     assert!(h.iter().any(|&v| v & 0x7fff == 0x7c00));
     assert!(h.contains(&0x7fff));
 }
+
+/// `popc`, `clz` and `brev` on 32 and 64 bits.
+const BITS: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry bits(.param .u64 px, .param .u64 po)
+{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [px];
+    ld.param.u64 %rd2, [po];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mad.lo.s32 %r4, %r1, %r2, %r3;
+    mul.wide.u32 %rd3, %r4, 8;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u64 %rd5, [%rd4];
+    cvt.u32.u64 %r5, %rd5;
+    popc.b32 %r6, %r5;
+    clz.b32 %r7, %r5;
+    brev.b32 %r8, %r5;
+    popc.b64 %r9, %rd5;
+    clz.b64 %r10, %rd5;
+    brev.b64 %rd6, %rd5;
+    mul.wide.u32 %rd7, %r4, 32;
+    add.s64 %rd8, %rd2, %rd7;
+    st.global.v4.u32 [%rd8], {%r6, %r7, %r8, %r9};
+    st.global.u32 [%rd8+16], %r10;
+    st.global.u64 [%rd8+24], %rd6;
+    ret;
+}
+"#;
+
+#[test]
+fn bit_counts_match_the_interpreter() {
+    if vgpu::gpu::GpuContext::get().is_err() {
+        assert!(std::env::var("VGPU_REQUIRE_GPU").as_deref() != Ok("1"));
+        return;
+    }
+    let m = Module::parse(BITS, "bits.ptx").unwrap();
+    let n = 4096usize;
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let x: Vec<u64> = (0..n)
+        .map(|i| {
+            let r = ((rng.next() as u64) << 32) | rng.next() as u64;
+            match i % 4 {
+                // Zeros, single bits and short runs at every position.
+                0 => 1u64.checked_shl(i as u32 / 4 % 65).unwrap_or(0),
+                1 => r >> (i / 4 % 64),
+                2 => (r as u32) as u64,
+                _ => r,
+            }
+        })
+        .collect();
+    let xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let go = |backend: BackendChoice| {
+        let mut bufs = vec![xb.clone(), vec![0u8; 32 * n]];
+        let cfg = LaunchConfig {
+            grid: [(n / 128) as u32, 1, 1],
+            block: [128, 1, 1],
+            shared_bytes: 0,
+        };
+        let args = [KernelArg::Buffer(0), KernelArg::Buffer(1)];
+        PtxRunner::new(backend, true)
+            .launch(&m, "bits", &cfg, &args, &mut bufs, &ExecOptions::default())
+            .unwrap_or_else(|e| panic!("{backend:?}: {e}"));
+        bufs.swap_remove(1)
+    };
+    let (cpu, gpu) = (go(BackendChoice::Cpu), go(BackendChoice::Gpu));
+    assert_eq!(cpu.len(), gpu.len());
+    for (t, xt) in x.iter().enumerate() {
+        let (c, g) = (&cpu[32 * t..32 * t + 32], &gpu[32 * t..32 * t + 32]);
+        assert_eq!(c, g, "x = {xt:#018x}");
+        // The interpreter's own values, so the comparison is not vacuous.
+        let w = |i: usize| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().unwrap());
+        assert_eq!(w(0), (*xt as u32).count_ones());
+        assert_eq!(w(4), xt.leading_zeros());
+    }
+}

@@ -78,6 +78,12 @@ pub enum UnOp {
     /// `rsqrt.approx.f32` as the interpreter defines it: `1 / √a` in f64
     /// (each step correctly rounded), rounded once to f32.
     RsqrtF32,
+    /// `popc.b{32,64}`: the number of one bits (a 32-bit result).
+    Popc(u8),
+    /// `clz.b{32,64}`: the number of leading zero bits (a 32-bit result).
+    Clz(u8),
+    /// `brev.b{32,64}`: the bits reversed.
+    Brev(u8),
 }
 
 /// Two-source operations.

@@ -647,6 +647,15 @@ impl<'a> Lowering<'a> {
                 a,
                 b,
             },
+            ("popc" | "clz" | "brev", [t @ (Ty::B32 | Ty::B64)]) => {
+                let bits = t.bits() as u8;
+                let op = match op {
+                    "popc" => UnOp::Popc(bits),
+                    "clz" => UnOp::Clz(bits),
+                    _ => UnOp::Brev(bits),
+                };
+                Inst::Un { op, d, a }
+            }
             ("neg", [t]) if t.is_int() => Inst::Un {
                 op: UnOp::Neg(t.bits() as u8),
                 d,

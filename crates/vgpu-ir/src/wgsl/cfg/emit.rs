@@ -675,6 +675,32 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             UnOp::SqrtF32Rn => (format!("sqrt_f32({a32})"), W::B32),
             UnOp::RcpF32Rn => (format!("rcp_f32({a32})"), W::B32),
             UnOp::RsqrtF32 => (format!("rsqrt_f32({a32})"), W::B32),
+            UnOp::Popc(b) if b > 32 => {
+                let x = self.v64(a);
+                (
+                    format!("(countOneBits(({x}).x) + countOneBits(({x}).y))"),
+                    W::B32,
+                )
+            }
+            UnOp::Popc(_) => (format!("countOneBits({a32})"), W::B32),
+            UnOp::Clz(b) if b > 32 => {
+                let x = self.v64(a);
+                (
+                    format!(
+                        "select(countLeadingZeros(({x}).y), 32u + countLeadingZeros(({x}).x), ({x}).y == 0u)"
+                    ),
+                    W::B32,
+                )
+            }
+            UnOp::Clz(_) => (format!("countLeadingZeros({a32})"), W::B32),
+            UnOp::Brev(b) if b > 32 => {
+                let x = self.v64(a);
+                (
+                    format!("vec2<u32>(reverseBits(({x}).y), reverseBits(({x}).x))"),
+                    W::B64,
+                )
+            }
+            UnOp::Brev(_) => (format!("reverseBits({a32})"), W::B32),
         }
     }
 
