@@ -312,14 +312,14 @@ fn f16_conversions_match_the_interpreter() {
     assert!(h.contains(&0x7fff));
 }
 
-/// `popc`, `clz` and `brev` on 32 and 64 bits.
+/// `popc`, `clz` and `brev` on 32 and 64 bits, `bfind` (u32, s32, `.shiftamt`).
 const BITS: &str = r#"
 .version 8.0
 .target sm_90
 .address_size 64
 .visible .entry bits(.param .u64 px, .param .u64 po)
 {
-    .reg .b32 %r<12>;
+    .reg .b32 %r<16>;
     .reg .b64 %rd<10>;
     ld.param.u64 %rd1, [px];
     ld.param.u64 %rd2, [po];
@@ -337,11 +337,16 @@ const BITS: &str = r#"
     popc.b64 %r9, %rd5;
     clz.b64 %r10, %rd5;
     brev.b64 %rd6, %rd5;
-    mul.wide.u32 %rd7, %r4, 32;
+    bfind.u32 %r11, %r5;
+    bfind.s32 %r12, %r5;
+    bfind.shiftamt.u32 %r13, %r5;
+    bfind.shiftamt.s32 %r14, %r5;
+    mul.wide.u32 %rd7, %r4, 48;
     add.s64 %rd8, %rd2, %rd7;
     st.global.v4.u32 [%rd8], {%r6, %r7, %r8, %r9};
     st.global.u32 [%rd8+16], %r10;
     st.global.u64 [%rd8+24], %rd6;
+    st.global.v4.u32 [%rd8+32], {%r11, %r12, %r13, %r14};
     ret;
 }
 "#;
@@ -369,7 +374,7 @@ fn bit_counts_match_the_interpreter() {
         .collect();
     let xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
     let go = |backend: BackendChoice| {
-        let mut bufs = vec![xb.clone(), vec![0u8; 32 * n]];
+        let mut bufs = vec![xb.clone(), vec![0u8; 48 * n]];
         let cfg = LaunchConfig {
             grid: [(n / 128) as u32, 1, 1],
             block: [128, 1, 1],
@@ -384,7 +389,7 @@ fn bit_counts_match_the_interpreter() {
     let (cpu, gpu) = (go(BackendChoice::Cpu), go(BackendChoice::Gpu));
     assert_eq!(cpu.len(), gpu.len());
     for (t, xt) in x.iter().enumerate() {
-        let (c, g) = (&cpu[32 * t..32 * t + 32], &gpu[32 * t..32 * t + 32]);
+        let (c, g) = (&cpu[48 * t..48 * t + 48], &gpu[48 * t..48 * t + 48]);
         assert_eq!(c, g, "x = {xt:#018x}");
         // The interpreter's own values, so the comparison is not vacuous.
         let w = |i: usize| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().unwrap());

@@ -84,6 +84,14 @@ pub enum UnOp {
     Clz(u8),
     /// `brev.b{32,64}`: the bits reversed.
     Brev(u8),
+    /// `bfind{.shiftamt}.{u32,s32}`: the most significant bit (of `!a` for a
+    /// negative signed `a`), or `31 −` it with `shiftamt`; all ones when none.
+    Bfind {
+        /// `.s32`.
+        signed: bool,
+        /// `.shiftamt`.
+        shiftamt: bool,
+    },
 }
 
 /// Two-source operations.

@@ -656,6 +656,14 @@ impl<'a> Lowering<'a> {
                 };
                 Inst::Un { op, d, a }
             }
+            ("bfind", [t @ (Ty::U32 | Ty::S32)]) => Inst::Un {
+                op: UnOp::Bfind {
+                    signed: *t == Ty::S32,
+                    shiftamt: mods.has("shiftamt"),
+                },
+                d,
+                a,
+            },
             ("neg", [t]) if t.is_int() => Inst::Un {
                 op: UnOp::Neg(t.bits() as u8),
                 d,

@@ -701,6 +701,19 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 )
             }
             UnOp::Brev(_) => (format!("reverseBits({a32})"), W::B32),
+            UnOp::Bfind { signed, shiftamt } => {
+                let m = if signed {
+                    format!("bitcast<u32>(firstLeadingBit(bitcast<i32>({a32})))")
+                } else {
+                    format!("firstLeadingBit({a32})")
+                };
+                let e = if shiftamt {
+                    format!("bfind_shift({m})")
+                } else {
+                    m
+                };
+                (e, W::B32)
+            }
         }
     }
 

@@ -268,6 +268,8 @@ fn f16_to_f32(a: u32) -> u32 {
   }
   return s | ((e + 112u) << 23u) | (m << 13u);
 }
+// bfind.shiftamt from bfind's bit: 31 - m, all ones kept.
+fn bfind_shift(m: u32) -> u32 { return select(31u - m, m, m == 0xffffffffu); }
 "#;
 
 /// Helpers that compute in f64 (only emitted when the adapter has `SHADER_F64`).
