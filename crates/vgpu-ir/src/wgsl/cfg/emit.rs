@@ -2,7 +2,7 @@
 //! one WGSL statement list per basic block.
 
 use super::prelude::{F64_PRELUDE, INT_PRELUDE};
-use super::warp::{self, WARP};
+use super::warp::{self, BACK, WARP};
 use super::{check_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
 use crate::cfg::*;
 use crate::error::IrError;
@@ -51,7 +51,7 @@ pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrErro
     if shared > u32::MAX as u64 / 2 {
         return Err(unsupported(k, format!("{shared} bytes of shared memory")));
     }
-    if k.blocks.len() as u64 >= WARP as u64 {
+    if k.blocks.len() as u64 >= BACK as u64 {
         return Err(unsupported(k, format!("{} basic blocks", k.blocks.len())));
     }
     let mut e = Em {
@@ -272,23 +272,21 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
         self.k.regs[r as usize]
     }
 
-    /// The `pc` a jump from block `from` to block `to` sets: in a kernel with
-    /// warp operations a backward jump over a range of blocks holding one
-    /// stops at its target (warp.rs), unless the target is a warp operation,
-    /// which stops there anyway. A loop without warp operations runs freely:
-    /// a thread in it can reach a warp operation only by leaving it forward,
-    /// as the interpreter's min-PC order would run it there first.
-    pub(super) fn target(&self, from: usize, to: BlockId) -> u32 {
+    /// The statement a jump from block `from` to block `to` is: in a kernel
+    /// with warp operations a backward jump over a range of blocks holding one
+    /// stops at its source (`WARP | BACK | from`, target in `bt`: warp.rs), as
+    /// the interpreter's lane waits at its branch while lower lanes of its warp
+    /// run. A loop without warp operations runs freely: a thread in it can
+    /// reach a warp operation only by leaving it forward, as the interpreter's
+    /// min-PC order would run it there first.
+    pub(super) fn goto(&self, from: usize, to: BlockId) -> String {
         let t = to as usize;
         let warp_block = |b: &Block| matches!(b.term, Term::Warp { .. });
-        let stop = self.warps
-            && t <= from
-            && !warp_block(&self.k.blocks[t])
-            && self.k.blocks[t..=from].iter().any(warp_block);
+        let stop = self.warps && t <= from && self.k.blocks[t..=from].iter().any(warp_block);
         if stop {
-            to | WARP
+            format!("bt = {to}u; pc = {}u;", from as u32 | WARP | BACK)
         } else {
-            to
+            format!("pc = {to}u;")
         }
     }
 
@@ -356,7 +354,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }
         if self.warps {
             // The round's parity (warp.rs double-buffers its slots by it).
-            self.out.push_str("  var rnd: u32 = 0u;\n");
+            self.out
+                .push_str("  var rnd: u32 = 0u;\n  var bt: u32 = 0u;\n");
         }
         let rounds = k.has_barriers() || self.warps;
         if rounds {
@@ -420,11 +419,15 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 }
             }
             let t = match b.term {
-                Term::Jump(t) => format!("pc = {}u;", self.target(i, t)),
+                Term::Jump(t) => self.goto(i, t),
                 Term::Branch { p, neg, then, els } => {
                     let (a, c) = if neg { (els, then) } else { (then, els) };
-                    let (a, c) = (self.target(i, a), self.target(i, c));
-                    format!("pc = select({c}u, {a}u, r{p} != 0u);")
+                    let (ga, gc) = (self.goto(i, a), self.goto(i, c));
+                    if ga.starts_with("bt") || gc.starts_with("bt") {
+                        format!("if (r{p} != 0u) {{ {ga} }} else {{ {gc} }}")
+                    } else {
+                        format!("pc = select({c}u, {a}u, r{p} != 0u);")
+                    }
                 }
                 Term::Barrier { next, .. } => format!("pc = {}u;", next | WAIT),
                 Term::Warp { guard, next, .. } => {
@@ -434,8 +437,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         Some((g, neg)) => {
                             let cmp = if neg { "==" } else { "!=" };
                             format!(
-                                "pc = select({}u, {stop}u, r{g} {cmp} 0u);",
-                                self.target(i, next)
+                                "if (r{g} {cmp} 0u) {{ pc = {stop}u; }} else {{ {} }}",
+                                self.goto(i, next)
                             )
                         }
                     }

@@ -4,10 +4,10 @@
 //! A warp operation is a meeting point of the round structure (mod.rs): a
 //! thread whose guard holds stops there (`pc = WARP | block`), as it stops at
 //! `bar.sync`. In a kernel with warp operations a thread also stops where it
-//! jumps backwards over a warp operation (at the loop header,
-//! `WARP | header`), so that between stops it never comes back to a warp
-//! operation it has passed: a lane that did could join a group the
-//! interpreter's min-PC order runs without it.
+//! jumps backwards over a warp operation, at the jump (`WARP | BACK | from`,
+//! the target in `bt`), as the interpreter's lane waits at its branch while
+//! lower lanes of its warp run: between stops it never comes back to a warp
+//! operation it has passed, and it cannot overtake lanes waiting at one.
 //!
 //! A round has the same two synchronisations as a round of a kernel with
 //! barriers only (one `workgroupBarrier` and one `workgroupUniformLoad`; the
@@ -20,7 +20,7 @@
 //! thread stopped at a warp point finds its warp's lowest stopped program
 //! point — its group, the interpreter's min-PC rule — and the group's lanes
 //! compute the result from their partners' slots and go on; a group stopped
-//! at a loop header goes on from there. The slots are double-buffered by the
+//! at a backward jump takes it. The slots are double-buffered by the
 //! round's parity, so a thread writing the next round's slots never overwrites
 //! what a slower thread still reads. Barriers are released only in a round
 //! where no thread stopped at a warp point, so a warp operation never passes a
@@ -37,6 +37,9 @@ use crate::cfg::{ReduxOp, Reg, ShflMode, Term, VoteMode, WarpOp};
 
 /// Set in `pc` while the thread waits at a warp point.
 pub(super) const WARP: u32 = 0x2000_0000;
+/// Set in `pc` (with [`WARP`]) while the thread waits at a backward jump from
+/// the block in the low bits to the block in `bt`.
+pub(super) const BACK: u32 = 0x1000_0000;
 /// No warp point (`wg_wpc` of a thread that is not at one).
 const NONE: u32 = 0xffff_ffff;
 /// Kinds of the round's `switch kind`.
@@ -45,7 +48,7 @@ const VOTE: u32 = 1;
 const REDUX: u32 = 2;
 const ACTIVE: u32 = 3;
 const MATCH: u32 = 4;
-/// No value (`bar.warp.sync`, or a group at a loop header).
+/// No value (`bar.warp.sync`).
 const NOP: u32 = 5;
 
 /// Bytes of workgroup memory the exchange takes for a block of `threads`
@@ -209,8 +212,10 @@ impl Em<'_> {
     wbase = pb + (lidx & ~31u);
     wend = min(wbase + 32u, pb + NT);
     var mn = {NONE}u;
-    for (var j = wbase; j < wend; j = j + 1u) {{ mn = min(mn, wg_wpc[j]); }}
-    if (pc - {WARP}u == mn) {{
+    for (var j = wbase; j < wend; j = j + 1u) {{ mn = min(mn, wg_wpc[j] & ~{BACK}u); }}
+    if (((pc - {WARP}u) & ~{BACK}u) == mn && (pc & {BACK}u) != 0u) {{
+      pc = bt;
+    }} else if (pc - {WARP}u == mn) {{
       var em = 0u;
       for (var j = wbase; j < wend; j = j + 1u) {{ if (wg_wpc[j] == mn) {{ em = em | (1u << (j - wbase)); }} }}
       let l = lidx & 31u;
@@ -278,12 +283,12 @@ impl Em<'_> {
                     code += &self.assign(p, "res2".into(), W::B32);
                     code.push(' ');
                 }
-                let next = self.target(i, next);
-                let _ = writeln!(self.out, "        case {i}u: {{ {code}pc = {next}u; }}");
+                let next = self.goto(i, next);
+                let _ = writeln!(self.out, "        case {i}u: {{ {code}{next} }}");
             }
         }
         self.out.push_str(
-            "        default: { pc = mn; }
+            "        default: {}
       }
     }
   }
