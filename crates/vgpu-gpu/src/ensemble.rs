@@ -42,11 +42,7 @@ pub fn unphased_workgroup(
     integ: &Integration,
 ) -> Result<u32, IrError> {
     let block = integ.block.max(1);
-    let limits = cache.context().limits();
-    let max = limits
-        .max_compute_invocations_per_workgroup
-        .min(limits.max_compute_workgroup_size_x)
-        .max(1);
+    let max = max_block(cache).max(1);
     if block <= max {
         return Ok(block);
     }
@@ -142,6 +138,14 @@ pub struct GpuPhases {
     pub check: Duration,
 }
 
+/// The largest block `cache`'s device runs as one workgroup of a 1-D launch.
+fn max_block(cache: &KernelCache) -> u32 {
+    let limits = cache.context().limits();
+    limits
+        .max_compute_invocations_per_workgroup
+        .min(limits.max_compute_workgroup_size_x)
+}
+
 /// The kernel spec of the unphased kernel `k` integrated with `integ.method`,
 /// in workgroups of `wg` invocations (see [`unphased_workgroup`]).
 ///
@@ -188,9 +192,7 @@ pub fn phased_spec(
         backend: format!("gpu ({})", cache.adapter().name),
         reason,
     };
-    let max_block = limits
-        .max_compute_invocations_per_workgroup
-        .min(limits.max_compute_workgroup_size_x);
+    let max_block = max_block(cache);
     if layout.block > max_block {
         return Err(too_big(format!(
             "a block of {} trajectories is one workgroup, and this GPU allows {max_block} invocations per workgroup",
