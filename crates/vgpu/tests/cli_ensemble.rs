@@ -139,28 +139,29 @@ fn tree_sum_writes_its_flux_output() {
     assert_eq!(total[0], (0..1024).sum::<i32>() as f32);
 }
 
+/// `lorenz("256", "0:0.2") --dt 0.001 --backend gpu EXTRA… --out OUT`: its
+/// output, or `None` when there is no GPU adapter (see `common::gpu_ran`).
+fn lorenz_gpu(extra: &[&str], out: &std::path::Path) -> Option<std::process::Output> {
+    let o = lorenz("256", "0:0.2")
+        .args(["--dt", "0.001", "--backend", "gpu"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    common::gpu_ran(
+        o.status.code().unwrap_or(-1),
+        &String::from_utf8_lossy(&o.stderr),
+    )
+    .then_some(o)
+}
+
 #[test]
 fn gpu_backend_agrees_with_cpu() {
     let out = tmp("lorenz_gpu.npy");
-    let o = lorenz("256", "0:0.2")
-        .args([
-            "--dt",
-            "0.001",
-            "--backend",
-            "gpu",
-            "--kernel-time",
-            "2",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    if !common::gpu_ran(
-        o.status.code().unwrap_or(-1),
-        &String::from_utf8_lossy(&o.stderr),
-    ) {
+    let Some(o) = lorenz_gpu(&["--kernel-time", "2"], &out) else {
         return;
-    }
+    };
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains("backend: gpu") && stdout.contains("kernel"),
@@ -187,17 +188,9 @@ fn gpu_backend_agrees_with_cpu() {
 #[test]
 fn gpu_json_reports_where_the_time_went() {
     let out = tmp("lorenz_gpu_phases.npy");
-    let o = lorenz("256", "0:0.2")
-        .args(["--dt", "0.001", "--backend", "gpu", "--json", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    if !common::gpu_ran(
-        o.status.code().unwrap_or(-1),
-        &String::from_utf8_lossy(&o.stderr),
-    ) {
+    let Some(o) = lorenz_gpu(&["--json"], &out) else {
         return;
-    }
+    };
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let f = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("not a number in {j}"));
     let seconds = f(&j["seconds"]);
