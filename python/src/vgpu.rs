@@ -10,7 +10,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::Mutex;
-use vgpu::field::demos::{run_all, DemoOptions, DemoReport};
+use vgpu::demos::{run_all, DemoOptions, DemoReport};
 use vgpu::field::{Method, Par};
 use vgpu::Dispatcher;
 

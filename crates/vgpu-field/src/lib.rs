@@ -19,21 +19,21 @@
 //! * **Adaptive ensembles** ([`adaptive`]): embedded Runge–Kutta pairs
 //!   (Tsit5, DP5, BS3, Vern7) as data, each trajectory with its own step size,
 //!   PI controller, dense output at save times and status.
-//! * [`demos`] holds the equivalence demos, each checked against the result
-//!   the CUDA kernel computes; [`lorenz`] the Lorenz ensemble benchmark.
+//!
+//! The equivalence demos, the Lorenz baselines and the PTX throughput
+//! workloads live in the `vgpu-demos` crate (`publish = false`), beside the
+//! binary and benches that use them.
 //!
 //! See `docs/SPEC.md` for the theory and the tests that check each claim.
 #![deny(missing_docs)]
 
 pub mod adaptive;
-pub mod demos;
 mod dim3;
 pub mod error;
 pub mod executor;
 pub mod field;
 pub mod flux;
 pub mod launch;
-pub mod lorenz;
 pub mod par;
 pub mod phase;
 pub mod real;

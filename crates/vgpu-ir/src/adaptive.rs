@@ -820,7 +820,7 @@ mod tests {
     }
 
     /// The `.field` Lorenz through the adaptive driver on both engines beside
-    /// the hand-written Tsit5 loop (`vgpu_field::adaptive::reference`) and
+    /// the hand-written Tsit5 loop (`vgpu_demos::lorenz_tsit5`) and
     /// the same arithmetic as a closure, one run, alternating (run with
     /// `cargo test --release -p vgpu-ir --lib measure_ir_against_the_hand_loop
     /// -- --ignored --nocapture`; `VGPU_N` trajectories, default 8192, and
@@ -828,7 +828,7 @@ mod tests {
     #[test]
     #[ignore = "a measurement, not a check"]
     fn measure_ir_against_the_hand_loop() {
-        use vgpu_field::adaptive::reference::lorenz_tsit5_reference;
+        use vgpu_demos::lorenz_tsit5::lorenz_tsit5_reference;
         let env = |k: &str, d: usize| {
             std::env::var(k)
                 .ok()

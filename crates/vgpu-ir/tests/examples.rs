@@ -3,7 +3,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::path::PathBuf;
-use vgpu_field::lorenz::{lorenz_reference, LorenzProblem};
+use vgpu_demos::lorenz::{lorenz_reference, LorenzProblem};
 use vgpu_ir::{compile_file, run_cpu, Args, Buffer, Integration, Method, Par, Value};
 
 fn example(name: &str) -> PathBuf {

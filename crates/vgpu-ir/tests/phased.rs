@@ -2,7 +2,7 @@
 //! `PhasedLaunch`, so RK4 integrates registers, shared arrays (both
 //! precisions) and flux with the same arithmetic as every other launch.
 
-use vgpu_field::demos::RelaxField;
+use vgpu_demos::RelaxField;
 use vgpu_field::{Launch, LaunchConfig, PerTrajectory};
 use vgpu_ir::{compile, compile_file, run_cpu, Args, Buffer, Integration, Method, Output, Par};
 

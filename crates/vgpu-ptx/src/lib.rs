@@ -42,7 +42,6 @@ mod special;
 pub mod trace;
 mod types;
 mod warp_ops;
-pub mod workload;
 
 pub use case::{
     run_case, run_case_on, run_case_with, BufferReport, Case, CaseOptions, CaseReport, Launcher,

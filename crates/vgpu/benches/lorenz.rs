@@ -4,7 +4,7 @@
 //! Throughput is reported in trajectory-steps per second.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use vgpu::field::lorenz::{lorenz_field, lorenz_reference, lorenz_reference_lanes, LorenzProblem};
+use vgpu::demos::lorenz::{lorenz_field, lorenz_reference, lorenz_reference_lanes, LorenzProblem};
 use vgpu::field::Par;
 
 fn lorenz(c: &mut Criterion) {

@@ -26,7 +26,7 @@ pub use vgpu_gpu::{
     KernelSpec, VgpuCache,
 };
 
-/// The field engine: launch geometry, fields, integrators, barrier and flux, the CPU executor, the demos.
+/// The field engine: launch geometry, fields, integrators, barrier and flux, the CPU executor.
 pub use vgpu_field as field;
 pub use vgpu_field::{
     field_fn, Barrier, BlockCtx, BlockField, Ctx, Dim3, Field, FieldError, Launch, LaunchConfig,
@@ -38,6 +38,11 @@ pub use vgpu_gpu::{run_ensemble_gpu, EnsembleError, GpuEnsemble};
 /// The kernel IR and the `.field` language: compile, run on the CPU, emit WGSL.
 pub use vgpu_ir as ir;
 pub use vgpu_ir::{compile, compile_file, run_cpu, Args, Integration, IrError, Kernel};
+
+/// Programs' code (crate `vgpu-demos`, `publish = false`): the equivalence
+/// demos (`vgpu demo`, Python's `vgpu.demo()`), the Lorenz baselines (`vgpu
+/// bench lorenz`) and the PTX throughput workloads (`vgpu bench ptx`).
+pub use vgpu_demos as demos;
 
 /// The PTX front end: nvcc's PTX parsed, decoded and run as fields (SIMT), with a checker and the case runner.
 pub use vgpu_ptx as ptx;

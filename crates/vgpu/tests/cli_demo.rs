@@ -109,9 +109,9 @@ fn bench_lorenz_json_has_the_keys_and_the_library_checksum() {
     assert_eq!(v["steps"], 1000);
     assert!(v["seconds"].as_f64().unwrap() > 0.0);
     assert!(v["traj_steps_per_s"].as_f64().unwrap() > 0.0);
-    let want = vgpu::field::lorenz::checksum(
-        &vgpu::field::lorenz::lorenz_field(
-            &vgpu::field::lorenz::LorenzProblem::new(512),
+    let want = vgpu::demos::lorenz::checksum(
+        &vgpu::demos::lorenz::lorenz_field(
+            &vgpu::demos::lorenz::LorenzProblem::new(512),
             256,
             vgpu::field::Par::Seq,
         )

@@ -21,8 +21,9 @@
 //!   side's Jacobian, `W = I − γhJ` factored per step.
 //! * **Events** ([`events`]): zero crossings of `g(t, y, p)` located on the
 //!   dense output, then jumps or termination of that trajectory alone.
-//! * [`reference`] holds a hand-written Tsit5 Lorenz ensemble, the driver's
-//!   benchmark reference.
+//!
+//! The driver's benchmark reference, a hand-written Tsit5 Lorenz loop, lives
+//! in `vgpu_demos::lorenz_tsit5`.
 
 pub mod controller;
 mod dense;
@@ -31,7 +32,6 @@ mod erk;
 pub mod error;
 pub mod events;
 pub mod method;
-pub mod reference;
 pub mod rhs;
 pub mod rosenbrock;
 pub mod status;

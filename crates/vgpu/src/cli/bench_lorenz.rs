@@ -13,7 +13,7 @@ use ndarray_npy::write_npy;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
-use vgpu::field::lorenz::{self, LorenzProblem, REFERENCE_LANES};
+use vgpu::demos::lorenz::{self, LorenzProblem, REFERENCE_LANES};
 use vgpu::field::{Ctx, Field, FieldError, Launch, LaunchConfig, Method, Par, PerTrajectory, Real};
 use vgpu::ir::{Arg, Buffer};
 

@@ -7,9 +7,9 @@ use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use vgpu::field::lorenz::{lorenz_field, LorenzProblem};
+use vgpu::demos::lorenz::{lorenz_field, LorenzProblem};
+use vgpu::demos::ptx_workload::{self as workload, inputs, Workload};
 use vgpu::field::Par;
-use vgpu::ptx::workload::{self, inputs, Workload};
 use vgpu::ptx::{ExecOptions, Kernel, Module};
 
 /// Options of `vgpu bench ptx`.
@@ -137,12 +137,7 @@ fn matmul(m: &Module, a: &PtxBenchArgs, opts: &ExecOptions) -> Result<Row, vgpu:
     let w = workload::matmul_naive(n, &x, &y);
     let (ptx_seconds, instr, out) = time_ptx(&k, &w, opts, a.repeats)?;
     let (field_seconds, (c, _)) = best_of(a.repeats, || {
-        Ok(vgpu::field::demos::matmul_field(
-            &x,
-            &y,
-            (n, n, n),
-            Par::Auto,
-        )?)
+        Ok(vgpu::demos::matmul_field(&x, &y, (n, n, n), Par::Auto)?)
     })?;
     Ok(Row {
         name: "matmul_naive",

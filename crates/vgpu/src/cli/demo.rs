@@ -2,7 +2,7 @@
 
 use clap::Args;
 use std::process::ExitCode;
-use vgpu::field::demos::{self, DemoOptions, DemoReport};
+use vgpu::demos::{self, DemoOptions, DemoReport};
 use vgpu::field::{Method, Par};
 
 /// Options of `vgpu demo`.

@@ -7,13 +7,13 @@
 //! out[i] = s[B - 1 - t];
 //! ```
 
-use super::data::{compare_f32, Rng};
-use super::{DemoOptions, DemoReport};
-use crate::error::FieldError;
-use crate::field::Ctx;
-use crate::launch::LaunchConfig;
-use crate::phase::{PhaseKernel, PhaseOut, PhasedLaunch};
+use crate::data::{compare_f32, Rng};
+use crate::{DemoOptions, DemoReport};
 use std::time::Instant;
+use vgpu_field::field::Ctx;
+use vgpu_field::phase::{PhaseKernel, PhaseOut, PhasedLaunch};
+use vgpu_field::FieldError;
+use vgpu_field::LaunchConfig;
 
 /// The reverse kernel. With `barrier`, two phases (store, then read); without,
 /// one phase where the read races ahead of the write.
@@ -71,7 +71,7 @@ fn run(
     block: u32,
     barrier: bool,
     opts: &DemoOptions,
-) -> Result<(Vec<f32>, crate::PhaseReport), FieldError> {
+) -> Result<(Vec<f32>, vgpu_field::PhaseReport), FieldError> {
     let cfg = LaunchConfig::linear(x.len(), block)?;
     let mut out = vec![0.0f32; cfg.total_threads()];
     let kernel = ReverseKernel {

@@ -10,16 +10,16 @@
 //! trajectories spread over rayon. Both do the same operations in the same
 //! order, so their endpoints and step counts agree bit for bit.
 
-use crate::adaptive::controller::{initial_step, PiController};
-use crate::adaptive::driver::{AdaptiveEnsemble, EnsembleProblem};
-use crate::adaptive::error::AdaptiveError;
-use crate::adaptive::method::AdaptiveMethod;
-use crate::adaptive::rhs::rhs_fn;
-use crate::adaptive::status::{EnsembleSolution, Status, TrajectoryStats};
-use crate::adaptive::tableaus::tsit5;
 use crate::lorenz::LorenzProblem;
-use crate::par::Par;
 use rayon::prelude::*;
+use vgpu_field::adaptive::controller::{initial_step, PiController};
+use vgpu_field::adaptive::driver::{AdaptiveEnsemble, EnsembleProblem};
+use vgpu_field::adaptive::error::AdaptiveError;
+use vgpu_field::adaptive::method::AdaptiveMethod;
+use vgpu_field::adaptive::rhs::rhs_fn;
+use vgpu_field::adaptive::status::{EnsembleSolution, Status, TrajectoryStats};
+use vgpu_field::adaptive::tableaus::tsit5;
+use vgpu_field::Par;
 
 /// The tolerance of the benchmark (`rtol = atol`).
 pub const LORENZ_TOL: f64 = 1e-6;

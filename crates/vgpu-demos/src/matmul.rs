@@ -1,14 +1,14 @@
 //! `C = A @ B` as one accumulator trajectory per `C[i,j]` under the
 //! piecewise-constant field `A[i,⌊t⌋]·B[⌊t⌋,j]`, `K` Euler steps of `dt = 1`.
 
-use super::data::{compare_f32, Rng};
-use super::{DemoOptions, DemoReport};
-use crate::error::{check_len, FieldError};
-use crate::executor::Launch;
-use crate::field::{Ctx, Field, PerTrajectory};
-use crate::launch::LaunchConfig;
-use crate::tableau::Method;
+use crate::data::{compare_f32, Rng};
+use crate::{DemoOptions, DemoReport};
 use std::time::Instant;
+use vgpu_field::field::{Ctx, Field, PerTrajectory};
+use vgpu_field::Launch;
+use vgpu_field::LaunchConfig;
+use vgpu_field::Method;
+use vgpu_field::{check_len, FieldError};
 
 /// The matmul kernel's field. Trajectory `(row, col)` runs on a 2-D launch
 /// (`col = blockIdx.x·blockDim.x + threadIdx.x`, `row` likewise on y); lanes
@@ -83,7 +83,7 @@ pub fn matmul_field(
     a: &[f32],
     b: &[f32],
     (m, k, n): (usize, usize, usize),
-    par: crate::Par,
+    par: vgpu_field::Par,
 ) -> Result<(Vec<f32>, usize), FieldError> {
     if m == 0 || k == 0 || n == 0 {
         return Err(FieldError::Invalid {

@@ -1,14 +1,14 @@
 //! `x[i] *= s` as a field: an accumulator from zero under the constant field
 //! `s·x[i]`, one Euler step of `dt = 1`.
 
-use super::data::{compare_f32, Rng};
-use super::{DemoOptions, DemoReport};
-use crate::error::FieldError;
-use crate::executor::Launch;
-use crate::field::{Ctx, Field, PerTrajectory};
-use crate::launch::LaunchConfig;
-use crate::tableau::Method;
+use crate::data::{compare_f32, Rng};
+use crate::{DemoOptions, DemoReport};
 use std::time::Instant;
+use vgpu_field::field::{Ctx, Field, PerTrajectory};
+use vgpu_field::FieldError;
+use vgpu_field::Launch;
+use vgpu_field::LaunchConfig;
+use vgpu_field::Method;
 
 /// The scale kernel's field: `dy/dt = s·x[i]` for `i < n`, `0` past the end
 /// (CUDA's `if (i < n)` guard).

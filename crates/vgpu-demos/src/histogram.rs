@@ -4,14 +4,14 @@
 //! if (i < n) atomicAdd(&bins[data[i]], 1u);
 //! ```
 
-use super::data::Rng;
-use super::{DemoOptions, DemoReport};
-use crate::error::FieldError;
-use crate::field::Ctx;
-use crate::launch::LaunchConfig;
-use crate::phase::{PhaseKernel, PhaseOut, PhasedLaunch};
-use crate::Par;
+use crate::data::Rng;
+use crate::{DemoOptions, DemoReport};
 use std::time::Instant;
+use vgpu_field::field::Ctx;
+use vgpu_field::phase::{PhaseKernel, PhaseOut, PhasedLaunch};
+use vgpu_field::FieldError;
+use vgpu_field::LaunchConfig;
+use vgpu_field::Par;
 
 /// The histogram kernel: one phase, one unit of `u32` flux into `bins[data[i]]`.
 pub struct HistogramKernel<'a> {
@@ -57,7 +57,7 @@ pub fn histogram_field(
     bins: &mut [u32],
     block: u32,
     par: Par,
-) -> Result<crate::PhaseReport, FieldError> {
+) -> Result<vgpu_field::PhaseReport, FieldError> {
     let cfg = LaunchConfig::linear(data.len(), block)?;
     PhasedLaunch::new(cfg)
         .par(par)

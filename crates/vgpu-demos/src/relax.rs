@@ -1,13 +1,13 @@
 //! Parallel trajectories: `dh/dt = sin(h0) − h` from `h(0) = h0`; every
 //! trajectory relaxes to `sin(h0)`.
 
-use super::{DemoOptions, DemoReport};
-use crate::error::FieldError;
-use crate::executor::Launch;
-use crate::field::{Ctx, Field, PerTrajectory};
-use crate::launch::LaunchConfig;
-use crate::real::Real;
+use crate::{DemoOptions, DemoReport};
 use std::time::Instant;
+use vgpu_field::field::{Ctx, Field, PerTrajectory};
+use vgpu_field::FieldError;
+use vgpu_field::Launch;
+use vgpu_field::LaunchConfig;
+use vgpu_field::Real;
 
 /// The relaxation field `dh/dt = sin(h0) − h`, generic over the scalar type.
 #[derive(Debug, Clone, Copy, Default)]

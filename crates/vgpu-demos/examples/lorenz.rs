@@ -1,9 +1,9 @@
 //! The Lorenz ensemble through the field API and the hand-written loop, timed
-//! once each: `cargo run --release -p vgpu-field --example lorenz -- [N] [THREADS]`.
+//! once each: `cargo run --release -p vgpu-demos --example lorenz -- [N] [THREADS]`.
 //! (`vgpu bench lorenz` is the benchmark proper.)
 
 use std::time::Instant;
-use vgpu_field::lorenz::{
+use vgpu_demos::lorenz::{
     checksum, lorenz_field, lorenz_reference, lorenz_reference_lanes, LorenzProblem,
 };
 use vgpu_field::Par;

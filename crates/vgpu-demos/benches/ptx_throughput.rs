@@ -2,7 +2,7 @@
 //! `matmul_naive` (256×256×256) and `lorenz_rk4` (N = 65536, 20 RK4 steps), each
 //! beside the same computation as a VGPU Rust field measured in the same run.
 //!
-//! `cargo bench -p vgpu-ptx --bench ptx_throughput`. Criterion's "thrpt" for the
+//! `cargo bench -p vgpu-demos --bench ptx_throughput`. Criterion's "thrpt" for the
 //! PTX rows is thread-instructions/s; for the field rows it is trajectory-steps/s
 //! (matmul: one fma per step; Lorenz: one RK4 step per step). `vgpu bench ptx`
 //! prints the same comparison as a table.
@@ -10,9 +10,9 @@
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use vgpu_field::lorenz::{lorenz_field, LorenzProblem};
+use vgpu_demos::lorenz::{lorenz_field, LorenzProblem};
+use vgpu_demos::ptx_workload::{self as workload, f32_bytes, inputs, Workload};
 use vgpu_field::Par;
-use vgpu_ptx::workload::{self, f32_bytes, inputs, Workload};
 use vgpu_ptx::{ExecOptions, Kernel, Module};
 
 fn module() -> Module {
@@ -37,7 +37,7 @@ fn matmul(c: &mut Criterion) {
     let w = workload::matmul_naive(n, &a, &b);
     let (out, instr) = run(&k, &w);
     // Same result as the field (bit for bit) — checked here, once.
-    let (cf, _) = vgpu_field::demos::matmul_field(&a, &b, (n, n, n), Par::Auto).unwrap();
+    let (cf, _) = vgpu_demos::matmul_field(&a, &b, (n, n, n), Par::Auto).unwrap();
     assert_eq!(f32_bytes(&cf), out[2], "PTX and field matmul differ");
     let mut g = c.benchmark_group("matmul_256");
     g.sample_size(10);
@@ -45,7 +45,7 @@ fn matmul(c: &mut Criterion) {
     g.bench_function("ptx_thread_instructions", |bch| bch.iter(|| run(&k, &w)));
     g.throughput(Throughput::Elements((n * n * n) as u64));
     g.bench_function("field_trajectory_steps", |bch| {
-        bch.iter(|| vgpu_field::demos::matmul_field(&a, &b, (n, n, n), Par::Auto).unwrap())
+        bch.iter(|| vgpu_demos::matmul_field(&a, &b, (n, n, n), Par::Auto).unwrap())
     });
     g.finish();
 }

@@ -1,6 +1,18 @@
-//! The equivalence demos: CUDA kernels written as fields, each run through the
-//! executor and compared with the result the CUDA kernel computes (computed here
-//! directly, the way the kernel does it, with `fma` where nvcc contracts).
+//! # vgpu-demos: programs' code, kept out of the libraries
+//!
+//! `publish = false`. What the `vgpu` binary, the benches, the examples and
+//! the Python package's `vgpu.demo()` run, but no library needs:
+//!
+//! * the **equivalence demos** (this module's root): CUDA kernels written as
+//!   fields, each run through the executor and compared with the result the
+//!   CUDA kernel computes (computed here directly, the way the kernel does it,
+//!   with `fma` where nvcc contracts);
+//! * the **Lorenz baselines**: [`lorenz`] (the fixed-step RK4 ensemble through
+//!   the field API and as hand-written loops, for `vgpu bench lorenz`) and
+//!   [`lorenz_tsit5`] (the adaptive driver's hand-written Tsit5 reference);
+//! * the **PTX throughput workloads** ([`ptx_workload`], feature `ptx`, on by
+//!   default): nvcc's `matmul_naive` and `lorenz_rk4` as launches, for
+//!   `vgpu bench ptx` and the criterion bench.
 //!
 //! | demo | kernel | comparison |
 //! |---|---|---|
@@ -10,6 +22,12 @@
 //! | [`reverse`] | block reverse through `__shared__` + `__syncthreads` | exact; without the barrier it differs |
 //! | [`tree_sum`] | block tree-sum + `atomicAdd` | exact, deterministic |
 //! | [`histogram`] | 256-bin `atomicAdd` histogram | exact, deterministic |
+#![deny(missing_docs)]
+
+pub mod lorenz;
+pub mod lorenz_tsit5;
+#[cfg(feature = "ptx")]
+pub mod ptx_workload;
 
 mod data;
 mod histogram;
@@ -26,10 +44,8 @@ pub use reverse::{reverse, ReverseKernel};
 pub use scale::scale;
 pub use tree_sum::{tree_sum, tree_sum_field, tree_sum_reference, TreeSumKernel};
 
-use crate::error::FieldError;
-use crate::par::Par;
-use crate::tableau::Method;
 use std::time::Duration;
+use vgpu_field::{FieldError, Method, Par};
 
 /// The outcome of one demo.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,6 @@
 //! The equivalence demos against the CUDA-style computation.
 
-use vgpu_field::demos::{self, DemoOptions, MatmulField};
+use vgpu_demos::{self as demos, DemoOptions, MatmulField};
 use vgpu_field::{Ctx, Field, FieldError, Launch, LaunchConfig, Method, Par, PerTrajectory};
 
 fn opts(par: Par) -> DemoOptions {

@@ -1,15 +1,15 @@
 //! The adaptive driver beside a hand-written loop, same run: the Lorenz
 //! ensemble (`f32`, `ρ = linspace(0, 21, N)`, `u0 = (1, 0, 0)`, `t ∈ [0, 1]`)
 //! with Tsit5 at `rtol = atol = 1e-6`, endpoints only, trajectories over
-//! rayon's pool. `vgpu_field::adaptive::reference` holds both; they agree bit
+//! rayon's pool. `vgpu_demos::lorenz_tsit5` holds both; they agree bit
 //! for bit (checked here once, and in `tests/adaptive.rs`).
 //!
-//! `cargo bench -p vgpu-field --bench adaptive_lorenz`. Criterion's "thrpt" is
+//! `cargo bench -p vgpu-demos --bench adaptive_lorenz`. Criterion's "thrpt" is
 //! trajectories per second.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
-use vgpu_field::adaptive::reference::{lorenz_tsit5_driver, lorenz_tsit5_reference};
+use vgpu_demos::lorenz_tsit5::{lorenz_tsit5_driver, lorenz_tsit5_reference};
 use vgpu_field::Par;
 
 fn lorenz_tsit5(c: &mut Criterion) {

@@ -2,7 +2,7 @@
 //! ptx-cases/) as launches — geometry, arguments and input buffers — for
 //! the criterion bench and `vgpu bench ptx`, so both measure the same thing.
 
-use crate::launch::{KernelArg, LaunchConfig};
+use vgpu_ptx::{KernelArg, LaunchConfig};
 
 /// One launch's geometry, arguments and initial buffers.
 #[derive(Debug, Clone)]

@@ -9,13 +9,13 @@
 //! 16 trajectories the compiler vectorises). All three perform the same
 //! operations in the same order, so their endpoints agree bit for bit.
 
-use crate::error::{check_len, FieldError};
-use crate::executor::Launch;
-use crate::field::{Ctx, Field, PerTrajectory};
-use crate::launch::LaunchConfig;
-use crate::par::Par;
-use crate::tableau::Method;
 use rayon::prelude::*;
+use vgpu_field::field::{Ctx, Field, PerTrajectory};
+use vgpu_field::Launch;
+use vgpu_field::LaunchConfig;
+use vgpu_field::Method;
+use vgpu_field::Par;
+use vgpu_field::{check_len, FieldError};
 
 /// The benchmark problem.
 #[derive(Debug, Clone, PartialEq)]

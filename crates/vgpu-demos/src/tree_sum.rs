@@ -7,14 +7,14 @@
 //! if (t == 0) atomicAdd(total, s[0]);
 //! ```
 
-use super::data::Rng;
-use super::{DemoOptions, DemoReport};
-use crate::error::FieldError;
-use crate::field::Ctx;
-use crate::launch::LaunchConfig;
-use crate::phase::{PhaseKernel, PhaseOut, PhasedLaunch};
-use crate::Par;
+use crate::data::Rng;
+use crate::{DemoOptions, DemoReport};
 use std::time::Instant;
+use vgpu_field::field::Ctx;
+use vgpu_field::phase::{PhaseKernel, PhaseOut, PhasedLaunch};
+use vgpu_field::FieldError;
+use vgpu_field::LaunchConfig;
+use vgpu_field::Par;
 
 /// The tree-sum kernel (block size a power of two).
 pub struct TreeSumKernel<'a> {
@@ -74,7 +74,7 @@ pub fn tree_sum_field(
     x: &[f32],
     block: u32,
     par: Par,
-) -> Result<(f32, crate::PhaseReport), FieldError> {
+) -> Result<(f32, vgpu_field::PhaseReport), FieldError> {
     if !block.is_power_of_two() {
         return Err(FieldError::Invalid {
             context: "tree-sum".into(),
