@@ -7,6 +7,7 @@ use crate::error::IrError;
 use crate::eval::{
     self, Dims, Fault, Frame, Io, Plan, Pools, Program, Resolved, Src, StateCols, CHUNK,
 };
+use crate::jit::{Engine, NotCompilable};
 use crate::kernel::{BinOp, Kernel, UnOp, Update, Variance};
 use crate::slice::Slice;
 use crate::types::{ScalarType, Value};
@@ -112,6 +113,13 @@ pub struct IrField<'a> {
     block0: u32,
     fault: Mutex<Option<IrError>>,
     fault_traj: Mutex<usize>,
+    /// The rates as native code over a block's lanes ([`IrField::engine`]).
+    #[cfg(feature = "jit")]
+    native: Option<crate::jit::LaneKernel<'a>>,
+    /// Why the evaluator runs though [`Engine::Jit`] was asked for.
+    fallback: Option<NotCompilable>,
+    gdim: u32,
+    total: u32,
 }
 
 /// Per-worker memory of an [`IrField`]: the columns of one block, the fused
@@ -215,7 +223,58 @@ impl<'a> IrField<'a> {
             block0: slice.first_block(bdim as usize) as u32,
             fault: Mutex::new(None),
             fault_traj: Mutex::new(usize::MAX),
+            #[cfg(feature = "jit")]
+            native: None,
+            fallback: None,
+            gdim,
+            total: slice.total as u32,
         })
+    }
+
+    /// Runs the rates on `engine`: with [`Engine::Jit`], compiles them to
+    /// native code over a block's lanes ([`crate::jit`]), or, where that is
+    /// not possible ([`IrField::fallback`] says why), keeps the evaluator.
+    /// Same bits either way.
+    pub fn engine(mut self, engine: Engine) -> Self {
+        self.fallback = None;
+        #[cfg(feature = "jit")]
+        {
+            self.native = None;
+            if engine == Engine::Jit {
+                let dims = Dims {
+                    bdim: self.bdim,
+                    gdim: self.gdim,
+                    n: self.total,
+                    rep: 0,
+                };
+                match crate::jit::LaneKernel::compile(self.k, self.args, dims) {
+                    Ok(kernel) => self.native = Some(kernel),
+                    Err(e) => self.fallback = Some(e),
+                }
+            }
+        }
+        #[cfg(not(feature = "jit"))]
+        if engine == Engine::Jit {
+            self.fallback = crate::jit::available().err();
+        }
+        self
+    }
+
+    /// Whether the rates run as native code.
+    pub fn is_native(&self) -> bool {
+        #[cfg(feature = "jit")]
+        {
+            self.native.is_some()
+        }
+        #[cfg(not(feature = "jit"))]
+        {
+            false
+        }
+    }
+
+    /// Why the evaluator runs though [`Engine::Jit`] was asked for.
+    pub fn fallback(&self) -> Option<&NotCompilable> {
+        self.fallback.as_ref()
     }
 
     /// The first out-of-bounds read seen while running (lowest trajectory).
@@ -274,6 +333,16 @@ impl<T: IrFloat> BlockField<T> for IrField<'_> {
         sc: &mut IrScratch<T>,
         dh: &mut [T],
     ) {
+        #[cfg(feature = "jit")]
+        if let Some(native) = &self.native {
+            let first = ctx.first();
+            let live = self.n.saturating_sub(first).min(ctx.lanes());
+            let bid = self.block0 + ctx.block_linear() as u32;
+            // An out-of-bounds read: the evaluator runs the block and names it.
+            if !native.call(t, h, h0, dh, (self.offset + first) as u32, live, bid) {
+                return;
+            }
+        }
         let fused = self.plan.ty() == T::TYPE;
         self.eval(t, h, h0, ctx, sc, dh, fused);
     }

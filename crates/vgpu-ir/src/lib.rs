@@ -36,7 +36,7 @@ pub use kernel::{Builtin, Kernel, Node, NodeId, Phase, Update};
 pub use limits::{LimitKind, Limits};
 pub use parser::parse;
 pub use parser::MAX_EXPR_DEPTH;
-pub use run::{run_cpu, run_cpu_with, Integration, Output};
+pub use run::{run_cpu, run_cpu_on, run_cpu_with, Integration, Output};
 pub use slice::Slice;
 pub use types::{ScalarType, Value};
 pub use vgpu_field::{Method, Par};

@@ -7,6 +7,7 @@ use crate::args::{Args, Buffer};
 use crate::error::IrError;
 use crate::eval::{self, Dims, Frame, Pools, Program, StateCols};
 use crate::field::{IrField, IrFloat};
+use crate::jit::Engine;
 use crate::kernel::{Kernel, NodeId};
 use crate::limits::Limits;
 use crate::phased::{steps_of, IrPhased};
@@ -176,6 +177,22 @@ pub fn run_cpu_with(
     integ: &Integration,
     limits: &Limits,
 ) -> Result<Output, IrError> {
+    run_cpu_on(kernel, args, integ, limits, Engine::default())
+}
+
+/// [`run_cpu_with`] on the CPU engine `engine` for unphased fields
+/// ([`Engine::Jit`]: the rates as native code where the kernel and host allow
+/// it, else the column evaluator; [`Engine::Eval`]: the evaluator). Same bits.
+///
+/// # Errors
+/// Those of [`run_cpu_with`].
+pub fn run_cpu_on(
+    kernel: &Kernel,
+    args: &Args,
+    integ: &Integration,
+    limits: &Limits,
+    engine: Engine,
+) -> Result<Output, IrError> {
     kernel.validate()?;
     args.check_complete()?;
     if let Some(e) = kernel.events.first() {
@@ -189,8 +206,8 @@ pub fn run_cpu_with(
         });
     }
     match kernel.float_type() {
-        ScalarType::F64 => run_typed::<f64>(kernel, args, integ, limits),
-        _ => run_typed::<f32>(kernel, args, integ, limits),
+        ScalarType::F64 => run_typed::<f64>(kernel, args, integ, limits, engine),
+        _ => run_typed::<f32>(kernel, args, integ, limits, engine),
     }
 }
 
@@ -315,6 +332,7 @@ fn run_typed<T: IrFloat>(
     args: &Args,
     integ: &Integration,
     limits: &Limits,
+    engine: Engine,
 ) -> Result<Output, IrError> {
     let cfg = integ.config(&k.name)?;
     let dim = k.states.len();
@@ -325,7 +343,8 @@ fn run_typed<T: IrFloat>(
         run_phased::<T>(k, args, integ, limits, &cfg, &mut states)?
     } else {
         let steps = integ.steps(&k.name)?;
-        let field = IrField::new_slice(k, args, n, cfg.threads_per_block() as u32, slice)?;
+        let field =
+            IrField::new_slice(k, args, n, cfg.threads_per_block() as u32, slice)?.engine(engine);
         let mut launch = Launch::new(cfg)
             .method(integ.method)
             .t0(integ.t0)

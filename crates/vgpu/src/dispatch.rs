@@ -27,7 +27,7 @@ use vgpu_gpu::{
 };
 use vgpu_ir::adaptive::{run_adaptive_cpu_on, AdaptiveIrError, AdaptiveOutput, AdaptiveRun};
 use vgpu_ir::Engine;
-use vgpu_ir::{run_cpu_with, Args, Buffer, Integration, Kernel};
+use vgpu_ir::{run_cpu_on, Args, Buffer, Integration, Kernel};
 
 /// Which executor a launch is asked to use: `cpu`, `gpu` or `auto`.
 ///
@@ -121,10 +121,10 @@ impl Dispatcher {
         Self::default()
     }
 
-    /// Runs the CPU's adaptive launches on `engine` ([`Engine::Jit`], the
-    /// default: native code where the kernel and host allow it, else the
-    /// evaluator; [`Engine::Eval`]: the column evaluator, the reference).
-    /// Fixed-step launches run on the evaluator either way. Same bits.
+    /// Runs the CPU's launches of unphased fields (adaptive and fixed-step) on
+    /// `engine` ([`Engine::Jit`], the default: native code where the kernel
+    /// and host allow it, else the evaluator; [`Engine::Eval`]: the column
+    /// evaluator, the reference). Same bits.
     pub fn cpu_engine(mut self, engine: Engine) -> Self {
         self.cpu_engine = engine;
         self
@@ -160,7 +160,13 @@ impl Dispatcher {
             },
         };
         let start = Instant::now();
-        let out = run_cpu_with(job.kernel, job.args, job.integration, &job.limits)?;
+        let out = run_cpu_on(
+            job.kernel,
+            job.args,
+            job.integration,
+            &job.limits,
+            self.cpu_engine,
+        )?;
         Ok(EnsembleRun {
             backend: ActiveBackend::Cpu,
             adapter: format!("{} threads", job.integration.par.threads()),

@@ -82,6 +82,30 @@ pub(crate) struct BufRef {
     pub len: u64,
 }
 
+/// The buffer table native code reads for a kernel of `params` parameters
+/// bound to `args` (a null entry for a scalar parameter), and each buffer's length.
+pub(super) fn buffer_table(args: &crate::args::Args, params: usize) -> (Vec<BufRef>, Vec<usize>) {
+    use crate::args::Buffer;
+    (0..params)
+        .map(|p| {
+            let (ptr, len) = match args.buffer_at(p) {
+                Some(Buffer::F32(v)) => (v.as_ptr().cast::<u8>(), v.len()),
+                Some(Buffer::F64(v)) => (v.as_ptr().cast::<u8>(), v.len()),
+                Some(Buffer::I32(v)) => (v.as_ptr().cast::<u8>(), v.len()),
+                Some(Buffer::U32(v)) => (v.as_ptr().cast::<u8>(), v.len()),
+                None => (std::ptr::null(), 0),
+            };
+            (
+                BufRef {
+                    ptr,
+                    len: len as u64,
+                },
+                len,
+            )
+        })
+        .unzip()
+}
+
 /// Records an out-of-bounds read unless the call already has one.
 ///
 /// # Safety

@@ -120,7 +120,8 @@ fn call(b: &mut FunctionBuilder<'_>, f: FuncRef, args: &[Value]) -> Value {
     b.inst_results(inst)[0]
 }
 
-fn node(
+/// One node's scalar value from its operands' (`vals`).
+pub(super) fn node(
     b: &mut FunctionBuilder<'_>,
     k: &Kernel,
     id: NodeId,

@@ -18,10 +18,14 @@ use std::fmt;
 #[cfg(feature = "jit")]
 mod code;
 #[cfg(feature = "jit")]
+mod lanes;
+#[cfg(feature = "jit")]
 mod lower;
 #[cfg(feature = "jit")]
 mod scalar;
 
+#[cfg(feature = "jit")]
+pub(crate) use lanes::LaneKernel;
 #[cfg(feature = "jit")]
 pub(crate) use scalar::ScalarSet;
 

@@ -69,7 +69,7 @@ pub(crate) struct EnsembleArgs {
     /// CPU worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// CPU engine of the adaptive methods: jit (native code through
+    /// CPU engine of unphased fields: jit (native code through
     /// Cranelift where the kernel and host allow it, else the evaluator) or
     /// eval (the IR's column evaluator, the reference); same results.
     #[arg(long, value_name = "jit|eval", default_value = "jit")]
@@ -535,6 +535,7 @@ fn run_part(a: EnsembleArgs, split: Option<&Split>) -> Result<ExitCode, vgpu::Er
     if let Some(s) = split {
         vgpu::shard::refuse_flux(&k, &format!("ensemble: {}", s.name()))?;
     }
+    let engine: vgpu_ir::Engine = a.cpu_engine.parse().map_err(vgpu::Error::Usage)?;
     let integ = Integration {
         n: split.map_or(a.n, Split::n),
         block: a.block,
@@ -560,7 +561,7 @@ fn run_part(a: EnsembleArgs, split: Option<&Split>) -> Result<ExitCode, vgpu::Er
             Some(p) => integ.clone().progress(p),
             None => integ.clone(),
         };
-        Dispatcher::new().ensemble(&EnsembleJob {
+        Dispatcher::new().cpu_engine(engine).ensemble(&EnsembleJob {
             kernel: &k,
             args: &args,
             integration: &integ,
