@@ -8,6 +8,7 @@
 //! error instead, and a device-lost callback that marks the device lost, so that a
 //! failing GPU turns into a [`GpuError`] (and, under `auto`, a CPU fallback), never a panic.
 
+use crate::pipeline_cache::{DiskPipelineCache, PipelineCacheInfo};
 use crate::GpuError;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,6 +50,7 @@ pub struct GpuContext {
     uncaptured: Arc<Mutex<Option<String>>>,
     init_time: Duration,
     features: wgpu::Features,
+    pipeline_cache: Option<DiskPipelineCache>,
 }
 
 impl fmt::Debug for GpuContext {
@@ -117,8 +119,11 @@ impl GpuContext {
         // Optional features the generated kernels use where present: f64 (the
         // correctly rounded f32 division and fma of compiled PTX).
         // Timestamp queries time kernels on the GPU's clock (`--kernel-time`).
-        let features =
-            adapter.features() & (wgpu::Features::SHADER_F64 | wgpu::Features::TIMESTAMP_QUERY);
+        // A pipeline cache keeps compiled pipelines between processes (`pipeline_cache`).
+        let features = adapter.features()
+            & (wgpu::Features::SHADER_F64
+                | wgpu::Features::TIMESTAMP_QUERY
+                | wgpu::Features::PIPELINE_CACHE);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("vgpu"),
             required_features: features,
@@ -159,7 +164,9 @@ impl GpuContext {
             &info.vendor.to_le_bytes(),
             &info.device.to_le_bytes(),
         ]);
+        let pipeline_cache = DiskPipelineCache::open(&device, &info, features);
         Ok(GpuContext {
+            pipeline_cache,
             device,
             queue,
             limits,
@@ -197,6 +204,35 @@ impl GpuContext {
     /// Whether the device has `SHADER_F64` (requested whenever the adapter offers it).
     pub fn has_f64(&self) -> bool {
         self.features.contains(wgpu::Features::SHADER_F64)
+    }
+
+    /// The on-disk pipeline cache, where the adapter has one and it is not
+    /// switched off (`VGPU_PIPELINE_CACHE=off`): its file, what was loaded from it
+    /// and what this process saved (see [`crate::pipeline_cache`]).
+    pub fn pipeline_cache(&self) -> Option<PipelineCacheInfo> {
+        self.pipeline_cache.as_ref().and_then(DiskPipelineCache::info)
+    }
+
+    /// The wgpu pipeline cache to compile with, if any.
+    pub(crate) fn wgpu_pipeline_cache(&self) -> Option<&wgpu::PipelineCache> {
+        self.pipeline_cache.as_ref().map(DiskPipelineCache::cache)
+    }
+
+    /// Notes a compilation through the pipeline cache.
+    pub(crate) fn pipeline_compiled(&self) {
+        if let Some(c) = &self.pipeline_cache {
+            c.mark_dirty();
+        }
+    }
+
+    /// Writes the pipeline cache to its file if a pipeline was compiled since
+    /// the last save. Every [`crate::KernelCache`] does this when dropped; call it
+    /// from a long-lived process that keeps its caches. Never fails (see
+    /// [`PipelineCacheInfo::save_error`]).
+    pub fn save_pipeline_cache(&self) {
+        if let Some(c) = &self.pipeline_cache {
+            c.save();
+        }
     }
 
     /// Destroys the shared device, as a driver reset would lose it: the device-lost

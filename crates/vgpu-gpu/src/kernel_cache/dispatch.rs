@@ -347,7 +347,7 @@ pub(super) fn compile(
             constants: &constants,
             zero_initialize_workgroup_memory: spec.zero_workgroup_memory,
         },
-        cache: None,
+        cache: ctx.wgpu_pipeline_cache(),
     });
     if let Some(e) = pollster::block_on(scope.pop()) {
         return Err(GpuError::Compile {
@@ -363,6 +363,7 @@ pub(super) fn compile(
             message: msg,
         });
     }
+    ctx.pipeline_compiled();
     Ok(CachedKernel {
         pipeline,
         layout,

@@ -341,6 +341,14 @@ impl std::fmt::Debug for KernelCache {
 
 const MAP_ALIGN: u64 = wgpu::MAP_ALIGNMENT;
 
+impl Drop for KernelCache {
+    /// Keeps what this cache compiled for the next process (the on-disk
+    /// pipeline cache, where the adapter has one).
+    fn drop(&mut self) {
+        self.ctx.save_pipeline_cache();
+    }
+}
+
 impl KernelCache {
     /// A cache on the process's shared GPU device (created on first use).
     /// Fails when there is no usable adapter ([`GpuError::NoAdapter`]).
