@@ -21,7 +21,7 @@
 mod ops;
 mod warp;
 
-pub use ops::{AtomOp, BinOp, CvtOp, FCmp, ICmp, IntRound, TernOp, UnOp};
+pub use ops::{AtomOp, BinOp, BitOp, CvtOp, FCmp, ICmp, IntRound, PrmtMode, TernOp, UnOp};
 pub use warp::{ReduxOp, ShflMode, VoteMode, WarpOp};
 
 /// A register, by index into [`CfgKernel::regs`].

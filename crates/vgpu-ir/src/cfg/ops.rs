@@ -191,6 +191,25 @@ pub enum BinOp {
     SetpF32(FCmp),
 }
 
+/// The modes of `prmt.b32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PrmtMode {
+    /// Four 4-bit selectors in `c[15:0]`, the msb of each replicating the sign.
+    Generic,
+    /// `.f4e`: forward four extract.
+    F4e,
+    /// `.b4e`: backward four extract.
+    B4e,
+    /// `.rc8`: replicate one byte.
+    Rc8,
+    /// `.ecl`: edge clamp left.
+    Ecl,
+    /// `.ecr`: edge clamp right.
+    Ecr,
+    /// `.rc16`: replicate one half.
+    Rc16,
+}
+
 /// Three-source operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TernOp {
@@ -212,6 +231,81 @@ pub enum TernOp {
     },
     /// `c ? a : b` on `bits` bits, `c` a predicate.
     Selp(u8),
+    /// A bit-manipulation instruction ([`BitOp`]).
+    Bit(BitOp),
+}
+
+/// The bit-manipulation instructions, on up to three sources `a, b, c`
+/// (the interpreter's `bit_ops.rs`, from the PTX ISA pseudocode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BitOp {
+    /// `bfi.b{32,64}`: `b` with the low `len` bits of `a` inserted at `pos`
+    /// (both `& 0xff`), the part past the msb dropped. `len` is the immediate
+    /// when known (then `c` is `pos`), else `c` holds
+    /// [`BitOp::PackPosLen`]'s packed pair.
+    Bfi {
+        /// Width.
+        bits: u8,
+        /// The immediate length.
+        len: Option<u32>,
+    },
+    /// `bfe.{u,s}{32,64}`: the field of `c & 0xff` bits at `b & 0xff` of `a`,
+    /// zero- or sign-extended (the sign is the field's last bit inside `a`).
+    Bfe {
+        /// Width.
+        bits: u8,
+        /// Signed.
+        signed: bool,
+    },
+    /// `prmt.b32{.mode}`: bytes of `{b, a}` selected by `c`.
+    Prmt(PrmtMode),
+    /// `lop3.b32`: bit `i` is bit `(a_i << 2) | (b_i << 1) | c_i` of the table.
+    Lop3(u8),
+    /// `shf.{l,r}.{clamp,wrap}.b32`: the 64-bit `{b, a}` shifted by `c`
+    /// (`min(c, 32)` or `c & 31`), its high (`.l`) or low (`.r`) word.
+    Shf {
+        /// `.l` (else `.r`).
+        left: bool,
+        /// `.clamp` (else `.wrap`).
+        clamp: bool,
+    },
+    /// `fns.b32 mask, base, offset`: the `|offset|`-th set bit from `base`
+    /// up (offset > 0) or down (< 0), all ones when none or `base > 31`.
+    Fns,
+    /// `dp4a`: `c` plus the dot product of the bytes of `a` and `b`.
+    Dp4a {
+        /// `a` signed.
+        sa: bool,
+        /// `b` signed.
+        sb: bool,
+    },
+    /// `dp2a.{lo,hi}`: `c` plus the dot product of the halves of `a` and
+    /// bytes 0,1 (`.lo`) or 2,3 (`.hi`) of `b`.
+    Dp2a {
+        /// `a` signed.
+        sa: bool,
+        /// `b` signed.
+        sb: bool,
+        /// `.hi`.
+        hi: bool,
+    },
+    /// `szext.{clamp,wrap}.{s32,u32}`: the low `b` bits of `a`, sign- or
+    /// zero-extended.
+    Szext {
+        /// `.clamp` (else `.wrap`).
+        clamp: bool,
+        /// `.s32`.
+        signed: bool,
+    },
+    /// `(a & 0xff) | ((b & 0xff) << 8)`: a `bfi`'s position and length in one
+    /// operand (the form [`BitOp::Bfi`] reads when the length is a register).
+    PackPosLen,
+    /// The predicate of `lop3.{or,and}`: `(a != 0) or/and b` (`a` the 32-bit
+    /// result, `b` a predicate).
+    Lop3Pred {
+        /// `.or` (else `.and`).
+        or: bool,
+    },
 }
 
 /// Float rounding to an integer.

@@ -13,8 +13,8 @@
 use std::collections::HashMap;
 
 use vgpu_ir::cfg::{
-    self, AtomOp, BinOp, Block, CfgKernel, CvtOp, FCmp, GlobalInit, ICmp, Inst, IntRound, RegTy,
-    Stmt, TernOp, UnOp, Val,
+    self, AtomOp, BinOp, BitOp, Block, CfgKernel, CvtOp, FCmp, GlobalInit, ICmp, Inst, IntRound,
+    RegTy, Stmt, TernOp, UnOp, Val,
 };
 
 use crate::ast::{self, Space};
@@ -490,7 +490,7 @@ impl<'a> Lowering<'a> {
                 base: val(addr.base),
                 off: addr.off,
             },
-            Op::Alu { d, a, b, .. } => self.alu(line, *d, val(*a), val(*b))?,
+            Op::Alu { d, a, b, c, .. } => self.alu(line, *d, [val(*a), val(*b), val(*c)])?,
             Op::Atom {
                 space,
                 size,
@@ -559,7 +559,7 @@ impl<'a> Lowering<'a> {
     }
 
     /// A closure-decoded one-result instruction, read again at its line.
-    fn alu(&self, line: u32, d: u32, a: Val, b: Val) -> Result<Inst, PtxError> {
+    fn alu(&self, line: u32, d: u32, [a, b, c]: [Val; 3]) -> Result<Inst, PtxError> {
         let ins = match self.by_line.get(&line).map(|v| v.as_slice()) {
             Some([i]) => *i,
             _ => {
@@ -584,6 +584,15 @@ impl<'a> Lowering<'a> {
             .map(|(_, r)| r)
         };
         let no = |why: &str| Err(self.unsupported(line, why));
+        if let Some(bit) = self.bit_op(ins, d)? {
+            return Ok(Inst::Tern {
+                op: TernOp::Bit(bit),
+                d,
+                a,
+                b,
+                c,
+            });
+        }
         Ok(match (op, tys.as_slice()) {
             // `div.approx.f32` and `div.full.f32` are within 2 ulp in PTX; the
             // interpreter computes them correctly rounded, and so does this.
@@ -716,5 +725,84 @@ impl<'a> Lowering<'a> {
             },
             _ => return no("this instruction form"),
         })
+    }
+
+    /// The bit-manipulation instruction `ins` (decoded into destination `d`),
+    /// or `None` when it is not one.
+    fn bit_op(&self, ins: &ast::Instruction, d: u32) -> Result<Option<BitOp>, PtxError> {
+        let mods = Mods(&ins.opcode[1..]);
+        let line = ins.line;
+        let int_at = |i: usize| match ins.operands.get(i) {
+            Some(ast::Operand::Int(v)) => Some(*v),
+            _ => None,
+        };
+        Ok(Some(match (ins.opcode[0].as_str(), mods.ty()) {
+            ("bfi", Some(t @ (Ty::B32 | Ty::B64))) => {
+                // A register length: the decoder packs position and length into
+                // a temporary first (two decoded instructions on this line).
+                if self.k.regs[d as usize].name == "bfi.poslen" {
+                    BitOp::PackPosLen
+                } else {
+                    BitOp::Bfi {
+                        bits: t.bits() as u8,
+                        len: int_at(4).map(|v| (v as u64 & 0xff) as u32),
+                    }
+                }
+            }
+            ("bfe", Some(t @ (Ty::U32 | Ty::S32 | Ty::U64 | Ty::S64))) => BitOp::Bfe {
+                bits: t.bits() as u8,
+                signed: t.is_signed(),
+            },
+            ("prmt", Some(Ty::B32)) => BitOp::Prmt(
+                [
+                    ("f4e", cfg::PrmtMode::F4e),
+                    ("b4e", cfg::PrmtMode::B4e),
+                    ("rc8", cfg::PrmtMode::Rc8),
+                    ("ecl", cfg::PrmtMode::Ecl),
+                    ("ecr", cfg::PrmtMode::Ecr),
+                    ("rc16", cfg::PrmtMode::Rc16),
+                ]
+                .into_iter()
+                .find(|(m, _)| mods.has(m))
+                .map_or(cfg::PrmtMode::Generic, |(_, m)| m),
+            ),
+            ("lop3", Some(Ty::B32)) => {
+                // `lop3.{or,and}` decodes to the table and then the predicate.
+                if self.k.regs[d as usize].ty == Ty::Pred {
+                    BitOp::Lop3Pred { or: mods.has("or") }
+                } else {
+                    match int_at(4) {
+                        Some(v @ 0..=255) => BitOp::Lop3(v as u8),
+                        _ => return Err(self.unsupported(line, "lop3 without an immediate table")),
+                    }
+                }
+            }
+            ("shf", Some(Ty::B32)) => BitOp::Shf {
+                left: mods.has("l"),
+                clamp: mods.has("clamp"),
+            },
+            ("szext", Some(t @ (Ty::U32 | Ty::S32))) => BitOp::Szext {
+                clamp: mods.has("clamp"),
+                signed: t == Ty::S32,
+            },
+            ("fns", _) => BitOp::Fns,
+            ("dp4a" | "dp2a", _) => {
+                let tys = mods.types();
+                let [at, bt] = tys[..] else {
+                    return Err(self.unsupported(line, "dp4a/dp2a without two types"));
+                };
+                let (sa, sb) = (at == Ty::S32, bt == Ty::S32);
+                if ins.opcode[0] == "dp4a" {
+                    BitOp::Dp4a { sa, sb }
+                } else {
+                    BitOp::Dp2a {
+                        sa,
+                        sb,
+                        hi: mods.has("hi"),
+                    }
+                }
+            }
+            _ => return Ok(None),
+        }))
     }
 }

@@ -30,6 +30,7 @@
 //! region count, watchdog, regions as (start, end, writable) byte offsets),
 //! `2` parameters (words), `3` the fault record ([`fault`] layout).
 
+mod bits;
 mod emit;
 mod prelude;
 mod warp;
