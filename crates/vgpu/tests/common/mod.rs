@@ -1,7 +1,10 @@
 //! What the CLI tests share: running the `vgpu` binary as a user runs it,
-//! example paths, fresh temporary folders, `.npy` inputs and byte reads.
+//! example paths, fresh temporary folders, `.npy` inputs and byte reads; and
+//! in [`ptx_gpu`] what the PTX GPU tests share.
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
+
+pub(crate) mod ptx_gpu;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
