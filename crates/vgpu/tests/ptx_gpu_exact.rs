@@ -162,7 +162,8 @@ fn f16_conversions_match_the_interpreter() {
     assert!(h.contains(&0x7fff));
 }
 
-/// `tests/kernels/bits.ptx`: `popc`, `clz` and `brev` on 32 and 64 bits, `bfind` (u32, s32, `.shiftamt`).
+/// `tests/kernels/bits.ptx`: `popc`, `clz` and `brev` on 32 and 64 bits,
+/// `bfind` (u32, s32, `.shiftamt`).
 #[test]
 fn bit_counts_match_the_interpreter() {
     let Some(kernel) = Kernel::load("bits") else {
