@@ -12,6 +12,12 @@ const HEAD: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
 fn run(src: &str, threads: u32, words: usize) -> Result<Vec<u32>, Fault> {
     let text = format!("{HEAD}{src}");
     let m = Module::parse(&text, "k.ptx").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    launch(&m, "k", threads, words)
+}
+
+/// Runs `entry` of `m` in one block of `threads` threads with one output
+/// buffer of `words` u32; the output, or the fault (any other error panics).
+fn launch(m: &Module, entry: &str, threads: u32, words: usize) -> Result<Vec<u32>, Fault> {
     let mut bufs = vec![vec![0u8; 4 * words]];
     let cfg = LaunchConfig {
         grid: [1, 1, 1],
@@ -19,7 +25,7 @@ fn run(src: &str, threads: u32, words: usize) -> Result<Vec<u32>, Fault> {
         shared_bytes: 0,
     };
     match m.launch(
-        "k",
+        entry,
         &cfg,
         &[KernelArg::Buffer(0)],
         &mut bufs,
@@ -32,8 +38,20 @@ fn run(src: &str, threads: u32, words: usize) -> Result<Vec<u32>, Fault> {
         Err(e) => Err(e
             .fault()
             .cloned()
-            .unwrap_or_else(|| panic!("not a fault: {e}"))),
+            .unwrap_or_else(|| panic!("{entry}: not a fault: {e}"))),
     }
+}
+
+/// Asserts that `src`, run by 64 threads, stops at a race of kind `hazard`
+/// found by thread 37 at the line containing `line`, whose earlier access was
+/// thread 0's at the line containing `earlier`.
+fn assert_race(src: &str, hazard: &str, line: &str, earlier: &str) {
+    let f = run(src, 64, 64).unwrap_err();
+    assert_eq!(f.class, FaultClass::Race, "{f}");
+    assert_eq!((f.thread, f.line), ([37, 0, 0], line_of(src, line)), "{f}");
+    assert!(f.detail.contains(hazard), "{f}");
+    let other = format!("thread (0,0,0) at PTX line {}", line_of(src, earlier));
+    assert!(f.detail.contains(&other), "{f}");
 }
 
 /// The 1-based line of the first line of `src` (after HEAD) containing `pat`.
@@ -147,37 +165,19 @@ fn cross_kernel(init: bool, reader: &str, writer: &str, reader_writes: bool) -> 
 }
 
 #[test]
-fn write_after_read_of_unwritten_shared_memory_is_a_race() {
+fn write_after_read_is_a_race_with_or_without_initialised_shared_memory() {
     // Thread t reads the word thread t+37 writes later in the same interval:
-    // compute-sanitizer's write-after-read hazard, not an uninitialised read.
-    let src = cross_kernel(false, "lt.u32 %p1, %r1, 27", "ge.u32 %p2, %r1, 37", false);
-    let f = run(&src, 64, 64).unwrap_err();
-    assert_eq!(f.class, FaultClass::Race, "{f}");
-    assert_eq!(f.thread, [37, 0, 0]);
-    assert_eq!(f.line, line_of(&src, "st.shared.u32 [%r10]"));
-    assert!(f.detail.contains("write-after-read"), "{f}");
-    assert!(
-        f.detail.contains(&format!(
-            "thread (0,0,0) at PTX line {}",
-            line_of(&src, "ld.shared.u32 %r8")
-        )),
-        "{f}"
-    );
-}
-
-#[test]
-fn write_after_read_of_initialised_shared_memory_is_a_race() {
-    let src = cross_kernel(true, "lt.u32 %p1, %r1, 27", "ge.u32 %p2, %r1, 37", false);
-    let f = run(&src, 64, 64).unwrap_err();
-    assert_eq!(f.class, FaultClass::Race, "{f}");
-    assert_eq!(
-        (f.thread, f.line),
-        ([37, 0, 0], line_of(&src, "st.shared.u32 [%r10]"))
-    );
-    assert!(
-        f.detail.contains("write-after-read") && f.detail.contains("thread (0,0,0)"),
-        "{f}"
-    );
+    // compute-sanitizer's write-after-read hazard, not (when `s` was never
+    // written) an uninitialised read.
+    for init in [false, true] {
+        let src = cross_kernel(init, "lt.u32 %p1, %r1, 27", "ge.u32 %p2, %r1, 37", false);
+        assert_race(
+            &src,
+            "write-after-read",
+            "st.shared.u32 [%r10]",
+            "ld.shared.u32 %r8",
+        );
+    }
 }
 
 #[test]
@@ -185,38 +185,22 @@ fn read_after_write_is_a_race() {
     // Thread t < 27 writes s[t + 37]; threads >= 37 then read s[t].
     let src = cross_kernel(true, "lt.u32 %p1, %r1, 27", "ge.u32 %p2, %r1, 37", true)
         .replace("st.shared.u32 [%r10], %r1;", "ld.shared.u32 %r8, [%r10];");
-    let f = run(&src, 64, 64).unwrap_err();
-    assert_eq!(f.class, FaultClass::Race, "{f}");
-    assert_eq!(
-        (f.thread, f.line),
-        ([37, 0, 0], line_of(&src, "ld.shared.u32 %r8, [%r10]"))
-    );
-    assert!(
-        f.detail.contains("read-after-write")
-            && f.detail.contains(&format!(
-                "thread (0,0,0) at PTX line {}",
-                line_of(&src, "st.shared.u32 [%r7]")
-            )),
-        "{f}"
+    assert_race(
+        &src,
+        "read-after-write",
+        "ld.shared.u32 %r8, [%r10]",
+        "st.shared.u32 [%r7]",
     );
 }
 
 #[test]
 fn write_after_write_is_a_race() {
     let src = cross_kernel(true, "lt.u32 %p1, %r1, 27", "ge.u32 %p2, %r1, 37", true);
-    let f = run(&src, 64, 64).unwrap_err();
-    assert_eq!(f.class, FaultClass::Race, "{f}");
-    assert_eq!(
-        (f.thread, f.line),
-        ([37, 0, 0], line_of(&src, "st.shared.u32 [%r10]"))
-    );
-    assert!(
-        f.detail.contains("write-after-write")
-            && f.detail.contains(&format!(
-                "thread (0,0,0) at PTX line {}",
-                line_of(&src, "st.shared.u32 [%r7]")
-            )),
-        "{f}"
+    assert_race(
+        &src,
+        "write-after-write",
+        "st.shared.u32 [%r10]",
+        "st.shared.u32 [%r7]",
     );
 }
 
@@ -244,25 +228,11 @@ fn a_read_nothing_writes_is_still_uninitialised() {
 fn the_corpus_module_of_nvcc_shapes_runs_clean() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/nvcc_shapes.ptx");
     let m = Module::from_file(path.as_ref()).unwrap_or_else(|e| panic!("{e}"));
-    let cfg = LaunchConfig {
-        grid: [1, 1, 1],
-        block: [64, 1, 1],
-        shared_bytes: 0,
-    };
     for entry in ["bits", "shapes"] {
-        let mut bufs = vec![vec![0u8; 4 * 64]];
-        m.launch(
-            entry,
-            &cfg,
-            &[KernelArg::Buffer(0)],
-            &mut bufs,
-            &ExecOptions::default(),
-        )
-        .unwrap_or_else(|e| panic!("{entry}: {e}"));
+        let out = launch(&m, entry, 64, 64).unwrap_or_else(|f| panic!("{entry}: {f}"));
         if entry == "shapes" {
-            for (t, c) in bufs[0].chunks(4).enumerate() {
-                let v = u32::from_le_bytes(c.try_into().unwrap());
-                assert_eq!(v, (t as u32 ^ 1) + t as u32, "thread {t}");
+            for (t, v) in out.iter().enumerate() {
+                assert_eq!(*v, (t as u32 ^ 1) + t as u32, "thread {t}");
             }
         }
     }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 mod common;
-use common::vgpu;
+use common::{fresh_dir, vgpu};
 
 fn cases() -> PathBuf {
     match std::env::var_os("VGPU_PTX_CASES") {
@@ -12,9 +12,7 @@ fn cases() -> PathBuf {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vgpu-cli-ptx-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    fresh_dir("cli-ptx", name)
 }
 
 #[test]
@@ -81,23 +79,11 @@ fn run_ptx_file_with_bin_and_npy_buffers() {
     std::fs::write(d.join("x.bin"), &x).unwrap();
     let ptx = cases().join("kernels.ptx");
     let xb = d.join("x.bin");
-    let (code, out, err) = vgpu(&[
-        "ptx",
-        "run",
-        ptx.to_str().unwrap(),
-        "--entry",
-        "scale",
-        "--grid",
-        "4",
-        "--block",
-        "256,1,1",
-        "--arg",
-        xb.to_str().unwrap(),
-        "--arg",
-        "f32:-1.75",
-        "--arg",
-        "s32:1000",
-    ]);
+    let (code, out, err) = run_scale(
+        ["4", "256,1,1"],
+        [xb.to_str().unwrap(), "f32:-1.75", "s32:1000"],
+        &[],
+    );
     assert_eq!(code, 0, "{out}\n{err}");
     let got = std::fs::read(&xb).unwrap();
     for i in [0usize, 1, 999] {
@@ -157,23 +143,7 @@ fn bad_launches_are_errors_not_panics() {
     let d = tmp("small");
     let xb = d.join("x.bin");
     std::fs::write(&xb, [0u8; 16]).unwrap();
-    let (code, _, err) = vgpu(&[
-        "ptx",
-        "run",
-        p,
-        "--entry",
-        "scale",
-        "--grid",
-        "1",
-        "--block",
-        "32",
-        "--arg",
-        xb.to_str().unwrap(),
-        "--arg",
-        "f32:1",
-        "--arg",
-        "s32:32",
-    ]);
+    let (code, _, err) = run_scale(["1", "32"], [xb.to_str().unwrap(), "f32:1", "s32:32"], &[]);
     assert_eq!(code, 2);
     assert!(
         err.contains("out-of-bounds")
@@ -199,10 +169,15 @@ fn bad_launches_are_errors_not_panics() {
     assert!(err.contains("bad.ptx:3:"), "{err}");
 }
 
+/// `vgpu ptx trace` of the repository's case `case` for thread `thread`.
+fn trace(case: &str, thread: &str) -> (i32, String, String) {
+    let c = cases().join(case);
+    vgpu(&["ptx", "trace", c.to_str().unwrap(), "--thread", thread])
+}
+
 #[test]
 fn trace_prints_the_thread_registers() {
-    let c = cases().join("saxpy");
-    let (code, out, err) = vgpu(&["ptx", "trace", c.to_str().unwrap(), "--thread", "5,0,0"]);
+    let (code, out, err) = trace("saxpy", "5,0,0");
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("%r5 = 5"), "{out}");
     assert!(
@@ -264,91 +239,63 @@ fn folder_run_reports_every_case_and_continues_past_failures() {
     assert!(out.contains("3 cases: 1 pass, 1 fail, 1 error"), "{out}");
 }
 
-/// `vgpu ptx run kernels.ptx --entry scale` with `extra` options.
-fn run_scale(extra: &[&str]) -> (i32, String, String) {
+/// `vgpu ptx run kernels.ptx --entry scale --grid G --block B --arg X --arg A
+/// --arg N` for `[G, B]` and `[X, A, N]` (the buffer, the factor, the
+/// element count), with `extra` options.
+fn run_scale(launch: [&str; 2], args: [&str; 3], extra: &[&str]) -> (i32, String, String) {
     let ptx = cases().join("kernels.ptx");
-    let mut a = vec!["ptx", "run", ptx.to_str().unwrap(), "--entry", "scale"];
+    let [grid, block] = launch;
+    let mut a = vec![
+        "ptx",
+        "run",
+        ptx.to_str().unwrap(),
+        "--entry",
+        "scale",
+        "--grid",
+        grid,
+        "--block",
+        block,
+    ];
+    for arg in args {
+        a.extend(["--arg", arg]);
+    }
     a.extend_from_slice(extra);
     vgpu(&a)
+}
+
+/// The arguments of `scale` over `X`: factor 1, 4 elements.
+fn scale_4(x: &str) -> [&str; 3] {
+    [x, "f32:1", "s32:4"]
 }
 
 #[test]
 fn hostile_sizes_are_refused_naming_the_limit_and_the_option() {
     // A result slot per block used to be allocated for 2^31 blocks: an abort.
-    let (code, _, err) = run_scale(&[
-        "--grid",
-        "2147483648",
-        "--block",
-        "1",
-        "--arg",
-        "zeros:f32:4:z.npy",
-        "--arg",
-        "f32:1",
-        "--arg",
-        "s32:4",
-    ]);
+    let z = scale_4("zeros:f32:4:z.npy");
+    let (code, _, err) = run_scale(["2147483648", "1"], z, &[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("2147483647"), "{err}");
-    let (code, _, err) = run_scale(&[
-        "--grid",
-        "2147483647",
-        "--block",
-        "1",
-        "--max-memory",
-        "64M",
-        "--arg",
-        "zeros:f32:4:z.npy",
-        "--arg",
-        "f32:1",
-        "--arg",
-        "s32:4",
-    ]);
+    let (code, _, err) = run_scale(["2147483647", "1"], z, &["--max-memory", "64M"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("result slot") && err.contains("64.0 MiB") && err.contains("--max-memory"),
         "{err}"
     );
-    let (code, _, err) = run_scale(&[
-        "--grid",
-        "65536,65535,2",
-        "--block",
-        "1",
-        "--arg",
-        "zeros:f32:4:z.npy",
-        "--arg",
-        "f32:1",
-        "--arg",
-        "s32:4",
-    ]);
+    let (code, _, err) = run_scale(["65536,65535,2", "1"], z, &[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--max-threads"), "{err}");
     // 10^10 zeros, and 2^62 × 4 bytes (wraps to 0 unchecked).
     let d = tmp("hostile-sizes");
     let out = d.join("out.bin");
     let zeros = format!("zeros:f32:10000000000:{}", out.display());
-    let (code, _, err) = run_scale(&[
-        "--grid",
-        "1",
-        "--block",
-        "32",
-        "--max-memory",
-        "1G",
-        "--arg",
-        &zeros,
-        "--arg",
-        "f32:1",
-        "--arg",
-        "s32:4",
-    ]);
+    let (code, _, err) = run_scale(["1", "32"], scale_4(&zeros), &["--max-memory", "1G"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("zeros:f32:10000000000") && err.contains("--max-memory"),
         "{err}"
     );
     let zeros = format!("zeros:f32:4611686018427387904:{}", out.display());
-    let (code, _, err) = run_scale(&[
-        "--grid", "1", "--block", "32", "--arg", &zeros, "--arg", "f32:1", "--arg", "s32:4",
-    ]);
+    let (code, _, err) = run_scale(["1", "32"], scale_4(&zeros), &[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("2^64"), "{err}");
     assert!(!out.exists());
@@ -360,26 +307,14 @@ fn a_device_as_a_buffer_file_is_not_read() {
     let z = d.join("zero.bin");
     let _ = std::fs::remove_file(&z);
     std::os::unix::fs::symlink("/dev/zero", &z).unwrap();
-    let (code, _, err) = run_scale(&[
-        "--grid",
-        "1",
-        "--block",
-        "32",
-        "--arg",
-        z.to_str().unwrap(),
-        "--arg",
-        "f32:1",
-        "--arg",
-        "s32:4",
-    ]);
+    let (code, _, err) = run_scale(["1", "32"], scale_4(z.to_str().unwrap()), &[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a regular file"), "{err}");
 }
 
 #[test]
 fn trace_of_a_thread_outside_the_launch_is_an_error() {
-    let c = cases().join("scale");
-    let (code, out, err) = vgpu(&["ptx", "trace", c.to_str().unwrap(), "--thread", "999"]);
+    let (code, out, err) = trace("scale", "999");
     assert_ne!(code, 0, "{out}");
     assert!(
         err.contains("(999,0,0)") && err.contains("256 threads per block"),
