@@ -222,6 +222,7 @@ pub fn run_cfg_kernel(
         dyn_shared: launch.dyn_shared,
         checked: launch.checked,
         f64: ctx.has_f64(),
+        int64: ctx.has_int64(),
     };
     let wgsl = emit_cfg_wgsl(k, &opts).map_err(|e| launch_err(k, e.to_string()))?;
     let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")

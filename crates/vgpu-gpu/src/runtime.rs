@@ -120,8 +120,10 @@ impl GpuContext {
         // correctly rounded f32 division and fma of compiled PTX).
         // Timestamp queries time kernels on the GPU's clock (`--kernel-time`).
         // A pipeline cache keeps compiled pipelines between processes (`pipeline_cache`).
+        // 64-bit integers move compiled PTX's f64 registers (`has_int64`).
         let features = adapter.features()
             & (wgpu::Features::SHADER_F64
+                | wgpu::Features::SHADER_INT64
                 | wgpu::Features::TIMESTAMP_QUERY
                 | wgpu::Features::PIPELINE_CACHE);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -206,11 +208,19 @@ impl GpuContext {
         self.features.contains(wgpu::Features::SHADER_F64)
     }
 
+    /// Whether the device has 64-bit integers in shaders (`SHADER_INT64`), which
+    /// compiled PTX's f64 registers need beside `SHADER_F64`.
+    pub fn has_int64(&self) -> bool {
+        self.features.contains(wgpu::Features::SHADER_INT64)
+    }
+
     /// The on-disk pipeline cache, where the adapter has one and it is not
     /// switched off (`VGPU_PIPELINE_CACHE=off`): its file, what was loaded from it
     /// and what this process saved (see [`crate::pipeline_cache`]).
     pub fn pipeline_cache(&self) -> Option<PipelineCacheInfo> {
-        self.pipeline_cache.as_ref().and_then(DiskPipelineCache::info)
+        self.pipeline_cache
+            .as_ref()
+            .and_then(DiskPipelineCache::info)
     }
 
     /// The wgpu pipeline cache to compile with, if any.

@@ -9,7 +9,7 @@ fn validate(src: &str, f64: bool) {
     let module = naga::front::wgsl::parse_str(src)
         .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
     let caps = if f64 {
-        naga::valid::Capabilities::FLOAT64
+        naga::valid::Capabilities::FLOAT64 | naga::valid::Capabilities::SHADER_INT64
     } else {
         naga::valid::Capabilities::empty()
     };
@@ -189,6 +189,84 @@ fn everything() -> CfgKernel {
             c: Imm(5),
         }));
     }
+    // f64 in registers (line 11): every operation and conversion.
+    let f64_ops = [
+        Inst::Bin {
+            op: BinOp::F64(F64Bin::Add),
+            d: 4,
+            a: R(2),
+            b: R(4),
+        },
+        Inst::Bin {
+            op: BinOp::F64(F64Bin::Sub),
+            d: 4,
+            a: R(4),
+            b: Imm(0x3ff0_0000_0000_0000),
+        },
+        Inst::Bin {
+            op: BinOp::F64(F64Bin::Mul),
+            d: 2,
+            a: R(2),
+            b: R(4),
+        },
+        Inst::Bin {
+            op: BinOp::F64(F64Bin::Min),
+            d: 2,
+            a: R(2),
+            b: R(4),
+        },
+        Inst::Bin {
+            op: BinOp::F64(F64Bin::Max),
+            d: 2,
+            a: R(2),
+            b: R(4),
+        },
+        Inst::Un {
+            op: UnOp::F64(F64Un::Neg),
+            d: 4,
+            a: R(4),
+        },
+        Inst::Un {
+            op: UnOp::F64(F64Un::Abs),
+            d: 4,
+            a: R(4),
+        },
+        Inst::Cvt {
+            op: CvtOp::F64(F64Cvt::FromI32 { signed: true }),
+            d: 4,
+            a: R(1),
+        },
+        Inst::Cvt {
+            op: CvtOp::F64(F64Cvt::FromI32 { signed: false }),
+            d: 4,
+            a: R(1),
+        },
+        Inst::Cvt {
+            op: CvtOp::F64(F64Cvt::FromI64Rn { signed: true }),
+            d: 4,
+            a: R(2),
+        },
+        Inst::Cvt {
+            op: CvtOp::F64(F64Cvt::FromI64Rn { signed: false }),
+            d: 4,
+            a: R(2),
+        },
+        Inst::Cvt {
+            op: CvtOp::F64(F64Cvt::FromF32),
+            d: 4,
+            a: R(1),
+        },
+        Inst::Cvt {
+            op: CvtOp::F64(F64Cvt::ToF32Rn),
+            d: 5,
+            a: R(4),
+        },
+    ];
+    s.extend(f64_ops.into_iter().map(|inst| Stmt {
+        inst,
+        guard: None,
+        line: 11,
+    }));
     s.push(Stmt {
         inst: Inst::Un {
             op: UnOp::Mov(32),
@@ -236,6 +314,7 @@ fn every_operation_validates_checked_and_unchecked() {
             dyn_shared: 100,
             checked,
             f64: true,
+            int64: true,
         };
         validate(&emit_cfg_wgsl(&k, &o).unwrap(), true);
     }
@@ -249,9 +328,24 @@ fn f32_exact_operations_need_f64_and_name_the_line() {
         dyn_shared: 0,
         checked: true,
         f64: false,
+        int64: false,
     };
     let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("line 7") && e.contains("SHADER_F64"), "{e}");
+}
+
+#[test]
+fn f64_registers_need_int64_and_name_the_line() {
+    let k = everything();
+    let o = CfgWgslOptions {
+        block: [32, 1, 1],
+        dyn_shared: 0,
+        checked: true,
+        f64: true,
+        int64: false,
+    };
+    let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
+    assert!(e.contains("line 11") && e.contains("SHADER_INT64"), "{e}");
 }
 
 #[test]
@@ -263,6 +357,7 @@ fn malformed_kernels_are_refused() {
         dyn_shared: 0,
         checked: true,
         f64: true,
+        int64: true,
     };
     let e = emit_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("block 99 out of range"), "{e}");

@@ -21,7 +21,10 @@
 mod ops;
 mod warp;
 
-pub use ops::{AtomOp, BinOp, BitOp, CvtOp, FCmp, ICmp, IntRound, PrmtMode, TernOp, UnOp};
+pub use ops::{
+    AtomOp, BinOp, BitOp, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, ICmp, IntRound, PrmtMode, TernOp,
+    UnOp,
+};
 pub use warp::{ReduxOp, ShflMode, VoteMode, WarpOp};
 
 /// A register, by index into [`CfgKernel::regs`].
@@ -317,8 +320,31 @@ impl CfgKernel {
                 Inst::Un { op, .. } => op.uses_f64(),
                 Inst::Bin { op, .. } => op.uses_f64(),
                 Inst::Tern { op, .. } => op.uses_f64(),
+                Inst::Cvt { op, .. } => matches!(op, CvtOp::F64(_)),
                 _ => false,
             };
+            uses.then_some(s.line)
+        })
+    }
+
+    /// Whether any operation works on an f64 held in a 64-bit register (the
+    /// WGSL form moves its bits through `u64`, so the adapter also needs
+    /// `SHADER_INT64`), with the first such statement's line.
+    pub fn f64_reg_line(&self) -> Option<u32> {
+        self.blocks.iter().flat_map(|b| &b.stmts).find_map(|s| {
+            let uses = matches!(
+                s.inst,
+                Inst::Un {
+                    op: UnOp::F64(_),
+                    ..
+                } | Inst::Bin {
+                    op: BinOp::F64(_),
+                    ..
+                } | Inst::Cvt {
+                    op: CvtOp::F64(_),
+                    ..
+                }
+            );
             uses.then_some(s.line)
         })
     }

@@ -92,6 +92,33 @@ pub enum UnOp {
         /// `.shiftamt`.
         shiftamt: bool,
     },
+    /// An f64 operation on a 64-bit register ([`F64Un`]).
+    F64(F64Un),
+}
+
+/// One-source f64 operations (registers hold the f64's bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum F64Un {
+    /// `−a` (the sign bit flipped).
+    Neg,
+    /// `|a|` (the sign bit cleared).
+    Abs,
+}
+
+/// Two-source f64 operations, to nearest even; a NaN result is PTX's
+/// canonical `0x7fffffffffffffff`, as in the interpreter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum F64Bin {
+    /// `a + b`.
+    Add,
+    /// `a − b`.
+    Sub,
+    /// `a · b`.
+    Mul,
+    /// `min` (a NaN operand loses; −0 below +0).
+    Min,
+    /// `max` (a NaN operand loses; +0 above −0).
+    Max,
 }
 
 /// Two-source operations.
@@ -189,6 +216,8 @@ pub enum BinOp {
     },
     /// f32 comparison into a predicate.
     SetpF32(FCmp),
+    /// An f64 operation on 64-bit registers ([`F64Bin`]).
+    F64(F64Bin),
 }
 
 /// The modes of `prmt.b32`.
@@ -353,17 +382,41 @@ pub enum CvtOp {
     /// `cvt.f32.f16` (exact; an f16 NaN becomes PTX's canonical NaN
     /// `0x7fffffff`, as in the interpreter).
     F16ToF32,
+    /// A conversion to or from f64 ([`F64Cvt`]).
+    F64(F64Cvt),
+}
+
+/// Conversions to and from f64, as PTX's `cvt` with `.rn` (or exact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum F64Cvt {
+    /// A 32-bit integer → f64 (exact).
+    FromI32 {
+        /// Source signed.
+        signed: bool,
+    },
+    /// A 64-bit integer → f64, to nearest even.
+    FromI64Rn {
+        /// Source signed.
+        signed: bool,
+    },
+    /// f32 → f64 (exact; NaN becomes the canonical f64 NaN).
+    FromF32,
+    /// f64 → f32, to nearest even (NaN becomes the canonical f32 NaN).
+    ToF32Rn,
 }
 
 impl UnOp {
     pub(crate) fn uses_f64(self) -> bool {
-        matches!(self, UnOp::SqrtF32Rn | UnOp::RcpF32Rn | UnOp::RsqrtF32)
+        matches!(
+            self,
+            UnOp::SqrtF32Rn | UnOp::RcpF32Rn | UnOp::RsqrtF32 | UnOp::F64(_)
+        )
     }
 }
 
 impl BinOp {
     pub(crate) fn uses_f64(self) -> bool {
-        matches!(self, BinOp::DivF32Rn)
+        matches!(self, BinOp::DivF32Rn | BinOp::F64(_))
     }
 }
 

@@ -2,6 +2,7 @@
 //! one WGSL statement list per basic block.
 
 use super::bits::{self, BITS_PRELUDE};
+use super::float64::FLOAT64_PRELUDE;
 use super::prelude::{F64_PRELUDE, INT_PRELUDE};
 use super::warp::{self, BACK, WARP};
 use super::{check_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
@@ -114,6 +115,9 @@ impl Em<'_> {
         }
         if o.f64 && k.f64_line().is_some() {
             out.push_str(F64_PRELUDE);
+        }
+        if o.f64 && o.int64 && k.f64_reg_line().is_some() {
+            out.push_str(FLOAT64_PRELUDE);
         }
         let g_atomic = needs_atomic_words(k, Space::Global);
         let s_atomic = needs_atomic_words(k, Space::Shared);
@@ -708,6 +712,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 )
             }
             UnOp::Brev(_) => (format!("reverseBits({a32})"), W::B32),
+            UnOp::F64(op) => self.f64_un(op, a),
             UnOp::Bfind { signed, shiftamt } => {
                 let m = if signed {
                     format!("bitcast<u32>(firstLeadingBit(bitcast<i32>({a32})))")
@@ -816,6 +821,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 }
             }
             BinOp::SetpF32(c) => (format!("fcmp32({a32}, {b32}, {}u)", c as u32), W::B32),
+            BinOp::F64(op) => self.f64_bin(op, a, b),
         }
     }
 
@@ -902,6 +908,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             CvtOp::F32Round(rnd) => (format!("f32_round({a32}, {}u)", mode(rnd)), W::B32),
             CvtOp::F32ToF16Rn => (format!("f32_to_f16({a32})"), W::B32),
             CvtOp::F16ToF32 => (format!("f16_to_f32({a32})"), W::B32),
+            CvtOp::F64(op) => self.f64_cvt(op, a),
         }
     }
 }

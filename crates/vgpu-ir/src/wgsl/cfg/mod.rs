@@ -32,6 +32,7 @@
 
 mod bits;
 mod emit;
+mod float64;
 mod prelude;
 mod warp;
 
@@ -94,6 +95,9 @@ pub struct CfgWgslOptions {
     /// The adapter has `SHADER_F64` (the correctly rounded f32 division,
     /// square root, reciprocal and fma compute in f64).
     pub f64: bool,
+    /// The adapter has `SHADER_INT64` (with `f64`: f64 registers, whose bits
+    /// move through `u64`).
+    pub int64: bool,
 }
 
 /// Whether `k` can become WGSL under `o`, and why not (the first statement it
@@ -111,6 +115,17 @@ pub fn check_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<(), IrError> 
                 backend: "gpu (WGSL)".into(),
                 reason: format!(
                     "line {line}: a correctly rounded f32 division, square root, reciprocal or fma needs an adapter with SHADER_F64, which this one lacks"
+                ),
+            });
+        }
+    }
+    if !o.int64 {
+        if let Some(line) = k.f64_reg_line() {
+            return Err(IrError::Unsupported {
+                kernel: k.name.clone(),
+                backend: "gpu (WGSL)".into(),
+                reason: format!(
+                    "line {line}: f64 arithmetic needs an adapter with SHADER_F64 and SHADER_INT64, which this one lacks"
                 ),
             });
         }
