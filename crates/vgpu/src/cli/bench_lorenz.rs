@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 use vgpu::demos::lorenz::{self, LorenzProblem, REFERENCE_LANES};
+use vgpu::dispatch::{Backend, Dispatcher, EnsembleJob};
 use vgpu::field::{Ctx, Field, FieldError, Launch, LaunchConfig, Method, Par, PerTrajectory, Real};
 use vgpu::ir::{Arg, Buffer};
 
@@ -48,6 +49,11 @@ pub(crate) struct LorenzArgs {
     /// scalar), and print its stage times: for timing whole processes side by side.
     #[arg(long, value_name = "VARIANT")]
     pub only: Option<String>,
+    /// Also run `examples/lorenz.field` on the GPU (f32; an error without an
+    /// adapter): device set-up, shader and pipeline compile, host-to-host time
+    /// and the kernel alone on the GPU's clock, each reported apart.
+    #[arg(long)]
+    pub gpu: bool,
     /// With `--only`: write the endpoints here (default: a temporary file,
     /// removed afterwards).
     #[arg(long)]
@@ -248,6 +254,8 @@ enum Variant {
     FieldApi,
     /// `examples/lorenz.field` through `vgpu ensemble`'s CPU path.
     FieldFile,
+    /// `examples/lorenz.field` through `vgpu ensemble --backend gpu`'s path (f32).
+    FieldGpu,
 }
 
 impl Variant {
@@ -257,9 +265,10 @@ impl Variant {
             "scalar" => Variant::Scalar,
             "field-api" => Variant::FieldApi,
             "field-file" => Variant::FieldFile,
+            "field-gpu" => Variant::FieldGpu,
             other => {
                 return Err(vgpu::Error::Usage(format!(
-                    "bench lorenz: --only {other:?}: expected hand, scalar, field-api or field-file"
+                    "bench lorenz: --only {other:?}: expected hand, scalar, field-api, field-file or field-gpu"
                 )))
             }
         })
@@ -270,6 +279,7 @@ impl Variant {
             Variant::Scalar => "scalar",
             Variant::FieldApi => "field_api",
             Variant::FieldFile => "field_file",
+            Variant::FieldGpu => "field_gpu",
         }
     }
     fn label(self) -> &'static str {
@@ -278,6 +288,7 @@ impl Variant {
             Variant::Scalar => "hand-written, scalar per trajectory",
             Variant::FieldApi => "field API (vgpu)",
             Variant::FieldFile => ".field (vgpu ensemble's CPU path)",
+            Variant::FieldGpu => ".field on the GPU (--backend gpu)",
         }
     }
 }
@@ -285,7 +296,11 @@ impl Variant {
 /// One whole run of a variant, stage by stage (seconds).
 #[derive(Clone, Copy, Debug, Default)]
 struct Stages {
-    /// Compiling the `.field` text (`.field` only).
+    /// The GPU device's creation (adapter, device, queue: once per process,
+    /// so only the first GPU run has it; GPU only).
+    setup: f64,
+    /// Compiling the `.field` text (`.field` only), and on the GPU the shader
+    /// module and pipeline.
     compile: f64,
     /// Building the arguments: ρ as `--param rho=linspace:0:21` does (`.field` only).
     args: f64,
@@ -294,12 +309,49 @@ struct Stages {
     kernel: f64,
     /// The endpoints as an `(N, 3)` `.npy` file.
     output: f64,
+    /// GPU only: one dispatch of the kernel alone on the GPU's clock (timestamp
+    /// queries; `None` where the adapter has none). Not part of the whole run.
+    gpu_kernel: Option<f64>,
 }
 
 impl Stages {
     fn whole(&self) -> f64 {
-        self.compile + self.args + self.kernel + self.output
+        self.setup + self.compile + self.args + self.kernel + self.output
     }
+}
+
+/// `lorenz.field` compiled (time into `st.compile`) and its arguments built as
+/// `--param rho=linspace:0:21` does: f64 values, then the parameter's type
+/// (time into `st.args`).
+fn field_and_args<T: Float>(
+    n: usize,
+    st: &mut Stages,
+) -> Result<(vgpu::ir::Kernel, vgpu::Args), vgpu::Error> {
+    let t = Instant::now();
+    let k = vgpu::compile("lorenz.field", T::SOURCE)?;
+    st.compile = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let step = if n > 1 { 21.0 / (n - 1) as f64 } else { 0.0 };
+    let vals: Vec<f64> = (0..n).map(|i| i as f64 * step).collect();
+    let buf = match T::NAME == f32::NAME {
+        true => Buffer::F32(vals.iter().map(|&x| x as f32).collect()),
+        false => Buffer::F64(vals.into()),
+    };
+    let mut args = vgpu::Args::new(&k);
+    args.set("rho", Arg::Buffer(buf))?;
+    st.args = t.elapsed().as_secs_f64();
+    Ok((k, args))
+}
+
+/// The endpoints of `states` as `T`, or an error naming the type they have.
+fn states_as<T: Float>(states: &Buffer) -> Result<&[T], vgpu::Error> {
+    T::of_buffer(states).ok_or_else(|| {
+        vgpu::Error::Usage(format!(
+            "bench lorenz: lorenz.field gave {:?} states, expected {}",
+            states.ty(),
+            T::NAME
+        ))
+    })
 }
 
 fn io_error(path: &Path, e: String) -> vgpu::Error {
@@ -352,20 +404,7 @@ fn whole_run<T: Float>(
             sum(&u)
         }
         Variant::FieldFile => {
-            let t = Instant::now();
-            let k = vgpu::compile("lorenz.field", T::SOURCE)?;
-            st.compile = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            // As `--param rho=linspace:0:21`: f64 values, then the parameter's type.
-            let step = if n > 1 { 21.0 / (n - 1) as f64 } else { 0.0 };
-            let vals: Vec<f64> = (0..n).map(|i| i as f64 * step).collect();
-            let buf = match T::NAME == f32::NAME {
-                true => Buffer::F32(vals.iter().map(|&x| x as f32).collect()),
-                false => Buffer::F64(vals.into()),
-            };
-            let mut args = vgpu::Args::new(&k);
-            args.set("rho", Arg::Buffer(buf))?;
-            st.args = t.elapsed().as_secs_f64();
+            let (k, args) = field_and_args::<T>(n, &mut st)?;
             let t = Instant::now();
             let integ = vgpu::Integration::new(n, 0.0, 1.0, 0.001)
                 .method(Method::Rk4)
@@ -373,13 +412,36 @@ fn whole_run<T: Float>(
                 .par(par);
             let r = vgpu::run_cpu(&k, &args, &integ)?;
             st.kernel = t.elapsed().as_secs_f64();
-            let u = T::of_buffer(&r.states).ok_or_else(|| {
-                vgpu::Error::Usage(format!(
-                    "bench lorenz: lorenz.field gave {:?} states, expected {}",
-                    r.states.ty(),
-                    T::NAME
-                ))
-            })?;
+            let u = states_as::<T>(&r.states)?;
+            write(u, &mut st)?;
+            sum(u)
+        }
+        Variant::FieldGpu => {
+            if T::NAME != f32::NAME {
+                return Err(vgpu::Error::Usage(
+                    "bench lorenz: the GPU variant is f32 only".into(),
+                ));
+            }
+            let (k, args) = field_and_args::<T>(n, &mut st)?;
+            let integ = vgpu::Integration::new(n, 0.0, 1.0, 0.001).method(Method::Rk4);
+            let job = EnsembleJob {
+                kernel: &k,
+                args: &args,
+                integration: &integ,
+                backend: Backend::Gpu,
+                kernel_time: Some(3),
+                limits: Default::default(),
+            };
+            // A fresh dispatcher, as a new `vgpu ensemble` process has: its
+            // kernel cache compiles the pipeline again (the process's device
+            // and the pipeline cache stay).
+            let r = Dispatcher::new().ensemble(&job)?;
+            let phases = r.gpu_phases.unwrap_or_default();
+            st.setup = r.gpu_setup.map_or(0.0, |d| d.as_secs_f64());
+            st.compile += phases.compile.as_secs_f64();
+            st.kernel = r.seconds - phases.compile.as_secs_f64();
+            st.gpu_kernel = r.kernel_time.map(|d| d.as_secs_f64());
+            let u = states_as::<T>(&r.states)?;
             write(u, &mut st)?;
             sum(u)
         }
@@ -394,6 +456,10 @@ struct Figures {
     best: Stages,
     /// The fastest kernel of any repeat.
     kernel: f64,
+    /// The GPU device's creation (the first GPU run of the process; 0 on the CPU).
+    setup: f64,
+    /// The fastest GPU-clock kernel of any repeat (GPU only).
+    gpu_kernel: Option<f64>,
     checksum: f64,
 }
 
@@ -405,9 +471,15 @@ fn measure<T: Float>(
 ) -> Result<Figures, vgpu::Error> {
     let mut best: Option<Stages> = None;
     let (mut kernel, mut checksum) = (f64::INFINITY, 0.0);
+    let (mut setup, mut gpu_kernel) = (0.0f64, None::<f64>);
     for _ in 0..a.repeats.max(1) {
         let (st, sum) = whole_run::<T>(v, a.n, a.block, par, out)?;
         kernel = kernel.min(st.kernel);
+        setup = setup.max(st.setup);
+        gpu_kernel = match (gpu_kernel, st.gpu_kernel) {
+            (Some(g), Some(s)) => Some(g.min(s)),
+            (g, s) => g.or(s),
+        };
         checksum = sum;
         if best.is_none_or(|b| st.whole() < b.whole()) {
             best = Some(st);
@@ -416,6 +488,8 @@ fn measure<T: Float>(
     Ok(Figures {
         best: best.unwrap_or_default(),
         kernel,
+        setup,
+        gpu_kernel,
         checksum,
     })
 }
@@ -448,6 +522,9 @@ fn table<T: Float>(a: &LorenzArgs, par: Par, out: &Path) -> Result<Table, vgpu::
     vs.push(Variant::FieldApi);
     if !a.no_ir {
         vs.push(Variant::FieldFile);
+    }
+    if a.gpu && T::NAME == f32::NAME {
+        vs.push(Variant::FieldGpu);
     }
     let mut rows = vec![];
     for v in vs {
@@ -510,14 +587,16 @@ pub(crate) fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
                 "{}",
                 serde_json::json!({
                     "variant": v.key(), "precision": ty, "n": args.n, "threads": threads,
-                    "compile_s": st.compile, "args_s": st.args, "kernel_s": st.kernel,
+                    "setup_s": st.setup, "compile_s": st.compile, "args_s": st.args,
+                    "kernel_s": st.kernel, "gpu_kernel_s": st.gpu_kernel,
                     "output_s": st.output, "whole_s": st.whole(), "checksum": sum,
                 })
             );
         } else {
             println!(
-                "{} ({ty}, N = {}, {threads} threads): kernel {:.4} s, whole run {:.4} s (compile {:.4}, args {:.4}, output {:.4}); checksum {sum:.10}",
-                v.label(), args.n, st.kernel, st.whole(), st.compile, st.args, st.output
+                "{} ({ty}, N = {}, {threads} threads): kernel {:.4} s, whole run {:.4} s (set-up {:.4}, compile {:.4}, args {:.4}, output {:.4}){}; checksum {sum:.10}",
+                v.label(), args.n, st.kernel, st.whole(), st.setup, st.compile, st.args, st.output,
+                st.gpu_kernel.map_or(String::new(), |g| format!(", GPU-clock kernel {g:.6} s"))
             );
         }
         return Ok(ExitCode::SUCCESS);
@@ -542,6 +621,8 @@ pub(crate) fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
                 o[v.key()] = serde_json::json!({
                     "kernel_s": f.kernel,
                     "whole_s": f.best.whole(),
+                    "setup_s": f.setup,
+                    "gpu_kernel_s": f.gpu_kernel,
                     "compile_s": f.best.compile,
                     "args_s": f.best.args,
                     "output_s": f.best.output,
@@ -573,14 +654,17 @@ pub(crate) fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
         args.block,
         args.repeats.max(1)
     );
-    println!("kernel = the call that integrates; whole = set-up + compile + arguments + kernel + writing the (N, 3) .npy");
+    println!("kernel = the call that integrates (GPU: host in to host out, pipeline compile excluded); whole = set-up + compile + arguments + kernel + writing the (N, 3) .npy");
+    println!("set-up = the GPU device's creation, in the process's first GPU run only (so with repeats > 1 the best whole run is a warm one); gpu = one dispatch of the kernel on the GPU's clock");
     for t in &tables {
         println!(
-            "\n{:<4} {:<36} {:>9} {:>9} {:>9} {:>9} {:>9} {:>14} {:>20}",
+            "\n{:<4} {:<36} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>14} {:>20}",
             t.ty,
             "variant",
             "kernel s",
             "whole s",
+            "set-up",
+            "gpu",
             "compile",
             "args",
             "output",
@@ -589,10 +673,12 @@ pub(crate) fn run(args: LorenzArgs) -> Result<ExitCode, vgpu::Error> {
         );
         for (v, f) in &t.rows {
             println!(
-                "     {:<36} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>14.3e} {:>20.10}",
+                "     {:<36} {:>9.4} {:>9.4} {:>9.4} {:>9} {:>9.4} {:>9.4} {:>9.4} {:>14.3e} {:>20.10}",
                 v.label(),
                 f.kernel,
                 f.best.whole(),
+                f.setup,
+                f.gpu_kernel.map_or("-".into(), |g| format!("{g:.6}")),
                 f.best.compile,
                 f.best.args,
                 f.best.output,

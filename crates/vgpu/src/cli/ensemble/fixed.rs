@@ -109,6 +109,18 @@ pub(super) fn run(
     if let Some(setup) = run.gpu_setup {
         j["setup_seconds"] = setup.as_secs_f64().into();
     }
+    if run.gpu_phases.is_some() {
+        // The on-disk pipeline cache (written back when the process's kernel
+        // cache is dropped): what this run started from.
+        if let Some(pc) = vgpu::gpu::GpuContext::get()
+            .ok()
+            .and_then(|c| c.pipeline_cache())
+        {
+            j["pipeline_cache"] = serde_json::json!({
+                "path": pc.path.display().to_string(), "loaded_bytes": pc.loaded_bytes,
+            });
+        }
+    }
     match (split, &a.out) {
         (Some(s), _) => {
             let fig = Figures {
