@@ -8,17 +8,22 @@
 //! last stage's input for a FSAL pair, else `y_d + h·(Σ_i b_i k_id)`; the
 //! error is `h·(Σ_i (b_i − b̂_i) k_id)`; the controller runs in `f64` on the
 //! step as `f64`, and the next step is its value rounded to `T`.
+//!
+//! A right-hand side that can attempt the whole step at once
+//! ([`OdeRhs::erk_attempt`]: a compiled `.field` kernel) does so with this
+//! same arithmetic; the stage-by-stage loop below runs otherwise.
 
 use crate::adaptive::controller::error_norm;
 use crate::adaptive::dense::{DensePlan, StepStages, MAX_EXTRA};
 use crate::adaptive::error::AdaptiveError;
-use crate::adaptive::rhs::{OdeRhs, Traj};
+use crate::adaptive::rhs::{ErkAttempt, OdeRhs, TableauId, Traj};
 use crate::adaptive::tableaus::ErkTableau;
 use crate::adaptive::trajectory::{StepAt, Stepper};
 use crate::real::Real;
 
 /// An embedded explicit pair validated and converted to the state type.
 pub(super) struct ErkCore<T, const S: usize> {
+    id: TableauId,
     a: [[T; S]; S],
     b: [T; S],
     bt: [T; S],
@@ -72,6 +77,7 @@ impl<T: Real, const S: usize> ErkCore<T, S> {
         }
         let cv = |v: &[f64; S]| -> [T; S] { std::array::from_fn(|i| T::from_f64(v[i])) };
         Ok(ErkCore {
+            id: TableauId::of(tab),
             a: std::array::from_fn(|i| cv(&tab.a[i])),
             b: cv(&tab.b),
             bt: cv(&tab.b_tilde()),
@@ -127,6 +133,23 @@ impl<T: Real, const D: usize, const S: usize> Stepper<T, D> for ErkStep<'_, T, D
     ) -> Option<([T; D], f64)> {
         let (core, k) = (self.core, &mut self.st.k);
         let (t, y, h) = (at.t, at.y, at.h);
+        if let Some((atol, rtol)) = at.tol {
+            let mut y_new = [T::ZERO; D];
+            let mut whole = ErkAttempt {
+                tableau: core.id,
+                t,
+                h,
+                y,
+                k: &mut k[..],
+                atol,
+                rtol,
+                y_new: &mut y_new,
+            };
+            if let Some(err) = rhs.erk_attempt(&mut whole, cx, sc) {
+                *evaluations += S as u64 - 1;
+                return Some((y_new, err.to_f64()));
+            }
+        }
         let mut tmp = [T::ZERO; D];
         for i in 1..S {
             for d in 0..D {

@@ -17,6 +17,7 @@
 
 use crate::adaptive::error::AdaptiveError;
 use crate::adaptive::events::EventSpec;
+use crate::adaptive::tableaus::ErkTableau;
 use crate::field::{BlockCtx, Field};
 use crate::launch::LaunchConfig;
 use crate::real::Real;
@@ -120,6 +121,98 @@ pub trait OdeRhs<T: Real, const D: usize>: Sync {
     ) {
         let _ = (event, t, y, traj, scratch);
     }
+
+    /// Attempts a whole step of an explicit pair at once, if this right-hand
+    /// side can (a compiled `.field` kernel can: all stages, the combinations
+    /// and the error norm as one native function, the state in registers).
+    ///
+    /// `None` (the default) means it cannot for `step.tableau`: the driver
+    /// then evaluates the stages one [`OdeRhs::rhs`] call at a time. `Some(err)`
+    /// means it wrote stages `1..S` into `step.k` (`step.k[0]` holds
+    /// `f(t, y)` on entry), the new state into `step.y_new`, and returned the
+    /// error norm, with exactly the arithmetic and operation order the driver
+    /// documents (`crate::adaptive::erk`; [`crate::adaptive::error_norm`]), so
+    /// that both ways give the same bits.
+    fn erk_attempt(
+        &self,
+        step: &mut ErkAttempt<'_, T, D>,
+        traj: &Traj<'_, T, D>,
+        scratch: &mut Self::Scratch,
+    ) -> Option<T> {
+        let _ = (step, traj, scratch);
+        None
+    }
+}
+
+/// Which explicit pair a step attempt is of: its name and a hash of every
+/// coefficient (nodes, `a`, `b`, `b̂`, FSAL), so that a whole-step function
+/// compiled for one tableau is never run for another of the same name. Two
+/// ids are equal when their hashes are (the name is for messages; the
+/// comparison is one integer, made once per step attempt).
+#[derive(Debug, Clone, Copy)]
+pub struct TableauId {
+    /// The tableau's name.
+    pub name: &'static str,
+    /// FNV-1a over the stage count, the FSAL flag and the bits of `c`, `a`,
+    /// `b` and `b̂`, in that order.
+    pub hash: u64,
+}
+
+impl PartialEq for TableauId {
+    #[inline]
+    fn eq(&self, other: &TableauId) -> bool {
+        self.hash == other.hash
+    }
+}
+impl Eq for TableauId {}
+impl std::hash::Hash for TableauId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.hash.hash(state);
+    }
+}
+
+impl TableauId {
+    /// The identity of `tab`.
+    pub fn of<const S: usize>(tab: &ErkTableau<S>) -> TableauId {
+        let words = [S as u64, u64::from(tab.fsal)]
+            .into_iter()
+            .chain(tab.c.iter().map(|v| v.to_bits()))
+            .chain(tab.a.iter().flatten().map(|v| v.to_bits()))
+            .chain(tab.b.iter().map(|v| v.to_bits()))
+            .chain(tab.b_hat.iter().map(|v| v.to_bits()));
+        let mut hash = 0xcbf2_9ce4_8422_2325u64;
+        for w in words {
+            for byte in w.to_le_bytes() {
+                hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        TableauId {
+            name: tab.name,
+            hash,
+        }
+    }
+}
+
+/// One step attempt of an explicit pair handed to [`OdeRhs::erk_attempt`].
+#[derive(Debug)]
+pub struct ErkAttempt<'s, T, const D: usize> {
+    /// The pair.
+    pub tableau: TableauId,
+    /// The step's start.
+    pub t: T,
+    /// The step.
+    pub h: T,
+    /// The state at the start.
+    pub y: &'s [T; D],
+    /// The stages, one row each (`S` rows): row 0 is `f(t, y)` on entry, the
+    /// others are written.
+    pub k: &'s mut [[T; D]],
+    /// Absolute tolerance per component.
+    pub atol: &'s [T; D],
+    /// Relative tolerance per component.
+    pub rtol: &'s [T; D],
+    /// Where the new state is written.
+    pub y_new: &'s mut [T; D],
 }
 
 /// An [`OdeRhs`] made from a closure `|t, y, p, dy|` (see [`rhs_fn`]).

@@ -14,6 +14,7 @@ use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module};
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// The host's instruction set with its detected extensions (SSE4.1, AVX,
@@ -59,6 +60,47 @@ impl Drop for Code {
     }
 }
 
+/// A compiled function with what every call passes it: the code (kept alive
+/// with its module), the buffer table of the bound arguments and each
+/// buffer's length.
+pub(super) struct Compiled<'a> {
+    _code: Arc<Code>,
+    /// The function's address.
+    pub code: *const u8,
+    /// The buffer table (one entry per parameter).
+    pub bufs: Vec<BufRef>,
+    /// Each buffer parameter's length.
+    pub lens: Vec<usize>,
+    _args: PhantomData<&'a crate::args::Args>,
+}
+
+// SAFETY: the raw pointers are to the module's immutable code (alive while
+// `_code` is) and to the buffers of the borrowed `Args` (immutable, alive for
+// `'a`); native code only reads them.
+unsafe impl Send for Compiled<'_> {}
+// SAFETY: as above; a call writes only to the memory its caller passes.
+unsafe impl Sync for Compiled<'_> {}
+
+impl<'a> Compiled<'a> {
+    /// The function at `code` of module `module`, for a kernel of `params`
+    /// parameters bound to `args`.
+    pub(super) fn new(
+        module: Arc<Code>,
+        code: *const u8,
+        args: &'a crate::args::Args,
+        params: usize,
+    ) -> Compiled<'a> {
+        let (bufs, lens) = buffer_table(args, params);
+        Compiled {
+            _code: module,
+            code,
+            bufs,
+            lens,
+            _args: PhantomData,
+        }
+    }
+}
+
 /// The record of the first out-of-bounds buffer read of a call.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,6 +114,21 @@ pub(crate) struct FaultRec {
     pub _pad: u32,
     /// The index read.
     pub index: i64,
+}
+
+impl FaultRec {
+    /// The recorded read as the evaluator's [`crate::eval::Fault`] of lane 0
+    /// (`lens`: each buffer parameter's length), if a read was recorded.
+    pub(super) fn fault(&self, lens: &[usize]) -> Option<crate::eval::Fault> {
+        (self.hit != 0).then(|| crate::eval::Fault {
+            lane: 0,
+            index: self.index,
+            len: lens[self.buf as usize],
+            site: self.site,
+            shared: false,
+            which: self.buf,
+        })
+    }
 }
 
 /// One buffer argument as native code reads it.

@@ -337,11 +337,7 @@ fn build(
     let trusted = MemFlagsData::trusted();
     {
         let mut b = FunctionBuilder::new(&mut jit.ctx.func, &mut jit.fctx);
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        b.seal_block(entry);
-        let p = b.block_params(entry).to_vec();
+        let p = lower::entry(&mut b);
         let (t, h, h0, dh, ids) = (p[0], p[1], p[2], p[3], p[4]);
         let inp = Inputs {
             t,
@@ -350,6 +346,7 @@ fn build(
             lane: ids,
             bufs: p[5],
             fault: p[6],
+            states: vec![],
         };
         let first = b.ins().load(types::I32, trusted, ids, 0);
         let last = b.ins().load(types::I32, trusted, ids, 4);

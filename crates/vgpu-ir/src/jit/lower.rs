@@ -34,7 +34,9 @@ pub(super) fn size(t: ScalarType) -> i64 {
 
 /// What the nodes of a function read: pointers to the states, the initial
 /// states, the trajectory's indices (`i`, `tid`, `bid` as three `u32`), the
-/// buffer table ([`super::code::BufRef`] per parameter) and the fault record.
+/// buffer table ([`super::code::BufRef`] per parameter) and the fault record;
+/// `states`, when not empty, holds the states as values (a whole step's stage
+/// input, kept in registers) and `y` is not read.
 pub(super) struct Inputs {
     pub t: Value,
     pub y: Value,
@@ -42,6 +44,7 @@ pub(super) struct Inputs {
     pub lane: Value,
     pub bufs: Value,
     pub fault: Value,
+    pub states: Vec<Value>,
 }
 
 /// Everything a kernel's nodes can call, declared in the function `jit.ctx.func`.
@@ -89,19 +92,48 @@ pub(super) fn lower(
 ) -> Result<Vec<Option<Value>>, NotCompilable> {
     let nodes = k.reachable(roots);
     let mut vals: Vec<Option<Value>> = vec![None; k.nodes.len()];
-    let varying = |n: &&NodeId| var[n.index()] == Variance::Varying;
-    let lane_first = nodes
-        .iter()
-        .filter(|n| !varying(n))
-        .chain(nodes.iter().filter(varying));
-    for &id in lane_first {
+    for varying in [false, true] {
+        lower_some(b, k, &nodes, varying, var, uni, calls, inp, &mut vals)?;
+    }
+    Ok(vals)
+}
+
+/// Lowers those of `nodes` (in arena order) that are varying (`varying`) or
+/// uniform and per-trajectory (`!varying`) into `vals`, which holds the values
+/// of the nodes they read.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn lower_some(
+    b: &mut FunctionBuilder<'_>,
+    k: &Kernel,
+    nodes: &[NodeId],
+    varying: bool,
+    var: &[Variance],
+    uni: &[Option<V>],
+    calls: &HashMap<&'static str, FuncRef>,
+    inp: &Inputs,
+    vals: &mut [Option<Value>],
+) -> Result<(), NotCompilable> {
+    for &id in nodes {
+        if (var[id.index()] == Variance::Varying) != varying {
+            continue;
+        }
         let v = match uni[id.index()] {
             Some(c) => constant(b, c),
-            None => node(b, k, id, &vals, calls, inp)?,
+            None => node(b, k, id, vals, calls, inp)?,
         };
         vals[id.index()] = Some(v);
     }
-    Ok(vals)
+    Ok(())
+}
+
+/// Starts the function being built in `b`: its entry block, sealed, holding
+/// the function's parameters; returns them.
+pub(super) fn entry(b: &mut FunctionBuilder<'_>) -> Vec<Value> {
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    b.block_params(entry).to_vec()
 }
 
 /// A constant of an IR value.
@@ -135,9 +167,12 @@ pub(super) fn node(
     let no = |what: &str| Err(NotCompilable::new(&k.name, what));
     Ok(match k.nodes[id.index()] {
         Node::Const(c) => constant(b, c),
-        Node::State(s) => b
-            .ins()
-            .load(clif(rty), flags, inp.y, (s as i64 * size(rty)) as i32),
+        Node::State(s) => match inp.states.get(s as usize) {
+            Some(&v) => v,
+            None => b
+                .ins()
+                .load(clif(rty), flags, inp.y, (s as i64 * size(rty)) as i32),
+        },
         Node::Init(s) => b
             .ins()
             .load(clif(rty), flags, inp.y0, (s as i64 * size(rty)) as i32),

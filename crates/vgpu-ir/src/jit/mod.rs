@@ -23,11 +23,15 @@ mod lanes;
 mod lower;
 #[cfg(feature = "jit")]
 mod scalar;
+#[cfg(feature = "jit")]
+mod step;
 
 #[cfg(feature = "jit")]
 pub(crate) use lanes::LaneKernel;
 #[cfg(feature = "jit")]
 pub(crate) use scalar::ScalarSet;
+#[cfg(feature = "jit")]
+pub(crate) use step::StepKernel;
 
 /// Which CPU executor runs a `.field` kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

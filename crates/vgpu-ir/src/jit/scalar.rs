@@ -162,14 +162,7 @@ impl<'a> ScalarSet<'a> {
                 &mut rec,
             );
         }
-        (rec.hit != 0).then(|| Fault {
-            lane: 0,
-            index: rec.index,
-            len: self.lens[rec.buf as usize],
-            site: rec.site,
-            shared: false,
-            which: rec.buf,
-        })
+        rec.fault(&self.lens)
     }
 }
 
@@ -227,11 +220,7 @@ fn compile_one(
     let config = jit.module.target_config();
     {
         let mut b = FunctionBuilder::new(&mut jit.ctx.func, &mut jit.fctx);
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        b.seal_block(entry);
-        let p = b.block_params(entry).to_vec();
+        let p = lower::entry(&mut b);
         let inp = Inputs {
             t: p[0],
             y: p[1],
@@ -239,6 +228,7 @@ fn compile_one(
             lane: p[4],
             bufs: p[5],
             fault: p[6],
+            states: vec![],
         };
         let vals = lower::lower(&mut b, k, &roots, &var, &uni, &calls, &inp)?;
         let flags = MemFlagsData::trusted();
