@@ -319,27 +319,11 @@ impl Parser {
                     return self.err("`.param` or `.reg`");
                 }
             };
-            let mut align = None;
-            let mut ty = None;
-            loop {
-                match self.peek_word() {
-                    Some(".align") => {
-                        self.pos += 1;
-                        align = Some(self.int("an alignment")? as u32);
-                    }
-                    Some(".ptr") | Some(".global") | Some(".shared") | Some(".local")
-                    | Some(".const") => self.pos += 1,
-                    Some(w) if w.starts_with('.') && ty.is_none() => {
-                        ty = Some(w[1..].to_string());
-                        self.pos += 1;
-                    }
-                    _ => break,
-                }
-            }
-            let ty = match ty {
-                Some(t) => t,
-                None => return self.err("a parameter type"),
-            };
+            let (align, _, ty) = self.qualifiers(
+                &[".ptr", ".global", ".shared", ".local", ".const"],
+                false,
+                "a parameter type",
+            )?;
             let name = self.word("a parameter name")?;
             let mut count = 1;
             if self.eat_punct('[') {
@@ -418,6 +402,48 @@ impl Parser {
         })
     }
 
+    /// The qualifiers of a declaration between its state space and its name:
+    /// `.align N`, the words of `skip` (passed over), `.v2`/`.v4` when
+    /// `vectors`, and the type (the first other dotted word, without its dot).
+    /// Returns the alignment, the vector width (1 without one) and the type;
+    /// an error naming `what` when there is no type.
+    fn qualifiers(
+        &mut self,
+        skip: &[&str],
+        vectors: bool,
+        what: &str,
+    ) -> Result<(Option<u32>, u32, String), PtxError> {
+        let mut align = None;
+        let mut ty = None;
+        let mut vec = 1;
+        loop {
+            match self.peek_word() {
+                Some(".align") => {
+                    self.pos += 1;
+                    align = Some(self.int("an alignment")? as u32);
+                }
+                Some(".v2") if vectors => {
+                    vec = 2;
+                    self.pos += 1
+                }
+                Some(".v4") if vectors => {
+                    vec = 4;
+                    self.pos += 1
+                }
+                Some(w) if skip.contains(&w) => self.pos += 1,
+                Some(w) if w.starts_with('.') && ty.is_none() => {
+                    ty = Some(w[1..].to_string());
+                    self.pos += 1;
+                }
+                _ => break,
+            }
+        }
+        match ty {
+            Some(t) => Ok((align, vec, t)),
+            None => self.err(what),
+        }
+    }
+
     fn var_decl(&mut self) -> Result<VarDecl, PtxError> {
         let line = self.line();
         let space = match self.word("a state space")?.as_str() {
@@ -431,35 +457,7 @@ impl Parser {
                 return self.err("a state space");
             }
         };
-        let mut align = None;
-        let mut ty = None;
-        let mut vec = 1;
-        loop {
-            match self.peek_word() {
-                Some(".align") => {
-                    self.pos += 1;
-                    align = Some(self.int("an alignment")? as u32);
-                }
-                Some(".v2") => {
-                    vec = 2;
-                    self.pos += 1
-                }
-                Some(".v4") => {
-                    vec = 4;
-                    self.pos += 1
-                }
-                Some(".ptr") => self.pos += 1,
-                Some(w) if w.starts_with('.') && ty.is_none() => {
-                    ty = Some(w[1..].to_string());
-                    self.pos += 1;
-                }
-                _ => break,
-            }
-        }
-        let ty = match ty {
-            Some(t) => t,
-            None => return self.err("a type"),
-        };
+        let (align, vec, ty) = self.qualifiers(&[".ptr"], true, "a type")?;
         let name = self.word("a variable name")?;
         let mut dims = Vec::new();
         while self.eat_punct('[') {
