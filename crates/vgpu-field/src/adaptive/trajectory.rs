@@ -88,6 +88,14 @@ pub(super) trait Stepper<T: Real, const D: usize> {
     fn advance(&mut self) -> bool;
 }
 
+/// Whether every component of `v` is finite, inline: the per-step check of
+/// a state of a few components (an out-of-line call to [`Real::all_finite`]
+/// costs more than the comparisons).
+#[inline(always)]
+fn finite<T: Real, const D: usize>(v: &[T; D]) -> bool {
+    v.iter().all(|x| x.is_finite())
+}
+
 /// The step from `(t, y)` with derivative `f0` the controller starts with
 /// (at `t0` and after a jump): `dt0`, the fixed step, or Hairer's estimate
 /// (one more evaluation).
@@ -303,7 +311,7 @@ pub(super) fn run_one<T: Real, const D: usize, St: Stepper<T, D>, R: OdeRhs<T, D
                 continue;
             }
             let fresh = stepper.advance();
-            if !T::all_finite(&y) || (fresh && !T::all_finite(stepper.f0())) {
+            if !finite(&y) || (fresh && !finite(stepper.f0())) {
                 break 'run Status::NonFinite;
             }
             std::mem::swap(&mut ev.prev, &mut ev.new);
