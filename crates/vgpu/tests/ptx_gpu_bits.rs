@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::ptx_gpu::{bitwise, in_out, line, word, Kernel, Rng, Words, IN_OUT};
+use common::ptx_gpu::{assert_same_bytes, in_out, line, word, Kernel, Rng, IN_OUT};
 
 /// Bytes each thread writes (49 results, 32- and 64-bit, aligned).
 const STRIDE: usize = 232;
@@ -48,21 +48,9 @@ fn bit_operations_match_the_interpreter() {
     let x = inputs(n);
     let bufs = in_out(&x, u64::to_le_bytes, STRIDE * n);
     let (cpu, gpu) = kernel.on_both(&line((n / 128) as u32, 128, 0), &IN_OUT, &bufs, 1);
-    // Every word a thread owns, named by its byte offset.
-    let names: Vec<String> = (0..STRIDE / 4).map(|w| format!("byte {}", 4 * w)).collect();
-    let operands = |t: usize| {
-        format!(
-            "thread {t} (x {:#x}, y {:#x}, z {:#x})",
-            x[3 * t],
-            x[3 * t + 1],
-            x[3 * t + 2]
-        )
-    };
-    Words {
-        stride: STRIDE / 4,
-        names: &names,
-    }
-    .assert_same(&cpu, &gpu, operands, bitwise);
+    // Every word a thread owns, named by its byte offset, each thread by its
+    // x, y and z.
+    assert_same_bytes(&cpu, &gpu, STRIDE, &x, 3);
     // Not vacuous: the interpreter's results vary (the first bfi differs
     // between threads, and some lop3 predicates are set and some clear).
     let first = |t: usize| word(&cpu, STRIDE / 4 * t);

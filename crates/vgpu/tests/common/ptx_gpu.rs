@@ -167,6 +167,25 @@ impl<N: AsRef<str>> Words<'_, N> {
     }
 }
 
+/// [`Words::assert_same`], bitwise, over every word of the `stride` bytes each
+/// thread writes (the words named by their byte offset), each thread named by
+/// its `per` u64 inputs in `x` (thread `t`'s at `x[per · t..]`).
+pub(crate) fn assert_same_bytes(cpu: &[u8], gpu: &[u8], stride: usize, x: &[u64], per: usize) {
+    let names: Vec<String> = (0..stride / 4).map(|w| format!("byte {}", 4 * w)).collect();
+    let inputs = |t: usize| {
+        let x: Vec<String> = x[per * t..per * (t + 1)]
+            .iter()
+            .map(|v| format!("{v:#x}"))
+            .collect();
+        format!("thread {t} (inputs {})", x.join(", "))
+    };
+    Words {
+        stride: stride / 4,
+        names: &names,
+    }
+    .assert_same(cpu, gpu, inputs, bitwise);
+}
+
 /// Bitwise equality of two words.
 pub(crate) fn bitwise(c: u32, g: u32) -> bool {
     c == g
