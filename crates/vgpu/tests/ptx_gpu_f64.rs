@@ -1,6 +1,8 @@
 //! The GPU path's f64 arithmetic (`add`, `sub`, `mul`, `min`, `max`, `neg`,
 //! `abs` on `.f64`) and conversions (`cvt.rn.f64.{s64,u64,s32}`,
-//! `cvt.f64.u32`, `cvt.rn.f32.f64`, `cvt.f64.f32`) equal the interpreter's bit
+//! `cvt.f64.u32`, `cvt.rn.f32.f64`, `cvt.f64.f32`), and f64 and b32 values
+//! split into and packed from halves (`mov.b64 {lo, hi}, %fd`, `mov.b32 %r,
+//! {%rs, %rs}`) equal the interpreter's bit
 //! for bit on adversarial inputs: zeros of both signs, infinities, NaNs with
 //! payloads, the largest and smallest normals, subnormals, near-ties of the
 //! f64 → f32 rounding, sums that cancel, products that overflow and
@@ -13,7 +15,7 @@ mod common;
 use common::ptx_gpu::{bitwise, in_out, line, word, Kernel, Rng, Words, IN_OUT};
 
 /// Bytes each thread writes.
-const STRIDE: usize = 128;
+const STRIDE: usize = 144;
 
 /// Special f64 values.
 const SPECIAL: [u64; 14] = [

@@ -329,6 +329,18 @@ pub enum BitOp {
     /// `(a & 0xff) | ((b & 0xff) << 8)`: a `bfi`'s position and length in one
     /// operand (the form [`BitOp::Bfi`] reads when the length is a register).
     PackPosLen,
+    /// `mov.b{32,64} d, {a, b}`: two parts of `w` bits packed, `a` low.
+    Pack {
+        /// The width of a part (8, 16 or 32).
+        w: u8,
+    },
+    /// `mov.b{32,64} {…}, a`: part `i` of `a`, bits `w·i` up to `w·(i+1)`.
+    Unpack {
+        /// The width of a part (8, 16 or 32).
+        w: u8,
+        /// Which part.
+        i: u8,
+    },
     /// The predicate of `lop3.{or,and}`: `(a != 0) or/and b` (`a` the 32-bit
     /// result, `b` a predicate).
     Lop3Pred {

@@ -842,6 +842,38 @@ impl<'a> Lowering<'a> {
                     }
                 }
             }
+            ("mov", Some(t)) => {
+                let bits = t.bits();
+                match (ins.operands.first(), ins.operands.get(1)) {
+                    // `{…} = a`: the part whose register is `d`.
+                    (Some(ast::Operand::Vector(parts)), _) if (2..=4).contains(&parts.len()) => {
+                        let name = &self.k.regs[d as usize].name;
+                        let at = parts
+                            .iter()
+                            .position(|p| matches!(p, ast::Operand::Name(n) if n == name));
+                        let w = bits / parts.len() as u32;
+                        match at {
+                            Some(i) if matches!(w, 8 | 16 | 32) => BitOp::Unpack {
+                                w: w as u8,
+                                i: i as u8,
+                            },
+                            _ => return Err(self.unsupported(line, "this vector mov")),
+                        }
+                    }
+                    // `d = {a, b}`.
+                    (_, Some(ast::Operand::Vector(parts)))
+                        if parts.len() == 2 && matches!(bits, 16 | 32 | 64) =>
+                    {
+                        BitOp::Pack {
+                            w: (bits / 2) as u8,
+                        }
+                    }
+                    (_, Some(ast::Operand::Vector(_))) | (Some(ast::Operand::Vector(_)), _) => {
+                        return Err(self.unsupported(line, "this vector mov"))
+                    }
+                    _ => return Ok(None),
+                }
+            }
             _ => return Ok(None),
         }))
     }

@@ -207,6 +207,23 @@ impl Em<'_> {
                 format!("(({a32} & 0xffu) | (({b32} & 0xffu) << 8u))"),
                 W::B32,
             ),
+            BitOp::Pack { w: 32 } => (format!("vec2<u32>({a32}, {b32})"), W::B64),
+            BitOp::Pack { w } => (
+                format!("(({a32} & msk({w}u)) | (({b32} & msk({w}u)) << {w}u))"),
+                W::B32,
+            ),
+            BitOp::Unpack { w: 32, i } => {
+                let half = if i == 0 { "x" } else { "y" };
+                (format!("({}).{half}", self.v64(a)), W::B32)
+            }
+            BitOp::Unpack { w, i } => (
+                format!(
+                    "(shru64({}, {}u).x & msk({w}u))",
+                    self.v64(a),
+                    u32::from(w) * u32::from(i)
+                ),
+                W::B32,
+            ),
             BitOp::Lop3Pred { or } => {
                 let o = if or { "||" } else { "&&" };
                 (
