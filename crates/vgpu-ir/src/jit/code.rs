@@ -18,13 +18,21 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// The host's instruction set with its detected extensions (SSE4.1, AVX,
-/// FMA, …), optimising for speed.
+/// FMA, …), optimising for speed. Cranelift's IR verifier runs in debug
+/// builds (the tests) only: in a release build it was most of the compile
+/// time of a whole-step function (milliseconds per run).
 pub(super) fn host_isa() -> Result<OwnedTargetIsa, NotCompilable> {
     let mut flags = settings::builder();
+    let verify = if cfg!(debug_assertions) {
+        "true"
+    } else {
+        "false"
+    };
     for (k, v) in [
         ("use_colocated_libcalls", "false"),
         ("is_pic", "false"),
         ("opt_level", "speed"),
+        ("enable_verifier", verify),
     ] {
         flags
             .set(k, v)
