@@ -28,6 +28,12 @@ use crate::types::{ScalarType, Value};
 use std::fmt::Write;
 use vgpu_field::Tableau;
 
+/// Steps per pass of the fixed-step loop's unrolled part.
+const UNROLL: usize = 4;
+/// The largest unrolled step loop (bytes of WGSL) emitted; longer bodies run
+/// one step per pass only.
+const MAX_UNROLLED_BYTES: usize = 64 * 1024;
+
 pub mod adaptive;
 mod adaptive_events;
 mod adaptive_rosenbrock;
@@ -784,26 +790,52 @@ pub fn emit_wgsl(k: &Kernel, tableau: &Tableau, wg: u32) -> Result<String, IrErr
             format!("h.v{comp} + {name} * ({sum})")
         }
     };
-    s.push_str("    for (var step: u32 = 0u; step < steps; step = step + 1u) {\n");
-    s.push_str("        let t = f32(step) * dt + t0;\n");
-    for (i, (name, terms)) in rows.iter().take(tableau.stages()).enumerate() {
-        let ti = format!("t + {} * dt", literal(Value::F32(tableau.c()[i] as f32)));
-        if terms.is_empty() {
-            let _ = writeln!(s, "        let k{i} = field({ti}, h, l, gid);");
-        } else {
-            let y = (0..dim)
-                .map(|c| combine(name, terms, c))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let _ = writeln!(s, "        let k{i} = field({ti}, S({y}), l, gid);");
+    // One step's statements, its time from the step index `at`.
+    let step_body = |at: &str, indent: &str| -> String {
+        let mut b = String::new();
+        let _ = writeln!(b, "{indent}let t = f32({at}) * dt + t0;");
+        for (i, (name, terms)) in rows.iter().take(tableau.stages()).enumerate() {
+            let ti = format!("t + {} * dt", literal(Value::F32(tableau.c()[i] as f32)));
+            if terms.is_empty() {
+                let _ = writeln!(b, "{indent}let k{i} = field({ti}, h, l, gid);");
+            } else {
+                let y = (0..dim)
+                    .map(|c| combine(name, terms, c))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let _ = writeln!(b, "{indent}let k{i} = field({ti}, S({y}), l, gid);");
+            }
         }
+        let (name, b_row) = rows.last().expect("the b row");
+        let y = (0..dim)
+            .map(|c| combine(name, b_row, c))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = writeln!(b, "{indent}h = S({y});");
+        b
+    };
+    // Steps UNROLL at a time while that many remain (as nvcc unrolls the same
+    // loop by 4), then one at a time: the same operations in the same order,
+    // so the results do not change. Bodies too long to repeat are not unrolled.
+    let one = step_body("step", "        ");
+    if one.len() * UNROLL <= MAX_UNROLLED_BYTES {
+        s.push_str("    var step: u32 = 0u;\n    loop {\n");
+        let _ = writeln!(s, "        if (steps - step < {UNROLL}u) {{ break; }}");
+        for j in 0..UNROLL {
+            let at = format!("step + {j}u");
+            let _ = writeln!(
+                s,
+                "        {{\n{}        }}",
+                step_body(&at, "            ")
+            );
+        }
+        let _ = writeln!(s, "        step = step + {UNROLL}u;\n    }}");
+        s.push_str("    for (; step < steps; step = step + 1u) {\n");
+    } else {
+        s.push_str("    for (var step: u32 = 0u; step < steps; step = step + 1u) {\n");
     }
-    let (name, b) = rows.last().expect("the b row");
-    let y = (0..dim)
-        .map(|c| combine(name, b, c))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let _ = writeln!(s, "        h = S({y});\n    }}");
+    s.push_str(&one);
+    s.push_str("    }\n");
     for j in 0..dim {
         let _ = writeln!(s, "    out[local * {dim}u + {j}u] = h.v{j};");
     }
