@@ -6,9 +6,9 @@
 
 use vgpu_field::adaptive::{
     rhs_fn, vern7, AdaptiveEnsemble, AdaptiveError, AdaptiveMethod, DenseTableau, EnsembleProblem,
-    EnsembleSolution, FieldRhs, Status,
+    EnsembleSolution, Status,
 };
-use vgpu_field::{Launch, LaunchConfig, Method, Par, PerTrajectory, Real};
+use vgpu_field::{Par, Real};
 
 const ALL: [AdaptiveMethod; 4] = AdaptiveMethod::ALL;
 
