@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::ptx_gpu::{bitwise, in_out, line, word, Kernel, Rng, Words, IN_OUT};
+use common::ptx_gpu::{assert_same_bytes, in_out, line, word, Kernel, Rng, IN_OUT};
 
 /// Bytes each thread writes.
 const STRIDE: usize = 144;
@@ -82,21 +82,9 @@ fn f64_operations_match_the_interpreter() {
     let x = inputs(n);
     let bufs = in_out(&x, u64::to_le_bytes, STRIDE * n);
     let (cpu, gpu) = kernel.on_both(&line((n / 128) as u32, 128, 0), &IN_OUT, &bufs, 1);
-    let names: Vec<String> = (0..STRIDE / 4).map(|w| format!("byte {}", 4 * w)).collect();
-    let operands = |t: usize| {
-        format!(
-            "thread {t} (x {:#x}, y {:#x}, z {:#x}, i {:#x})",
-            x[4 * t],
-            x[4 * t + 1],
-            x[4 * t + 2],
-            x[4 * t + 3]
-        )
-    };
-    Words {
-        stride: STRIDE / 4,
-        names: &names,
-    }
-    .assert_same(&cpu, &gpu, operands, bitwise);
+    // Every word a thread owns, named by its byte offset, each thread by its
+    // x, y, z and integer.
+    assert_same_bytes(&cpu, &gpu, STRIDE, &x, 4);
     // Not vacuous: the sums differ between threads, and some are NaN (the
     // canonical NaN's high word) while others are not.
     let hi = |t: usize| word(&cpu, STRIDE / 4 * t + 1);
