@@ -6,17 +6,28 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::Path;
-use vgpu::ptx::{run_case, CaseReport, ExecOptions, PtxError};
+use vgpu::ptx::{run_case_on, CaseOptions, CaseReport, ExecOptions, PtxError};
+use vgpu::ptx_gpu::PtxRunner;
+use vgpu::BackendChoice;
 
-/// Runs the case whose `case.json` is `path` (or the folder holding it);
-/// `initcheck`: with the global-memory initcheck on.
+/// Runs the case whose `case.json` is `path` (or the folder holding it) on
+/// `backend` (`cpu`, the default, `gpu` or `auto`); `initcheck`: with the
+/// global-memory initcheck on (the interpreter only).
 pub(crate) fn ptx_case<'py>(
     py: Python<'py>,
     path: &str,
     check: bool,
     parallel: bool,
     initcheck: bool,
+    backend: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let backend = vgpu::resolve_backend(Some(backend.unwrap_or("cpu")))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if initcheck && backend != BackendChoice::Cpu {
+        return Err(PyValueError::new_err(
+            "initcheck runs on the interpreter: use backend=\"cpu\"",
+        ));
+    }
     let p = Path::new(path);
     let json = if p.is_dir() {
         p.join("case.json")
@@ -29,11 +40,25 @@ pub(crate) fn ptx_case<'py>(
         initcheck,
         ..ExecOptions::default()
     };
+    let mut runner = PtxRunner::new(backend, true);
     let report = py
-        .detach(|| no_panic("ptx_case", || run_case(&json, &opts)))
+        .detach(|| {
+            no_panic("ptx_case", || {
+                run_case_on(
+                    &json,
+                    &opts,
+                    &CaseOptions::default(),
+                    &mut |m, e, g, a, b, o| runner.launch(m, e, g, a, b, o),
+                )
+            })
+        })
         .map_err(vgpu_error)?
         .map_err(ptx_error)?;
-    report_dict(py, &report)
+    let d = report_dict(py, &report)?;
+    d.set_item("backend", backend.to_string())?;
+    d.set_item("gpu_launches", runner.gpu_launches)?;
+    d.set_item("fallbacks", runner.fallbacks.clone())?;
+    Ok(d)
 }
 
 /// A PTX error as a Python exception: a size beyond the memory limit as

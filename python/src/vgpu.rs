@@ -272,7 +272,12 @@ impl PyVgpu {
     }
 
     /// Runs a PTX case (`case.json` or its folder) and returns its report.
-    #[pyo3(signature = (path, check = true, parallel = true, initcheck = false))]
+    /// `backend`: `"cpu"` (the checked interpreter, the default, as `vgpu ptx
+    /// run`), `"gpu"` (compiled to WGSL and run through wgpu; what it cannot
+    /// run raises, naming the instruction and PTX line) or `"auto"` (the GPU
+    /// where the kernel compiles and an adapter exists, else the interpreter;
+    /// the report's `fallbacks` say why).
+    #[pyo3(signature = (path, check = true, parallel = true, initcheck = false, backend = None))]
     fn ptx_case<'py>(
         &self,
         py: Python<'py>,
@@ -280,8 +285,9 @@ impl PyVgpu {
         check: bool,
         parallel: bool,
         initcheck: bool,
+        backend: Option<&str>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        crate::ptx::ptx_case(py, path, check, parallel, initcheck)
+        crate::ptx::ptx_case(py, path, check, parallel, initcheck, backend)
     }
 
     fn __repr__(&self) -> String {

@@ -30,6 +30,31 @@ def test_case_passes(name):
 
 
 @needs_cases
+def test_gpu_backend_runs_the_compiled_kernel(require_gpu):
+    # The same case on the interpreter and compiled for the GPU: both pass
+    # against nvcc's outputs, with the same buffers; "gpu" never falls back.
+    if vgpu.VGPUCache().backend != "gpu":
+        assert not require_gpu
+        pytest.skip("no GPU adapter")
+    v = vgpu.VGPU()
+    cpu = v.ptx_case(CASES / "scale")
+    gpu = v.ptx_case(CASES / "scale", backend="gpu")
+    assert cpu["backend"] == "cpu" and cpu["gpu_launches"] == 0
+    assert gpu["backend"] == "gpu" and gpu["gpu_launches"] == 1 and gpu["fallbacks"] == []
+    assert gpu["passed"], gpu
+    assert gpu["buffers"] == cpu["buffers"]
+    auto = v.ptx_case(CASES / "scale", backend="auto")
+    assert auto["passed"] and auto["gpu_launches"] == 1 and auto["fallbacks"] == []
+
+
+def test_ptx_backend_errors(tmp_path):
+    with pytest.raises(ValueError, match="expected cpu, gpu or auto"):
+        vgpu.VGPU().ptx_case(tmp_path, backend="tpu")
+    with pytest.raises(ValueError, match="initcheck runs on the interpreter"):
+        vgpu.VGPU().ptx_case(tmp_path, initcheck=True, backend="gpu")
+
+
+@needs_cases
 def test_case_json_path_and_options():
     name = NAMES[0]
     a = vgpu.VGPU().ptx_case(CASES / name / "case.json", check=False, parallel=False)

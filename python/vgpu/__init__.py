@@ -548,6 +548,7 @@ class VGPU:
         check: bool = True,
         parallel: bool = True,
         initcheck: bool = False,
+        backend: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Runs a PTX case -- real nvcc PTX with its inputs and expected outputs
         (a ``case.json``, or the folder holding one) -- on VGPU's SIMT field
@@ -561,19 +562,27 @@ class VGPU:
             initcheck: also report reads of global memory that neither the host
                 initialised nor any thread wrote before (a buffer without
                 ``init`` counts as allocated, not written); blocks then run one
-                at a time in block order.
+                at a time in block order (``backend="cpu"`` only).
+            backend: ``"cpu"`` (the checked interpreter; the default, as
+                ``vgpu ptx run``), ``"gpu"`` (the PTX compiled to WGSL and run
+                through wgpu; an instruction it cannot run raises, naming it
+                and its PTX line) or ``"auto"`` (the GPU where the kernel
+                compiles and an adapter exists, else the interpreter).
 
         Returns a dict: ``passed``, ``entry``, ``path``, ``error`` (the launch's
         error message, or None), ``expect_error`` (the fault class the case
         expects, or None), ``buffers`` (per expected buffer: ``name``, ``dtype``,
         ``len``, ``mismatches``, ``max_ulp``, ``max_abs``, ``first_mismatch``,
-        ``passed``) and ``thread_instructions``.
+        ``passed``), ``thread_instructions`` (the interpreter's count, None on
+        the GPU), ``backend``, ``gpu_launches`` (launches the GPU ran) and
+        ``fallbacks`` (why ``"auto"`` ran a launch on the interpreter).
 
         Raises:
             VGPUError: the case or its PTX cannot be read or parsed (PTX errors
-                name ``file:line:col``).
+                name ``file:line:col``), or ``backend="gpu"`` cannot run it.
+            ValueError: an unknown backend, or ``initcheck`` off the interpreter.
         """
-        return self._vgpu.ptx_case(os.fspath(path), check, parallel, initcheck)
+        return self._vgpu.ptx_case(os.fspath(path), check, parallel, initcheck, backend)
 
     def __repr__(self) -> str:
         return "VGPU()"

@@ -117,7 +117,12 @@ class VGPU:
         shard: Optional[Tuple[int, int]] = ...,
     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def ptx_case(
-        self, path: str, check: bool = ..., parallel: bool = ..., initcheck: bool = ...
+        self,
+        path: str,
+        check: bool = ...,
+        parallel: bool = ...,
+        initcheck: bool = ...,
+        backend: Optional[str] = ...,
     ) -> Dict[str, Any]: ...
 
 def merge(shards: List[str], out: str) -> Dict[str, Any]: ...
