@@ -8,6 +8,7 @@
 use crate::program::AluFn;
 use crate::semantics::Mods;
 use crate::types::{mask, Ty};
+pub(crate) use vgpu_ir::cfg::PrmtMode;
 
 /// The closure and source types of a bit instruction, or `None` when `op` is
 /// not one of this module's (`lop3` and `bfi` take more operands than the
@@ -258,36 +259,22 @@ pub(crate) fn lop3(a: u32, b: u32, c: u32, lut: u8) -> u32 {
     })
 }
 
-/// The mode of a `prmt`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PrmtMode {
-    /// Four 4-bit selectors in `c[15:0]`, the msb of each replicating the sign.
-    Generic,
-    F4e,
-    B4e,
-    Rc8,
-    Ecl,
-    Ecr,
-    Rc16,
-}
-
-impl PrmtMode {
-    /// The mode among an instruction's modifiers (none: generic).
-    pub(crate) fn of(m: &Mods) -> PrmtMode {
-        for (name, mode) in [
-            ("f4e", PrmtMode::F4e),
-            ("b4e", PrmtMode::B4e),
-            ("rc8", PrmtMode::Rc8),
-            ("ecl", PrmtMode::Ecl),
-            ("ecr", PrmtMode::Ecr),
-            ("rc16", PrmtMode::Rc16),
-        ] {
-            if m.has(name) {
-                return mode;
-            }
+/// The mode of a `prmt` among an instruction's modifiers (none: generic):
+/// the IR's [`PrmtMode`], so the interpreter and the GPU lowering read it alike.
+pub(crate) fn prmt_mode(m: &Mods) -> PrmtMode {
+    for (name, mode) in [
+        ("f4e", PrmtMode::F4e),
+        ("b4e", PrmtMode::B4e),
+        ("rc8", PrmtMode::Rc8),
+        ("ecl", PrmtMode::Ecl),
+        ("ecr", PrmtMode::Ecr),
+        ("rc16", PrmtMode::Rc16),
+    ] {
+        if m.has(name) {
+            return mode;
         }
-        PrmtMode::Generic
     }
+    PrmtMode::Generic
 }
 
 /// `prmt.b32{.mode}`: four bytes picked from `{b, a}` (bytes 0..3 of `a`, 4..7

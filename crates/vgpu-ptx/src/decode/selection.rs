@@ -163,7 +163,7 @@ impl Lower<'_> {
             }
             "prmt" => {
                 need(4)?;
-                let mode = bit_ops::PrmtMode::of(&mods);
+                let mode = bit_ops::prmt_mode(&mods);
                 let d = self.dst(ins, &ops[0])?;
                 let a = self.src(ins, &ops[1], Ty::B32)?;
                 let b = self.src(ins, &ops[2], Ty::B32)?;

@@ -793,19 +793,7 @@ impl<'a> Lowering<'a> {
                 bits: t.bits() as u8,
                 signed: t.is_signed(),
             },
-            ("prmt", Some(Ty::B32)) => BitOp::Prmt(
-                [
-                    ("f4e", cfg::PrmtMode::F4e),
-                    ("b4e", cfg::PrmtMode::B4e),
-                    ("rc8", cfg::PrmtMode::Rc8),
-                    ("ecl", cfg::PrmtMode::Ecl),
-                    ("ecr", cfg::PrmtMode::Ecr),
-                    ("rc16", cfg::PrmtMode::Rc16),
-                ]
-                .into_iter()
-                .find(|(m, _)| mods.has(m))
-                .map_or(cfg::PrmtMode::Generic, |(_, m)| m),
-            ),
+            ("prmt", Some(Ty::B32)) => BitOp::Prmt(crate::bit_ops::prmt_mode(&mods)),
             ("lop3", Some(Ty::B32)) => {
                 // `lop3.{or,and}` decodes to the table and then the predicate.
                 if self.k.regs[d as usize].ty == Ty::Pred {
