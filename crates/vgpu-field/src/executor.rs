@@ -11,6 +11,7 @@
 //! parameters, never on which thread runs it or on the other blocks, so the
 //! result is the same bits for any [`Par`].
 
+use crate::blocks::run_blocks;
 use crate::error::{check_len, FieldError};
 use crate::field::{BlockCtx, BlockField};
 use crate::launch::LaunchConfig;
@@ -18,7 +19,6 @@ use crate::par::Par;
 use crate::real::Real;
 use crate::stepper::Stepper;
 use crate::tableau::{Method, Tableau};
-use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -236,23 +236,15 @@ impl Launch {
             steps: self.steps,
             progress: self.progress.as_ref(),
         };
-        let first_bad = self.par.run(|parallel| {
-            let found = if parallel {
-                states
-                    .par_chunks_mut(lanes * dim)
-                    .enumerate()
-                    .map_init(|| job.work(), |w, (b, chunk)| job.run_block(w, b, chunk))
-                    .reduce(|| None, earliest)
-            } else {
-                let mut w = job.work();
-                states
-                    .chunks_mut(lanes * dim)
-                    .enumerate()
-                    .map(|(b, chunk)| job.run_block(&mut w, b, chunk))
-                    .fold(None, earliest)
-            };
-            Ok(found)
-        })?;
+        let first_bad = run_blocks(
+            self.par,
+            states,
+            lanes * dim,
+            || job.work(),
+            |w, b, chunk| job.run_block(w, b, chunk),
+        )?
+        .into_iter()
+        .fold(None, earliest);
         match first_bad {
             None => Ok(report),
             Some(bad) => Err(bad.into_error(&cfg, self.t0, self.dt)),

@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod adaptive;
+pub mod blocks;
 mod dim3;
 pub mod error;
 pub mod executor;
@@ -42,6 +43,7 @@ pub mod stepper;
 pub mod tableau;
 
 pub use adaptive::{AdaptiveEnsemble, AdaptiveError, AdaptiveMethod, EnsembleProblem};
+pub use blocks::run_blocks;
 pub use error::{check_len, FieldError};
 pub use executor::{Launch, LaunchReport};
 pub use field::{field_fn, BlockCtx, BlockField, Ctx, Field, FnField, PerTrajectory};

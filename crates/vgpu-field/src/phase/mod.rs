@@ -26,6 +26,7 @@ pub use collapse::{PhaseKernel, PhaseOut};
 pub use flow::{FlowKernel, FlowPhase, RegisterUpdate, StageAt, StageIn, StageOut};
 pub use memory::{Elem, ElemType, FluxBuffer, SharedDecl, SharedMem, SharedSlice, SharedView};
 
+use crate::blocks::run_blocks;
 use crate::error::{check_len, FieldError};
 use crate::executor::Launch;
 use crate::launch::LaunchConfig;
@@ -33,7 +34,6 @@ use crate::par::Par;
 use crate::real::Real;
 use crate::tableau::Method;
 use memory::Layout;
-use rayon::prelude::*;
 
 /// The basin-collapse barrier's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -357,22 +357,7 @@ impl PhasedLaunch {
             Vec::new()
         };
         let states: &mut [T] = if dim == 0 { &mut empty } else { states };
-        self.par.run(|parallel| {
-            Ok(if parallel {
-                states
-                    .par_chunks_mut(chunk)
-                    .enumerate()
-                    .map_init(&work, |w, (b, c)| run(w, b, c))
-                    .collect()
-            } else {
-                let mut w = work();
-                states
-                    .chunks_mut(chunk)
-                    .enumerate()
-                    .map(|(b, c)| run(&mut w, b, c))
-                    .collect()
-            })
-        })
+        run_blocks(self.par, states, chunk, work, run)
     }
 
     /// The lowest failing block's error, or the report.
