@@ -9,6 +9,7 @@
 //! zero, nothing reads them).
 
 use crate::error::IrError;
+use crate::jacobian::jacobian_nodes;
 use crate::kernel::{Kernel, NodeId, StateVar, Update};
 use crate::types::Value;
 use vgpu_field::adaptive::EventSpec;
@@ -34,6 +35,15 @@ pub(crate) fn outputs_kernel(k: &Kernel, roots: &[NodeId]) -> Kernel {
         .map(|j| roots.get(j).map_or(Update::Hold, |&r| Update::Rate(r)))
         .collect();
     d
+}
+
+/// The derived kernel whose outputs are `J` (row-major) then `f_t`, the
+/// nodes [`jacobian_nodes`] forms in a copy of `k`'s arena.
+fn jacobian_kernel(k: &Kernel) -> Result<Kernel, IrError> {
+    let mut base = k.clone();
+    let (mut jac, ft) = jacobian_nodes(&mut base)?;
+    jac.extend(ft);
+    Ok(outputs_kernel(&base, &jac))
 }
 
 /// The kernels an adaptive run of a field needs beside the field itself.
@@ -88,7 +98,7 @@ impl Derived {
             (Some(c), jumps, specs)
         };
         let jacobian = if jacobian {
-            Some(crate::jacobian::jacobian_kernel(k)?)
+            Some(jacobian_kernel(k)?)
         } else {
             None
         };

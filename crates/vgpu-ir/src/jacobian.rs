@@ -3,8 +3,8 @@
 //! the arena's builders (hash-consed, constants folded) with zero and one
 //! propagated structurally (a derivative that is zero is no node at all), so
 //! the Jacobian of Van der Pol is four small expressions, not a tree of
-//! zeros. The stiff methods evaluate it with the field's own evaluator
-//! ([`crate::derived`]).
+//! zeros. The stiff methods evaluate it with the field's own evaluator, as
+//! the derived kernel `derived::jacobian_kernel` builds from these nodes.
 //!
 //! Rules: sums, products, quotients, `fma`, `pow` (`a^b` with `b` free of the
 //! variable: `b·a^(b−1)·a'`, else `a^b·(b'·log a + b·a'/a)`), `sin`, `cos`,
@@ -295,13 +295,4 @@ pub fn jacobian_nodes(k: &mut Kernel) -> Result<(Vec<NodeId>, Vec<NodeId>), IrEr
         }
     }
     Ok((jac, ft))
-}
-
-/// The derived kernel whose outputs are `J` (row-major) then `f_t` (see
-/// [`jacobian_nodes`] and [`crate::derived`]).
-pub(crate) fn jacobian_kernel(k: &Kernel) -> Result<Kernel, IrError> {
-    let mut base = k.clone();
-    let (mut jac, ft) = jacobian_nodes(&mut base)?;
-    jac.extend(ft);
-    Ok(crate::derived::outputs_kernel(&base, &jac))
 }
