@@ -1,10 +1,118 @@
-//! Scalar semantics of every IR operation: used for constant folding and uniform
-//! values, and the definition the batched evaluator and the WGSL emitter follow.
+//! The IR's operations ([`UnOp`], [`BinOp`]) and the scalar semantics of every
+//! one: used for constant folding and uniform values, and the definition the
+//! batched evaluator and the WGSL emitter follow.
 //! Integer arithmetic wraps; integer `x / 0 = x` and `x % 0 = 0` (as in WGSL);
 //! shifts take their amount modulo 32.
 
-use crate::kernel::{BinOp, UnOp};
 use crate::types::{ScalarType, Value};
+
+/// One-operand operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    /// Negation.
+    Neg,
+    /// Logical (bool) or bitwise (integer) not.
+    Not,
+    /// sin
+    Sin,
+    /// cos
+    Cos,
+    /// exp
+    Exp,
+    /// natural log
+    Log,
+    /// square root
+    Sqrt,
+    /// tanh
+    Tanh,
+    /// absolute value
+    Abs,
+    /// floor
+    Floor,
+}
+
+/// Two-operand operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    /// `+` (wrapping for integers)
+    Add,
+    /// `-` (wrapping for integers)
+    Sub,
+    /// `*` (wrapping for integers)
+    Mul,
+    /// `/` (integer division by zero gives 0 as in WGSL... see docs: it is an error on the CPU)
+    Div,
+    /// `%`
+    Rem,
+    /// `min`
+    Min,
+    /// `max`
+    Max,
+    /// `pow`
+    Pow,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `&&`
+    And,
+    /// `||`
+    Or,
+    /// `&`
+    BitAnd,
+    /// `|`
+    BitOr,
+    /// `^`
+    BitXor,
+    /// `<<` (shift amount taken modulo 32, as in WGSL)
+    Shl,
+    /// `>>` (arithmetic for i32)
+    Shr,
+}
+
+impl BinOp {
+    /// The operator's text in the `.field` language (`min`, `max`, `pow` are calls).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+            BinOp::Pow => "pow",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+        }
+    }
+    /// True when the result is `bool` whatever the operand type.
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+}
 
 /// `op(a)`, or `None` when the operation does not apply to the type.
 pub fn unary(op: UnOp, a: Value) -> Option<Value> {
