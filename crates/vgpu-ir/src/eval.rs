@@ -9,13 +9,15 @@
 
 use crate::args::{Args, Buffer};
 use crate::error::{IrError, Pos};
-use crate::field::IrFloat;
 use crate::kernel::{BinOp, Builtin, Kernel, Node, NodeId, UnOp, Variance};
 use crate::ops;
 use crate::types::{ScalarType, Value};
 
+mod columns;
 mod fused;
 mod simd;
+pub use columns::IrFloat;
+pub(crate) use columns::{Pools, StateCols};
 pub(crate) use fused::{run as fused_run, Io, Plan, Resolved, CHUNK};
 
 /// The launch values uniform nodes may read.
@@ -263,35 +265,6 @@ impl Program {
         }
         p
     }
-}
-
-/// Column storage for one block: one column of `width` values per slot.
-#[derive(Debug, Default)]
-pub struct Pools {
-    pub f32s: Vec<f32>,
-    pub f64s: Vec<f64>,
-    pub ints: Vec<u32>,
-    pub bools: Vec<bool>,
-    pub width: usize,
-}
-
-impl Pools {
-    pub fn new(slots: [u32; 4], width: usize) -> Pools {
-        Pools {
-            f32s: vec![0.0; slots[0] as usize * width],
-            f64s: vec![0.0; slots[1] as usize * width],
-            ints: vec![0; slots[2] as usize * width],
-            bools: vec![false; slots[3] as usize * width],
-            width,
-        }
-    }
-}
-
-/// The state columns of a stage, in the field's float type.
-#[derive(Clone, Copy)]
-pub enum StateCols<'a> {
-    F32(&'a [f32]),
-    F64(&'a [f64]),
 }
 
 /// One element of a shared sub-field's storage in a block.

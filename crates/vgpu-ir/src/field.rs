@@ -4,94 +4,14 @@
 
 use crate::args::Args;
 use crate::error::IrError;
-use crate::eval::{
-    self, Dims, Fault, Frame, Io, Plan, Pools, Program, Resolved, Src, StateCols, CHUNK,
-};
+pub use crate::eval::IrFloat;
+use crate::eval::{self, Dims, Fault, Frame, Io, Plan, Pools, Program, Resolved, Src, CHUNK};
 use crate::jit::{Engine, NotCompilable};
-use crate::kernel::{BinOp, Kernel, UnOp, Update, Variance};
+use crate::kernel::{Kernel, Update, Variance};
 use crate::slice::Slice;
-use crate::types::{ScalarType, Value};
+use crate::types::Value;
 use std::sync::Mutex;
-use vgpu_field::{BlockCtx, BlockField, Real};
-
-/// The float types a kernel's state can have (`f32`, `f64`), seen by the evaluator.
-pub trait IrFloat: Real {
-    /// The IR type.
-    const TYPE: ScalarType;
-    #[doc(hidden)]
-    fn cols(s: &[Self]) -> StateCols<'_>;
-    #[doc(hidden)]
-    fn of_cols(c: StateCols<'_>) -> Option<&[Self]>;
-    #[doc(hidden)]
-    fn from_value(v: Value) -> Self;
-    #[doc(hidden)]
-    fn pool(p: &Pools) -> &[Self];
-    #[doc(hidden)]
-    fn pool_mut(p: &mut Pools) -> &mut [Self];
-    /// A float unary operation (as [`crate::ops::unary`] computes it).
-    #[doc(hidden)]
-    fn un(op: UnOp, x: Self) -> Self;
-    /// A float binary arithmetic operation (as [`crate::ops::binary`] computes it).
-    #[doc(hidden)]
-    fn bin(op: BinOp, a: Self, b: Self) -> Self;
-}
-
-macro_rules! float_ops {
-    ($t:ty, $var:ident, $pool:ident, $unary:path) => {
-        fn cols(s: &[$t]) -> StateCols<'_> {
-            StateCols::$var(s)
-        }
-        fn of_cols(c: StateCols<'_>) -> Option<&[$t]> {
-            match c {
-                StateCols::$var(s) => Some(s),
-                _ => None,
-            }
-        }
-        fn pool(p: &Pools) -> &[$t] {
-            &p.$pool
-        }
-        fn pool_mut(p: &mut Pools) -> &mut [$t] {
-            &mut p.$pool
-        }
-        #[inline(always)]
-        fn un(op: UnOp, x: $t) -> $t {
-            $unary(op, x)
-        }
-        #[inline(always)]
-        fn bin(op: BinOp, a: $t, b: $t) -> $t {
-            match op {
-                BinOp::Add => a + b,
-                BinOp::Sub => a - b,
-                BinOp::Mul => a * b,
-                BinOp::Div => a / b,
-                BinOp::Rem => a % b,
-                BinOp::Min => a.min(b),
-                BinOp::Max => a.max(b),
-                BinOp::Pow => a.powf(b),
-                _ => <$t>::NAN,
-            }
-        }
-    };
-}
-
-impl IrFloat for f32 {
-    const TYPE: ScalarType = ScalarType::F32;
-    fn from_value(v: Value) -> f32 {
-        match v {
-            Value::F32(x) => x,
-            other => other.as_f64() as f32,
-        }
-    }
-    float_ops!(f32, F32, f32s, crate::ops::unary_f32);
-}
-
-impl IrFloat for f64 {
-    const TYPE: ScalarType = ScalarType::F64;
-    fn from_value(v: Value) -> f64 {
-        v.as_f64()
-    }
-    float_ops!(f64, F64, f64s, crate::ops::unary_f64);
-}
+use vgpu_field::{BlockCtx, BlockField};
 
 /// An unphased kernel bound to its arguments and launch size, ready for
 /// [`vgpu_field::Launch::run`]. Trajectories past `n` (padding of the last

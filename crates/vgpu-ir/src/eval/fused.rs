@@ -20,9 +20,9 @@
 //! Nodes of other kinds (loads, selects, casts, integer arithmetic) stay in the
 //! general column evaluator ([`super::run`]), in program order between chains.
 
+use super::columns::IrFloat;
 use super::simd::{self, Vector};
 use super::{Instr, Op, Pools, Program, Src};
-use crate::field::IrFloat;
 use crate::kernel::{BinOp, UnOp};
 use crate::types::{ScalarType, Value};
 use std::ops::Range;

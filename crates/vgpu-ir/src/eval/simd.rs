@@ -7,7 +7,7 @@
 //! called after the CPU was found to have both (see `fused::passes`): that is
 //! what makes their safe operations sound.
 
-use crate::field::IrFloat;
+use super::columns::IrFloat;
 
 /// A register of [`Vector::N`] lanes of [`Vector::E`].
 pub(crate) trait Vector: Copy {

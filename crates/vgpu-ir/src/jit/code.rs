@@ -4,7 +4,7 @@
 //! out-of-bounds recorder).
 
 use super::NotCompilable;
-use crate::field::IrFloat;
+use crate::eval::IrFloat;
 use crate::kernel::{BinOp, UnOp};
 use cranelift_codegen::ir::{types, AbiParam, Signature, Type};
 use cranelift_codegen::isa::OwnedTargetIsa;
