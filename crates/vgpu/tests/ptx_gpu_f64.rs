@@ -70,14 +70,9 @@ fn inputs(n: usize) -> Vec<u64> {
 /// `tests/kernels/f64ops.ptx`: every operation, [`STRIDE`] bytes per thread.
 #[test]
 fn f64_operations_match_the_interpreter() {
-    let Some(kernel) = Kernel::load("f64ops") else {
+    let Some(kernel) = Kernel::load_f64("f64ops") else {
         return;
     };
-    let ctx = vgpu::gpu::GpuContext::get().expect("an adapter (Kernel::load checked)");
-    if !ctx.has_f64() || !ctx.has_int64() {
-        eprintln!("the adapter lacks SHADER_F64 or SHADER_INT64: skipped");
-        return;
-    }
     let n = 4096usize;
     let x = inputs(n);
     let bufs = in_out(&x, u64::to_le_bytes, STRIDE * n);

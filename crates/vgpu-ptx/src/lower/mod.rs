@@ -5,12 +5,11 @@
 //!
 //! The typed warp operations (warp_ops.rs) map one to one. The decoder's
 //! closures are opaque, so for those the instruction is read again from the
-//! module at its line and lowered only where its form is known here (`div.rn`,
+//! module at its line (one of several on a line: source.rs) and lowered only
+//! where its form is known here (`div.rn`,
 //! `sqrt.rn`, `rcp.rn`, `cvt` between f32 and 32-bit integers, integer
 //! `min`/`max`/`neg`, `mul.hi`); anything else is [`PtxError::Unsupported`]
 //! naming the instruction and its line, never a silent approximation.
-
-use std::collections::HashMap;
 
 use vgpu_ir::cfg::{
     self, AtomOp, BinOp, BitOp, Block, CfgKernel, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, GlobalInit,
@@ -24,6 +23,8 @@ use crate::semantics::Mods;
 use crate::special::Special;
 use crate::types::Ty;
 use crate::warp_ops::{self, Kind};
+
+mod source;
 
 /// Lowers `k` (decoded from module `m`, read from `file`) into control-flow form.
 ///
@@ -51,7 +52,8 @@ pub fn lower_entry(
 struct Lowering<'a> {
     k: &'a Kernel,
     file: &'a str,
-    by_line: HashMap<u32, Vec<&'a ast::Instruction>>,
+    /// The instruction of the module each decoded instruction came from.
+    src: Vec<Option<&'a ast::Instruction>>,
 }
 
 fn val(s: Src) -> Val {
@@ -177,25 +179,17 @@ fn warp_op(op: &Op) -> cfg::WarpOp {
 
 impl<'a> Lowering<'a> {
     fn new(k: &'a Kernel, m: &'a ast::Module, file: &'a str) -> Self {
-        let mut by_line: HashMap<u32, Vec<&ast::Instruction>> = HashMap::new();
-        for f in &m.functions {
-            for s in f.body.iter().flatten() {
-                if let ast::Stmt::Inst(i) = s {
-                    by_line.entry(i.line).or_default().push(i);
-                }
-            }
-        }
-        Lowering { k, file, by_line }
+        let src = source::sources(k, m);
+        Lowering { k, file, src }
     }
 
-    fn unsupported(&self, line: u32, why: &str) -> PtxError {
-        let what = match self.by_line.get(&line).map(|v| v.as_slice()) {
-            Some([i]) => i.opcode_text(),
-            _ => "instruction".into(),
-        };
+    /// Decoded instruction `at` cannot be lowered, `why`: its line and, where
+    /// it was matched to one, its instruction as written.
+    fn unsupported(&self, at: usize, why: &str) -> PtxError {
+        let what = self.src[at].map_or("instruction".into(), |i| i.opcode_text());
         PtxError::Unsupported {
             file: self.file.into(),
-            line,
+            line: self.k.code[at].line,
             what,
             why: format!("not on the GPU path yet: {why}"),
         }
@@ -276,7 +270,7 @@ impl<'a> Lowering<'a> {
                     line,
                 }),
                 Op::Trap | Op::Bar { .. } => {
-                    return Err(self.unsupported(line, "a guarded trap or barrier, or bar.red"))
+                    return Err(self.unsupported(i, "a guarded trap or barrier, or bar.red"))
                 }
                 Op::Nop => None,
                 op if is_warp_op(op) => Some(cfg::Term::Warp {
@@ -287,7 +281,7 @@ impl<'a> Lowering<'a> {
                 }),
                 op => {
                     cur.push(Stmt {
-                        inst: self.inst(op, line)?,
+                        inst: self.inst(op, i)?,
                         guard,
                         line,
                     });
@@ -342,7 +336,7 @@ impl<'a> Lowering<'a> {
         Ok(ck)
     }
 
-    fn space(&self, s: Space, line: u32) -> Result<cfg::Space, PtxError> {
+    fn space(&self, s: Space, at: usize) -> Result<cfg::Space, PtxError> {
         Ok(match s {
             Space::Global | Space::Const => cfg::Space::Global,
             Space::Shared => cfg::Space::Shared,
@@ -350,14 +344,14 @@ impl<'a> Lowering<'a> {
             Space::Param => cfg::Space::Param,
             Space::Generic => {
                 return Err(self.unsupported(
-                    line,
+                    at,
                     "a generic address (a state space the kernel decides at run time)",
                 ))
             }
         })
     }
 
-    fn inst(&self, op: &Op, line: u32) -> Result<Inst, PtxError> {
+    fn inst(&self, op: &Op, at: usize) -> Result<Inst, PtxError> {
         Ok(match op {
             Op::Warp(w) => {
                 let (d, a, b, c) = (w.d, val(w.a), val(w.b), val(w.c));
@@ -446,8 +440,7 @@ impl<'a> Lowering<'a> {
                     | Special::GlobalTimer
                     | Special::GlobalTimerLo
                     | Special::GlobalTimerHi => {
-                        return Err(self.unsupported(
-                            line,
+                        return Err(self.unsupported(at,
                             "a clock (the interpreter counts the warp's instructions, which the GPU does not)",
                         ))
                     }
@@ -455,8 +448,7 @@ impl<'a> Lowering<'a> {
                     | Special::ReservedSmemOffset
                     | Special::ReservedSmemEnd
                     | Special::ReservedSmemCap => {
-                        return Err(self.unsupported(
-                            line,
+                        return Err(self.unsupported(at,
                             "the shared memory reserved for system software (cooperative groups' multi-warp scratch)",
                         ))
                     }
@@ -470,7 +462,7 @@ impl<'a> Lowering<'a> {
                 addr,
                 ..
             } => Inst::Load {
-                space: self.space(*space, line)?,
+                space: self.space(*space, at)?,
                 size: *size,
                 sign: *sign,
                 d: d.iter().map(|&r| (r != u32::MAX).then_some(r)).collect(),
@@ -484,13 +476,13 @@ impl<'a> Lowering<'a> {
                 addr,
                 ..
             } => Inst::Store {
-                space: self.space(*space, line)?,
+                space: self.space(*space, at)?,
                 size: *size,
                 src: src.iter().map(|&s| val(s)).collect(),
                 base: val(addr.base),
                 off: addr.off,
             },
-            Op::Alu { d, a, b, c, .. } => self.alu(line, *d, [val(*a), val(*b), val(*c)])?,
+            Op::Alu { d, a, b, c, .. } => self.alu(at, *d, [val(*a), val(*b), val(*c)])?,
             Op::Atom {
                 space,
                 size,
@@ -501,15 +493,15 @@ impl<'a> Lowering<'a> {
                 ..
             } => {
                 if *size != 4 {
-                    return Err(self.unsupported(line, "atomics on other than 32-bit words"));
+                    return Err(self.unsupported(at, "atomics on other than 32-bit words"));
                 }
-                let space = self.space(*space, line)?;
+                let space = self.space(*space, at)?;
                 if !matches!(space, cfg::Space::Global | cfg::Space::Shared) {
-                    return Err(self.unsupported(line, "atomics outside global and shared memory"));
+                    return Err(self.unsupported(at, "atomics outside global and shared memory"));
                 }
                 Inst::Atom {
                     space,
-                    op: self.atom_op(line)?,
+                    op: self.atom_op(at)?,
                     d: *d,
                     base: val(addr.base),
                     off: addr.off,
@@ -517,19 +509,15 @@ impl<'a> Lowering<'a> {
                     c: val(*c),
                 }
             }
-            _ => return Err(self.unsupported(line, "this operation")),
+            _ => return Err(self.unsupported(at, "this operation")),
         })
     }
 
-    /// The operation of the `atom`/`red` at `line`, read again there.
-    fn atom_op(&self, line: u32) -> Result<AtomOp, PtxError> {
-        let ins = match self.by_line.get(&line).map(|v| v.as_slice()) {
-            Some([i]) if i.opcode[0] == "atom" || i.opcode[0] == "red" => *i,
-            _ => {
-                return Err(
-                    self.unsupported(line, "the atomic could not be found alone on its line")
-                )
-            }
+    /// The operation of the `atom`/`red` decoded at `at`, read again from its line.
+    fn atom_op(&self, at: usize) -> Result<AtomOp, PtxError> {
+        let ins = match self.src[at] {
+            Some(i) if i.opcode[0] == "atom" || i.opcode[0] == "red" => i,
+            _ => return Err(self.unsupported(at, "the atomic could not be found on its line")),
         };
         let mods = Mods(&ins.opcode[1..]);
         let ty = mods.ty();
@@ -554,19 +542,14 @@ impl<'a> Lowering<'a> {
             (Some("cas"), _) => AtomOp::Cas,
             (Some("inc"), false) => AtomOp::Inc,
             (Some("dec"), false) => AtomOp::Dec,
-            _ => return Err(self.unsupported(line, "this atomic operation")),
+            _ => return Err(self.unsupported(at, "this atomic operation")),
         })
     }
 
     /// A closure-decoded one-result instruction, read again at its line.
-    fn alu(&self, line: u32, d: u32, [a, b, c]: [Val; 3]) -> Result<Inst, PtxError> {
-        let ins = match self.by_line.get(&line).map(|v| v.as_slice()) {
-            Some([i]) => *i,
-            _ => {
-                return Err(
-                    self.unsupported(line, "the instruction could not be found alone on its line")
-                )
-            }
+    fn alu(&self, at: usize, d: u32, [a, b, c]: [Val; 3]) -> Result<Inst, PtxError> {
+        let Some(ins) = self.src[at] else {
+            return Err(self.unsupported(at, "the instruction could not be found on its line"));
         };
         let op = ins.opcode[0].as_str();
         let mods = Mods(&ins.opcode[1..]);
@@ -583,8 +566,8 @@ impl<'a> Lowering<'a> {
             .find(|(s, _)| m.has(s))
             .map(|(_, r)| r)
         };
-        let no = |why: &str| Err(self.unsupported(line, why));
-        if let Some(bit) = self.bit_op(ins, d)? {
+        let no = |why: &str| Err(self.unsupported(at, why));
+        if let Some(bit) = self.bit_op(at, ins, d)? {
             return Ok(Inst::Tern {
                 op: TernOp::Bit(bit),
                 d,
@@ -769,9 +752,8 @@ impl<'a> Lowering<'a> {
 
     /// The bit-manipulation instruction `ins` (decoded into destination `d`),
     /// or `None` when it is not one.
-    fn bit_op(&self, ins: &ast::Instruction, d: u32) -> Result<Option<BitOp>, PtxError> {
+    fn bit_op(&self, at: usize, ins: &ast::Instruction, d: u32) -> Result<Option<BitOp>, PtxError> {
         let mods = Mods(&ins.opcode[1..]);
-        let line = ins.line;
         let int_at = |i: usize| match ins.operands.get(i) {
             Some(ast::Operand::Int(v)) => Some(*v),
             _ => None,
@@ -801,7 +783,7 @@ impl<'a> Lowering<'a> {
                 } else {
                     match int_at(4) {
                         Some(v @ 0..=255) => BitOp::Lop3(v as u8),
-                        _ => return Err(self.unsupported(line, "lop3 without an immediate table")),
+                        _ => return Err(self.unsupported(at, "lop3 without an immediate table")),
                     }
                 }
             }
@@ -817,7 +799,7 @@ impl<'a> Lowering<'a> {
             ("dp4a" | "dp2a", _) => {
                 let tys = mods.types();
                 let [at, bt] = tys[..] else {
-                    return Err(self.unsupported(line, "dp4a/dp2a without two types"));
+                    return Err(self.unsupported(at, "dp4a/dp2a without two types"));
                 };
                 let (sa, sb) = (at == Ty::S32, bt == Ty::S32);
                 if ins.opcode[0] == "dp4a" {
@@ -836,16 +818,16 @@ impl<'a> Lowering<'a> {
                     // `{…} = a`: the part whose register is `d`.
                     (Some(ast::Operand::Vector(parts)), _) if (2..=4).contains(&parts.len()) => {
                         let name = &self.k.regs[d as usize].name;
-                        let at = parts
-                            .iter()
-                            .position(|p| matches!(p, ast::Operand::Name(n) if n == name));
+                        let part = parts.iter().position(
+                            |p| matches!(p, ast::Operand::Name(n) if source::names(name, n)),
+                        );
                         let w = bits / parts.len() as u32;
-                        match at {
+                        match part {
                             Some(i) if matches!(w, 8 | 16 | 32) => BitOp::Unpack {
                                 w: w as u8,
                                 i: i as u8,
                             },
-                            _ => return Err(self.unsupported(line, "this vector mov")),
+                            _ => return Err(self.unsupported(at, "this vector mov")),
                         }
                     }
                     // `d = {a, b}`.
@@ -857,7 +839,7 @@ impl<'a> Lowering<'a> {
                         }
                     }
                     (_, Some(ast::Operand::Vector(_))) | (Some(ast::Operand::Vector(_)), _) => {
-                        return Err(self.unsupported(line, "this vector mov"))
+                        return Err(self.unsupported(at, "this vector mov"))
                     }
                     _ => return Ok(None),
                 }

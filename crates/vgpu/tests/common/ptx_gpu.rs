@@ -80,6 +80,19 @@ impl Kernel {
         Some(Kernel { module, entry })
     }
 
+    /// [`Kernel::load`] for a kernel that keeps f64 values in registers:
+    /// also `None` (skipped, said on stderr) when the adapter lacks
+    /// SHADER_F64 or SHADER_INT64.
+    pub(crate) fn load_f64(entry: &'static str) -> Option<Kernel> {
+        let k = Kernel::load(entry)?;
+        let ctx = vgpu::gpu::GpuContext::get().expect("an adapter (Kernel::load checked)");
+        if !ctx.has_f64() || !ctx.has_int64() {
+            eprintln!("the adapter lacks SHADER_F64 or SHADER_INT64: skipped");
+            return None;
+        }
+        Some(k)
+    }
+
     /// Launches the kernel once on the interpreter and once on the GPU path,
     /// each over its own copy of `bufs`; returns buffer `out` after each:
     /// (cpu, gpu).
