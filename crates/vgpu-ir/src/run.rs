@@ -13,9 +13,9 @@ use crate::limits::Limits;
 use crate::phased::{steps_of, IrPhased};
 use crate::slice::Slice;
 use crate::types::{ScalarType, Value};
-use rayon::prelude::*;
+
 use vgpu_field::executor::Progress;
-use vgpu_field::{Barrier, FieldError, Launch, LaunchConfig, Method, Par};
+use vgpu_field::{run_blocks, Barrier, FieldError, Launch, LaunchConfig, Method, Par};
 
 /// How to integrate a launch.
 #[derive(Clone, Debug, PartialEq)]
@@ -242,7 +242,7 @@ fn initial_states<T: IrFloat>(
     }
     let empty: [T; 0] = [];
     // One block's initial states into `chunk`; a fault of a live lane is its error.
-    let block = |pools: &mut Pools, (b, chunk): (usize, &mut [T])| -> Option<IrError> {
+    let block = |pools: &mut Pools, b: usize, chunk: &mut [T]| -> Option<IrError> {
         let first = b * lanes;
         let fr = Frame {
             k,
@@ -275,24 +275,14 @@ fn initial_states<T: IrFloat>(
     };
     // Blocks in parallel under the launch's `Par` (one thread for `Par::Seq`),
     // faults collected in block order.
-    let faults: Vec<Option<IrError>> = par
-        .run(|parallel| {
-            Ok(if parallel {
-                states
-                    .par_chunks_mut(lanes * dim)
-                    .enumerate()
-                    .map_init(|| Pools::new(prog.slots, lanes), block)
-                    .collect()
-            } else {
-                let mut pools = Pools::new(prog.slots, lanes);
-                states
-                    .chunks_mut(lanes * dim)
-                    .enumerate()
-                    .map(|bc| block(&mut pools, bc))
-                    .collect()
-            })
-        })
-        .map_err(|e| field_err(&k.name, e))?;
+    let faults: Vec<Option<IrError>> = run_blocks(
+        par,
+        &mut states,
+        lanes * dim,
+        || Pools::new(prog.slots, lanes),
+        block,
+    )
+    .map_err(|e| field_err(&k.name, e))?;
     if let Some(e) = faults.into_iter().flatten().next() {
         return Err(e);
     }

@@ -14,8 +14,7 @@
 //! diverging integration: neither backend stops on them.
 
 use crate::{Binding, GpuError, KernelCache, KernelSpec};
-use rayon::prelude::*;
-use vgpu_field::{BlockCtx, BlockField, LaunchConfig};
+use vgpu_field::{run_blocks, BlockCtx, BlockField, LaunchConfig, Par};
 use vgpu_ir::kernel::{Kernel, Update};
 use vgpu_ir::wgsl::jumps::emit_jump_wgsl;
 use vgpu_ir::wgsl::meta_words;
@@ -175,13 +174,16 @@ impl JumpKernel {
         let field = IrField::new(&self.targets, args, n, CPU_BLOCK, blocks as u32)
             .map_err(|e| ir_err(op, e))?;
         let mut out = vec![0.0f32; n * dim];
-        out.par_chunks_mut(lanes * dim).enumerate().try_for_each(
-            |(b, chunk)| -> Result<(), GpuError> {
+        let blocks = run_blocks(
+            Par::Auto,
+            &mut out,
+            (lanes * dim).max(1),
+            || BlockField::<f32>::scratch(&field, lanes),
+            |sc, b, chunk| -> Result<(), GpuError> {
                 let ctx = BlockCtx::new(&cfg, b, &()).map_err(|e| GpuError::FusedShape {
                     op,
                     reason: e.to_string(),
                 })?;
-                let mut sc = BlockField::<f32>::scratch(&field, lanes);
                 // Columns: state `s` of lane `l` at `s·lanes + l`.
                 let mut h: Vec<f32> = self
                     .init
@@ -191,7 +193,7 @@ impl JumpKernel {
                 let h0 = h.clone();
                 let mut next = h.clone();
                 for step in 0..steps {
-                    field.eval_block(step as f32, &h, &h0, &ctx, &mut sc, &mut next);
+                    field.eval_block(step as f32, &h, &h0, &ctx, sc, &mut next);
                     for (s, u) in self.kernel.phases[0].updates.iter().enumerate() {
                         if matches!(u, Update::Jump(_)) {
                             h[s * lanes..(s + 1) * lanes]
@@ -206,7 +208,13 @@ impl JumpKernel {
                 }
                 Ok(())
             },
-        )?;
+        )
+        .map_err(|e| GpuError::FusedShape {
+            op,
+            reason: e.to_string(),
+        })?;
+        // The first failing block's error, in block order.
+        blocks.into_iter().collect::<Result<(), GpuError>>()?;
         match field.take_fault() {
             Some(e) => Err(ir_err(op, e)),
             None => Ok(out),
