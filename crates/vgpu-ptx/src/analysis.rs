@@ -12,7 +12,7 @@
 //! only the reads of allocations the kernel may write.
 
 use crate::ast::Space;
-use crate::program::{Inst, Op, ParamInfo, Src};
+use crate::program::{Inst, Op, ParamInfo, Src, StoreTargets};
 
 /// A set of registers as bits.
 #[derive(Clone, PartialEq, Eq)]
@@ -114,19 +114,6 @@ pub(crate) fn registers_to_zero(code: &[Inst], nregs: usize) -> Vec<u32> {
         }
     }
     (0..nregs as u32).filter(|&r| zero.has(r)).collect()
-}
-
-/// The global memory a kernel's plain (non-atomic) stores may write, from
-/// where their addresses come from.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct StoreTargets {
-    /// Some store's address derives from something the analysis does not
-    /// follow (a pointer loaded from memory): any writable allocation.
-    pub any: bool,
-    /// Whether some store's address derives from parameter `i`.
-    pub params: Vec<bool>,
-    /// The kernel has a global store at all.
-    pub some: bool,
 }
 
 /// The bit of a register's provenance that means "not followed".

@@ -5,8 +5,8 @@
 //! Each is a pure function of the source bits; [`alu`] picks the closure for an
 //! instruction's modifiers once, at decode time.
 
+use crate::modifiers::Mods;
 use crate::program::AluFn;
-use crate::semantics::Mods;
 use crate::types::{mask, Ty};
 pub(crate) use vgpu_ir::cfg::PrmtMode;
 

@@ -1,6 +1,7 @@
 //! Floating-point rounding, exactly: the PTX rounding modifiers `.rn .rz .rm .rp`
 //! applied to a value known as an unevaluated sum `hi + lo` (an error-free
-//! transform), so directed rounding is correct, not approximated.
+//! transform), so directed rounding is correct, not approximated; and PTX's
+//! float `min`/`max` (NaN and signed-zero rules).
 
 /// A rounding mode of PTX.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,6 +293,35 @@ pub(crate) fn int_to_f32(x: i128, r: Rnd) -> f32 {
     let hi = x as f64;
     let lo = (x - hi as i128) as f64;
     round_to_f32(hi, lo, r)
+}
+
+/// PTX `min`/`max` of floats (`max` picks which): a NaN operand loses to a
+/// number, and −0 is below +0.
+pub(crate) fn fminmax(a: f64, b: f64, max: bool) -> f64 {
+    if a.is_nan() {
+        return b;
+    }
+    if b.is_nan() {
+        return a;
+    }
+    if a == b {
+        return if a.is_sign_negative() != max { a } else { b };
+    }
+    if max {
+        a.max(b)
+    } else {
+        a.min(b)
+    }
+}
+
+/// f32 `min` (exact through f64).
+pub(crate) fn fmin32(a: f32, b: f32) -> f32 {
+    fminmax(a as f64, b as f64, false) as f32
+}
+
+/// f32 `max` (exact through f64).
+pub(crate) fn fmax32(a: f32, b: f32) -> f32 {
+    fminmax(a as f64, b as f64, true) as f32
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@
 //! f64; an f16 fma is exact as an integer count of 2⁻⁴⁸), then rounded once,
 //! so there is no double rounding. A NaN result is the canonical `0x7fff`.
 
+use crate::float::{fmax32, fmin32};
+use crate::modifiers::Mods;
 use crate::program::AluFn;
-use crate::semantics::{fmax32, fmin32, Mods};
 use crate::types::Ty;
 
 /// The canonical f16 NaN of NVIDIA GPUs.

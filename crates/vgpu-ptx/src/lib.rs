@@ -34,6 +34,8 @@ mod lexer;
 pub mod limits;
 pub mod lower;
 mod memory;
+mod modifiers;
+mod operand;
 pub mod parser;
 mod program;
 mod race;

@@ -9,6 +9,7 @@
 //! Exactness).
 
 use crate::ast::Space;
+pub(crate) use crate::operand::{Addr, Src};
 pub(crate) use crate::special::Special;
 use crate::types::Ty;
 use crate::warp_ops::WarpOp;
@@ -69,24 +70,6 @@ impl Order {
 pub(crate) type Alu2Fn = Box<dyn Fn(u64, u64, u64) -> (u64, u64) + Send + Sync>;
 /// An atomic read-modify-write: `(old, b, c) -> new`.
 pub(crate) type AtomFn = Box<dyn Fn(u64, u64, u64) -> u64 + Send + Sync>;
-
-/// A source operand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Src {
-    /// A register, by index.
-    Reg(u32),
-    /// An immediate, as bits.
-    Imm(u64),
-}
-
-/// An address operand: base plus byte offset.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Addr {
-    /// A register holding the base, or an absolute base (a symbol's address).
-    pub base: Src,
-    /// The byte offset.
-    pub off: i64,
-}
 
 /// `shfl.sync` modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -359,6 +342,19 @@ pub(crate) struct GlobalVar {
     pub writable: bool,
 }
 
+/// The global memory a kernel's plain (non-atomic) stores may write, from
+/// where their addresses come from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StoreTargets {
+    /// Some store's address derives from something the analysis does not
+    /// follow (a pointer loaded from memory): any writable allocation.
+    pub any: bool,
+    /// Whether some store's address derives from parameter `i`.
+    pub params: Vec<bool>,
+    /// The kernel has a global store at all.
+    pub some: bool,
+}
+
 /// A decoded kernel, ready to launch.
 pub struct Kernel {
     /// The entry's name.
@@ -383,7 +379,7 @@ pub struct Kernel {
     pub(crate) zero_regs: Vec<u32>,
     /// What the plain global stores may write (the global race checker logs
     /// reads of those allocations only).
-    pub(crate) store_targets: crate::analysis::StoreTargets,
+    pub(crate) store_targets: StoreTargets,
 }
 
 impl Kernel {

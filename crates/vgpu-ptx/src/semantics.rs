@@ -5,51 +5,9 @@
 
 use crate::float::*;
 use crate::half_ops::f16_rn;
+pub(crate) use crate::modifiers::Mods;
 use crate::program::{AluFn, AtomFn};
 use crate::types::*;
-
-/// Modifiers of an instruction (the dotted parts after the opcode).
-pub(crate) struct Mods<'a>(pub &'a [String]);
-
-impl Mods<'_> {
-    pub(crate) fn has(&self, m: &str) -> bool {
-        self.0.iter().any(|s| s == m)
-    }
-    /// The types among the modifiers, in order.
-    pub(crate) fn types(&self) -> Vec<Ty> {
-        self.0.iter().filter_map(|s| Ty::parse(s)).collect()
-    }
-    /// The last type (the instruction type).
-    pub(crate) fn ty(&self) -> Option<Ty> {
-        self.types().last().copied()
-    }
-    /// The floating rounding modifier, `.rn` when absent.
-    pub(crate) fn rnd(&self) -> Rnd {
-        if self.has("rz") {
-            Rnd::Z
-        } else if self.has("rm") {
-            Rnd::M
-        } else if self.has("rp") {
-            Rnd::P
-        } else {
-            Rnd::N
-        }
-    }
-    /// The integer rounding modifier (`.rni` …), if any.
-    pub(crate) fn irnd(&self) -> Option<Rnd> {
-        if self.has("rni") {
-            Some(Rnd::N)
-        } else if self.has("rzi") {
-            Some(Rnd::Z)
-        } else if self.has("rmi") {
-            Some(Rnd::M)
-        } else if self.has("rpi") {
-            Some(Rnd::P)
-        } else {
-            None
-        }
-    }
-}
 
 fn wrap(v: i128, bits: u32) -> u64 {
     (v as u64) & mask(bits)
@@ -73,35 +31,6 @@ fn round_int_f64(x: f64, r: Rnd) -> f64 {
         Rnd::M => x.floor(),
         Rnd::P => x.ceil(),
     }
-}
-
-/// PTX `min`/`max` of floats (`max` picks which): a NaN operand loses to a
-/// number, and −0 is below +0.
-fn fminmax(a: f64, b: f64, max: bool) -> f64 {
-    if a.is_nan() {
-        return b;
-    }
-    if b.is_nan() {
-        return a;
-    }
-    if a == b {
-        return if a.is_sign_negative() != max { a } else { b };
-    }
-    if max {
-        a.max(b)
-    } else {
-        a.min(b)
-    }
-}
-
-/// f32 `min` (exact through f64).
-pub(crate) fn fmin32(a: f32, b: f32) -> f32 {
-    fminmax(a as f64, b as f64, false) as f32
-}
-
-/// f32 `max` (exact through f64).
-pub(crate) fn fmax32(a: f32, b: f32) -> f32 {
-    fminmax(a as f64, b as f64, true) as f32
 }
 
 /// `f(a, b)`, or NaN when either is NaN (`min/max.NaN`).

@@ -13,8 +13,9 @@
 //! Each kind means exactly what the general closure the decoder would build
 //! otherwise means (semantics.rs): the tests at the end check that bit for bit.
 
-use crate::program::Src;
-use crate::semantics::{fmax32, fmin32, Mods};
+use crate::float::{fmax32, fmin32};
+use crate::modifiers::Mods;
+use crate::operand::Src;
 use crate::types::*;
 
 /// Integer comparisons of `setp` (`lo ls hi hs` are `lt le gt ge` unsigned).
