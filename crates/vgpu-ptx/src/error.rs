@@ -178,3 +178,10 @@ impl PtxError {
         }
     }
 }
+
+/// A memory fault before it gets its place (entry, block, thread, line).
+#[derive(Debug)]
+pub(crate) struct MemFault {
+    pub class: FaultClass,
+    pub detail: String,
+}

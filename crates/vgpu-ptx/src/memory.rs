@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use crate::ast::Space;
 use crate::error::FaultClass;
+pub(crate) use crate::error::MemFault;
 use crate::race::Shadow;
 
 /// Where module `.global`/`.const` variables are placed.
@@ -28,13 +29,6 @@ pub(crate) fn generic_window(a: u64) -> (Space, u64) {
     } else {
         (Space::Global, a)
     }
-}
-
-/// A memory fault before it gets its place (entry, block, thread, line).
-#[derive(Debug)]
-pub(crate) struct MemFault {
-    pub class: FaultClass,
-    pub detail: String,
 }
 
 fn fault(class: FaultClass, detail: String) -> MemFault {

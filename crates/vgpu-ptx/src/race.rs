@@ -29,8 +29,7 @@
 //! uninitialised when the interval ends (the next barrier, or the end of the
 //! block) with no such write, or when another fault would be reported first.
 
-use crate::error::FaultClass;
-use crate::memory::MemFault;
+use crate::error::{FaultClass, MemFault};
 use crate::program::Order;
 use std::collections::HashMap;
 
