@@ -26,6 +26,7 @@ pub mod case;
 mod decode;
 pub mod error;
 mod exec;
+mod exec_options;
 mod float;
 mod global_race;
 mod half_ops;

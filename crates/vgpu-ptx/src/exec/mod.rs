@@ -14,8 +14,8 @@
 
 use crate::ast::Space;
 use crate::error::{Fault, FaultClass, PtxError};
+use crate::exec_options::{ExecOptions, TraceStep};
 use crate::global_race::GlobalLog;
-use crate::launch::{ExecOptions, TraceStep};
 use crate::memory::*;
 use crate::program::*;
 use crate::warp_ops::{put, row};
