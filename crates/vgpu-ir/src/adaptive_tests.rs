@@ -4,7 +4,6 @@
 use super::*;
 use crate::check::compile;
 use vgpu_field::adaptive::{rhs_fn, AdaptiveMethod, Status};
-use vgpu_field::Par;
 
 const LORENZ64: &str = "field lorenz64(rho: f64[]) {
     state x: f64 = 1.0, y: f64 = 0.0, z: f64 = 0.0;
@@ -159,97 +158,4 @@ fn refusals_name_the_problem() {
     };
     let e = run_adaptive_cpu(&k, &Args::new(&k), &run).unwrap_err();
     assert!(e.to_string().contains("1 to 16 states"), "{e}");
-}
-
-/// The `.field` Lorenz through the adaptive driver on both engines beside
-/// the hand-written Tsit5 loop (`vgpu_demos::lorenz_tsit5`) and
-/// the same arithmetic as a closure, one run, alternating (run with
-/// `cargo test --release -p vgpu-ir --lib measure_ir_against_the_hand_loop
-/// -- --ignored --nocapture`; `VGPU_N` trajectories, default 8192, and
-/// `VGPU_THREADS` threads, default 1).
-#[test]
-#[ignore = "a measurement, not a check"]
-fn measure_ir_against_the_hand_loop() {
-    use vgpu_demos::lorenz_tsit5::lorenz_tsit5_reference;
-    let env = |k: &str, d: usize| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    let n = env("VGPU_N", 8192);
-    let threads = env("VGPU_THREADS", 1);
-    let par = if threads == 1 { Par::Seq } else { Par::Auto };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap();
-    let k = compile(
-        "lorenz.field",
-        include_str!("../../../examples/lorenz.field"),
-    )
-    .unwrap();
-    let r: Vec<f32> = rhos(n).iter().map(|&v| v as f32).collect();
-    let mut args = Args::new(&k);
-    args.buffer("rho", r.clone()).unwrap();
-    let opts = AdaptiveEnsemble::new(AdaptiveMethod::Tsit5)
-        .rtol(1e-6)
-        .atol(1e-6)
-        .par(par);
-    let run = AdaptiveRun {
-        n,
-        spans: vec![(0.0, 1.0)],
-        u0: None,
-        options: opts.clone(),
-        slice: None,
-    };
-    let f = rhs_fn(|_t: f32, u: &[f32; 3], p: &[f32], du: &mut [f32; 3]| {
-        du[0] = 10.0 * (u[1] - u[0]);
-        du[1] = u[0] * (p[0] - u[2]) - u[1];
-        du[2] = u[0] * u[1] - 8.0 / 3.0 * u[2];
-    });
-    let y0: Vec<f32> = (0..n).flat_map(|_| [1.0, 0.0, 0.0]).collect();
-    let prob = EnsembleProblem::new(n, &y0, &[(0.0, 1.0)]).params(&r, 1);
-    let time = |f: &mut dyn FnMut()| {
-        let t = std::time::Instant::now();
-        f();
-        t.elapsed().as_secs_f64()
-    };
-    let (mut best, mut evals) = ([f64::INFINITY; 4], 0u64);
-    pool.install(|| {
-        for _ in 0..5 {
-            let (hand_end, stats) = lorenz_tsit5_reference(n, par).unwrap();
-            evals = stats.iter().map(|s| s.evaluations).sum();
-            let mut ts = [0.0; 4];
-            ts[0] = time(&mut || {
-                let out = run_adaptive_cpu_on(&k, &args, &run, Engine::Jit).unwrap();
-                assert_eq!(out.end, to_buffer(&hand_end));
-            });
-            ts[1] = time(&mut || {
-                let out = run_adaptive_cpu_on(&k, &args, &run, Engine::Eval).unwrap();
-                assert_eq!(out.end, to_buffer(&hand_end));
-            });
-            ts[2] = time(&mut || {
-                std::hint::black_box(opts.solve(&f, &prob).unwrap());
-            });
-            ts[3] = time(&mut || {
-                std::hint::black_box(lorenz_tsit5_reference(n, par).unwrap());
-            });
-            for (b, t) in best.iter_mut().zip(ts) {
-                *b = b.min(t);
-            }
-        }
-    });
-    let ns = |t: f64| t / evals as f64 * 1e9;
-    println!(
-        "lorenz f32 tsit5 rtol=atol=1e-6, N = {n}, {threads} thread(s), {evals} evaluations, best of 5:\n\
-         .field jit  {:.4} s ({:.1} ns/eval)  hand/jit  = {:.2}\n\
-         .field eval {:.4} s ({:.1} ns/eval)  hand/eval = {:.2}\n\
-         closure     {:.4} s ({:.1} ns/eval)\n\
-         hand loop   {:.4} s ({:.1} ns/eval)",
-        best[0], ns(best[0]), best[3] / best[0],
-        best[1], ns(best[1]), best[3] / best[1],
-        best[2], ns(best[2]),
-        best[3], ns(best[3]),
-    );
 }

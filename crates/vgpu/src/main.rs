@@ -44,6 +44,10 @@ enum BenchCommand {
     /// Lorenz ensemble (f32, 1000 RK4 steps) through the field API, beside the
     /// hand-written Rust + rayon loops; prints traj-steps/s and the ratios.
     Lorenz(cli::bench_lorenz::LorenzArgs),
+    /// Lorenz ensemble with Tsit5 (f32, rtol = atol = 1e-6): `.field` through
+    /// the adaptive CPU path and a Rust closure through the driver, beside the
+    /// hand-written Tsit5 loop; same endpoint bits, ratios to the hand loop.
+    Adaptive(cli::bench_adaptive::AdaptiveArgs),
     /// Square f32 matmul, host arrays in and out: first call, cached calls, GFLOP/s.
     Matmul(cli::bench_matmul::MatmulArgs),
     /// PTX emulation throughput (thread-instructions/s) of nvcc's matmul_naive and
@@ -62,6 +66,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => cli::merge::run(args),
         Command::Bench(b) => match b {
             BenchCommand::Lorenz(args) => cli::bench_lorenz::run(args),
+            BenchCommand::Adaptive(args) => cli::bench_adaptive::run(args),
             BenchCommand::Matmul(args) => cli::bench_matmul::run(args),
             BenchCommand::Ptx(args) => cli::bench_ptx::run(args),
         },

@@ -1,4 +1,5 @@
-//! The `vgpu demo` and `vgpu bench lorenz` commands, run as a user runs them.
+//! The `vgpu demo`, `vgpu bench lorenz` and `vgpu bench adaptive` commands,
+//! run as a user runs them.
 
 mod common;
 use common::vgpu;
@@ -178,4 +179,67 @@ fn bench_lorenz_refuses_empty_ensembles() {
     let (code, _, err) = vgpu(&["bench", "lorenz", "--n", "0"]);
     assert_eq!(code, 2);
     assert!(err.contains("--n must be at least 1"), "{err}");
+}
+
+#[test]
+fn bench_adaptive_compares_three_ways_with_the_same_endpoints() {
+    let (code, out, err) = vgpu(&[
+        "bench",
+        "adaptive",
+        "--n",
+        "64",
+        "--threads",
+        "2",
+        "--repeats",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(v["endpoints_equal"], true);
+    assert_eq!(v["method"], "tsit5");
+    assert_eq!(v["hand"]["hand_over_this_kernel"], 1.0);
+    for variant in ["field", "closure", "hand"] {
+        let k = v[variant]["kernel_s"].as_f64().unwrap();
+        let w = v[variant]["whole_s"].as_f64().unwrap();
+        assert!(k > 0.0 && w >= k, "{variant}: kernel {k}, whole {w}");
+        let r = v[variant]["hand_over_this_whole"].as_f64().unwrap();
+        assert!(r.is_finite() && r > 0.0, "{variant}: {r}");
+    }
+}
+
+#[test]
+fn bench_adaptive_only_writes_one_variants_endpoints() {
+    let dir = std::env::temp_dir().join(format!("vgpu-cli-bench-adaptive-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut sums = vec![];
+    for variant in ["hand", "field"] {
+        let out = dir.join(format!("{variant}.npy"));
+        let (code, stdout, err) = vgpu(&[
+            "bench",
+            "adaptive",
+            "--n",
+            "50",
+            "--only",
+            variant,
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+        assert_eq!(v["variant"], variant);
+        sums.push(v["checksum"].as_f64().unwrap());
+        // An (N, 3) array of f32: the header, then 150 values.
+        let bytes = std::fs::read(&out).unwrap();
+        assert!(bytes.len() > 150 * 4 && bytes.starts_with(b"\x93NUMPY"));
+    }
+    assert_eq!(sums[0].to_bits(), sums[1].to_bits());
+    let (code, _, err) = vgpu(&["bench", "adaptive", "--n", "10", "--only", "gpu"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("expected field, closure or hand"), "{err}");
+    let (code, _, err) = vgpu(&["bench", "adaptive", "--n", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--n must be at least 1"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -72,7 +72,7 @@ const LORENZ_FIELD_F64: &str = "field lorenz64(rho: f64[]) {
 }";
 
 /// The float types the benchmark runs in.
-trait Float: Real {
+pub(super) trait Float: Real {
     /// The `.field` source of the problem in this type.
     const SOURCE: &'static str;
     /// The endpoints of an IR run, if they are of this type.
@@ -295,27 +295,28 @@ impl Variant {
 
 /// One whole run of a variant, stage by stage (seconds).
 #[derive(Clone, Copy, Debug, Default)]
-struct Stages {
+pub(super) struct Stages {
     /// The GPU device's creation (adapter, device, queue: once per process,
     /// so only the first GPU run has it; GPU only).
-    setup: f64,
+    pub(super) setup: f64,
     /// Compiling the `.field` text (`.field` only), and on the GPU the shader
     /// module and pipeline.
-    compile: f64,
+    pub(super) compile: f64,
     /// Building the arguments: ρ as `--param rho=linspace:0:21` does (`.field` only).
-    args: f64,
+    pub(super) args: f64,
     /// The kernel: the call that integrates (for `.field`, `run_cpu`: initial
     /// states, binding, the launch, the endpoints as a buffer).
-    kernel: f64,
+    pub(super) kernel: f64,
     /// The endpoints as an `(N, 3)` `.npy` file.
-    output: f64,
+    pub(super) output: f64,
     /// GPU only: one dispatch of the kernel alone on the GPU's clock (timestamp
     /// queries; `None` where the adapter has none). Not part of the whole run.
-    gpu_kernel: Option<f64>,
+    pub(super) gpu_kernel: Option<f64>,
 }
 
 impl Stages {
-    fn whole(&self) -> f64 {
+    /// The whole run: every stage but the GPU-clock kernel.
+    pub(super) fn whole(&self) -> f64 {
         self.setup + self.compile + self.args + self.kernel + self.output
     }
 }
@@ -323,7 +324,7 @@ impl Stages {
 /// `lorenz.field` compiled (time into `st.compile`) and its arguments built as
 /// `--param rho=linspace:0:21` does: f64 values, then the parameter's type
 /// (time into `st.args`).
-fn field_and_args<T: Float>(
+pub(super) fn field_and_args<T: Float>(
     n: usize,
     st: &mut Stages,
 ) -> Result<(vgpu::ir::Kernel, vgpu::Args), vgpu::Error> {
@@ -354,7 +355,7 @@ fn states_as<T: Float>(states: &Buffer) -> Result<&[T], vgpu::Error> {
     })
 }
 
-fn io_error(path: &Path, e: String) -> vgpu::Error {
+pub(super) fn io_error(path: &Path, e: String) -> vgpu::Error {
     vgpu::Error::Io {
         path: path.display().to_string(),
         source: std::io::Error::other(e),
@@ -534,7 +535,7 @@ fn table<T: Float>(a: &LorenzArgs, par: Par, out: &Path) -> Result<Table, vgpu::
 }
 
 /// A temporary output path, removed when dropped.
-struct TempOut(PathBuf);
+pub(super) struct TempOut(pub(super) PathBuf);
 
 impl Drop for TempOut {
     fn drop(&mut self) {

@@ -1,4 +1,5 @@
 //! One module per subcommand of the `vgpu` command.
+pub(crate) mod bench_adaptive;
 pub(crate) mod bench_lorenz;
 pub(crate) mod bench_matmul;
 pub(crate) mod bench_ptx;
