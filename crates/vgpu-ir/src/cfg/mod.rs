@@ -22,8 +22,8 @@ mod ops;
 mod warp;
 
 pub use ops::{
-    AtomOp, BinOp, BitOp, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, ICmp, IntRound, PrmtMode, TernOp,
-    UnOp,
+    AtomOp, BinOp, BitOp, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, Half, HalfOp, ICmp, IntRound,
+    PrmtMode, TernOp, UnOp,
 };
 pub use warp::{ReduxOp, ShflMode, VoteMode, WarpOp};
 

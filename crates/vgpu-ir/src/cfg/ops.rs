@@ -262,6 +262,51 @@ pub enum TernOp {
     Selp(u8),
     /// A bit-manipulation instruction ([`BitOp`]).
     Bit(BitOp),
+    /// Half-precision arithmetic ([`Half`]).
+    Half(Half),
+}
+
+/// Half-precision arithmetic on f16 bits: `.f16` on the low 16 bits of a
+/// register (the result's high bits 0), `.f16x2` on both halves of a 32-bit
+/// one. Each result is the exact value rounded once to nearest even, as the
+/// interpreter's half_ops.rs computes it; a NaN result is `0x7fff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Half {
+    /// The operation.
+    pub op: HalfOp,
+    /// `.f16x2` (else `.f16`).
+    pub x2: bool,
+    /// `.ftz`: subnormal operands and results flushed to a zero of their sign.
+    pub ftz: bool,
+    /// `.sat`: the result clamped to [0, 1], NaN to +0.
+    pub sat: bool,
+}
+
+/// The operations of [`Half`], on sources `a, b, c`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HalfOp {
+    /// `a + b`.
+    Add,
+    /// `a − b`.
+    Sub,
+    /// `a · b`.
+    Mul,
+    /// `(±a) · b + (±c)`, rounded once (`fma.rn`, and a contracted
+    /// `mul` + `add`/`sub`).
+    Fma {
+        /// The product negated.
+        neg_ab: bool,
+        /// The addend negated.
+        neg_c: bool,
+    },
+    /// `min` (a NaN operand loses; −0 below +0).
+    Min,
+    /// `max` (a NaN operand loses; +0 above −0).
+    Max,
+    /// `−a` (the sign bit flipped).
+    Neg,
+    /// `|a|` (the sign bit cleared).
+    Abs,
 }
 
 /// The bit-manipulation instructions, on up to three sources `a, b, c`

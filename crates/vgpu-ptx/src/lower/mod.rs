@@ -8,7 +8,7 @@
 //! module at its line (one of several on a line: source.rs) and lowered only
 //! where its form is known here (`div.rn`,
 //! `sqrt.rn`, `rcp.rn`, `cvt` between f32 and 32-bit integers, integer
-//! `min`/`max`/`neg`, `mul.hi`); anything else is [`PtxError::Unsupported`]
+//! `min`/`max`/`neg`, `mul.hi`, f16 arithmetic: half.rs); anything else is [`PtxError::Unsupported`]
 //! naming the instruction and its line, never a silent approximation.
 
 use vgpu_ir::cfg::{
@@ -24,6 +24,7 @@ use crate::special::Special;
 use crate::types::Ty;
 use crate::warp_ops::{self, Kind};
 
+mod half;
 mod source;
 
 /// Lowers `k` (decoded from module `m`, read from `file`) into control-flow form.
@@ -567,14 +568,12 @@ impl<'a> Lowering<'a> {
             .map(|(_, r)| r)
         };
         let no = |why: &str| Err(self.unsupported(at, why));
+        let tern = |op| Inst::Tern { op, d, a, b, c };
         if let Some(bit) = self.bit_op(at, ins, d)? {
-            return Ok(Inst::Tern {
-                op: TernOp::Bit(bit),
-                d,
-                a,
-                b,
-                c,
-            });
+            return Ok(tern(TernOp::Bit(bit)));
+        }
+        if let Some(h) = self.half(at, ins, [a, b, c])? {
+            return Ok(tern(TernOp::Half(h)));
         }
         // f64 to nearest even (the default; `.rn` may be written).
         let rn64 = !mods.has("rz") && !mods.has("rm") && !mods.has("rp") && !mods.has("sat");

@@ -3,6 +3,7 @@
 
 use super::bits::{self, BITS_PRELUDE};
 use super::float64::FLOAT64_PRELUDE;
+use super::half::{self, HALF_PRELUDE};
 use super::prelude::{F64_PRELUDE, INT_PRELUDE};
 use super::warp::{self, BACK, WARP};
 use super::{check_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
@@ -112,6 +113,9 @@ impl Em<'_> {
         out.push_str(INT_PRELUDE);
         if k.blocks.iter().flat_map(|b| &b.stmts).any(bits::uses) {
             out.push_str(BITS_PRELUDE);
+        }
+        if k.blocks.iter().flat_map(|b| &b.stmts).any(half::uses) {
+            out.push_str(HALF_PRELUDE);
         }
         if o.f64 && k.f64_line().is_some() {
             out.push_str(F64_PRELUDE);
@@ -852,6 +856,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 W::B64,
             ),
             TernOp::Bit(op) => self.bits(op, a, b, c),
+            TernOp::Half(h) => (half::expr(h, &a32, &b32, &c32), W::B32),
             TernOp::Selp(bits) => {
                 let w = if bits > 32 { W::B64 } else { W::B32 };
                 (

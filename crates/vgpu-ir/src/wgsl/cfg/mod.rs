@@ -33,6 +33,7 @@
 mod bits;
 mod emit;
 mod float64;
+mod half;
 mod prelude;
 mod warp;
 
