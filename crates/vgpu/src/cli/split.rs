@@ -2,14 +2,14 @@
 //! `STEM.shard.json`, for job arrays; joined by `vgpu merge`) and, with the
 //! `mpi` feature under `mpirun -n R`, one slice per rank written collectively
 //! into one `.npy` (each rank's rows at their byte offset after the header):
-//! the same bytes as one process. The slices and sidecars are `vgpu::shard`'s.
+//! the same bytes as one process. The slices and sidecars are `vgpu::shard`'s;
+//! `ensemble/output.rs` writes a slice's files (`mpi_write.rs` under MPI).
 
-use super::ensemble::EnsembleArgs;
+use super::ensemble::args::EnsembleArgs;
 use std::path::PathBuf;
 use vgpu::dispatch::MethodChoice;
 use vgpu::ir::Slice;
-use vgpu::output::OutputSet;
-use vgpu::shard::{role_path, sidecar_path, OutputMeta, Part, RunHash, ShardMeta, ShardSpec};
+use vgpu::shard::{RunHash, ShardSpec};
 use vgpu::Error;
 
 fn usage(m: impl Into<String>) -> Error {
@@ -19,8 +19,10 @@ fn usage(m: impl Into<String>) -> Error {
 /// How the slices are run: one per process of a job array, or the ranks of
 /// an MPI world.
 #[derive(Debug)]
-enum Mode {
+pub(crate) enum Mode {
+    /// One slice per process, written as shard files with a sidecar.
     Files,
+    /// One slice per rank, written collectively into one output.
     #[cfg(feature = "mpi")]
     Mpi(vgpu::mpi_world::World),
 }
@@ -34,7 +36,8 @@ pub(crate) struct Split {
     pub(crate) lo: usize,
     pub(crate) hi: usize,
     pub(crate) total: usize,
-    mode: Mode,
+    /// How the slices are run (and their outputs written).
+    pub(crate) mode: Mode,
 }
 
 /// What one slice measured, for the summary and `--json`.
@@ -153,64 +156,6 @@ impl Split {
         let _ = hash;
         Ok(())
     }
-
-    /// Writes this slice's outputs: the shard files and sidecar, or (MPI) its
-    /// rows of the one output. Returns the JSON fields to add to the
-    /// summary, or `None` where this process prints nothing (ranks other
-    /// than 0).
-    pub(crate) fn finish(
-        &self,
-        a: &EnsembleArgs,
-        field: &str,
-        hash: &str,
-        parts: &[Part],
-        fig: &Figures,
-    ) -> Result<Option<serde_json::Value>, Error> {
-        let out = a.out.as_ref().ok_or_else(|| usage("--out is required"))?;
-        match &self.mode {
-            Mode::Files => {
-                let meta = ShardMeta {
-                    version: env!("CARGO_PKG_VERSION").into(),
-                    run_hash: hash.into(),
-                    field: field.into(),
-                    backend: fig.backend.clone(),
-                    shard: self.spec,
-                    range: (self.lo, self.hi),
-                    total: self.total,
-                    outputs: parts
-                        .iter()
-                        .map(|p| OutputMeta {
-                            role: p.role.clone(),
-                            file: file_name(&role_path(out, &p.role)),
-                            dtype: p.dtype(),
-                            shape: p.shape(self.total),
-                        })
-                        .collect(),
-                };
-                let mut set = OutputSet::new();
-                for p in parts {
-                    set.write(&role_path(out, &p.role), |tmp| p.write_npy(tmp))?;
-                }
-                set.write(&sidecar_path(out), |tmp| {
-                    std::fs::write(tmp, meta.to_json()).map_err(|e| e.to_string())
-                })?;
-                set.commit()?;
-                Ok(Some(serde_json::json!({
-                    "shard": [self.spec.index, self.spec.count],
-                    "range": [self.lo, self.hi], "total": self.total, "run_hash": hash,
-                    "metadata": sidecar_path(out).display().to_string(),
-                })))
-            }
-            #[cfg(feature = "mpi")]
-            Mode::Mpi(w) => super::mpi_write::write(w, self, out, parts, fig),
-        }
-    }
-}
-
-fn file_name(p: &std::path::Path) -> String {
-    p.file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 fn spec_name(spec: &ShardSpec, mode: &Mode) -> String {

@@ -6,7 +6,7 @@
 //! files they write in `output` and the progress bar in `progress`.
 
 mod adaptive;
-mod args;
+pub(crate) mod args;
 mod fixed;
 mod input;
 mod output;

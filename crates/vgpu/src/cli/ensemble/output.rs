@@ -3,14 +3,14 @@
 //! adaptive one (each set written whole or not at all), and a slice's parts
 //! with the summary lines it adds.
 
-use super::EnsembleArgs;
-use crate::cli::split::{run_hash, Figures, Split};
+use super::args::{usage, EnsembleArgs};
+use crate::cli::split::{run_hash, Figures, Mode, Split};
 use ndarray::{Array1, Array2, ArrayView2};
 use ndarray_npy::write_npy;
 use std::path::PathBuf;
 use vgpu::ir::Buffer;
 use vgpu::output::OutputSet;
-use vgpu::shard::{Part, PartData};
+use vgpu::shard::{role_path, sidecar_path, OutputMeta, Part, PartData, ShardMeta};
 
 /// Writes the endpoint states (`out`, an (n, dim) array) and each flux output
 /// (`STEM.NAME.npy`) whole or not at all: under temporary names first, renamed
@@ -100,7 +100,7 @@ pub(super) fn adaptive_parts(o: &vgpu::ir::adaptive::AdaptiveOutput) -> Vec<Part
     ]
 }
 
-/// Writes a slice's parts ([`Split::finish`]) and prints what the summary
+/// Writes a slice's parts ([`write_slice`]) and prints what the summary
 /// adds for it; `Ok(false)`: this process prints no summary (MPI ranks but 0).
 pub(super) fn finish_split(
     s: &Split,
@@ -111,7 +111,7 @@ pub(super) fn finish_split(
     json: &mut serde_json::Value,
 ) -> Result<bool, vgpu::Error> {
     let hash = run_hash(a)?;
-    let Some(extra) = s.finish(a, field, &hash, parts, &fig)? else {
+    let Some(extra) = write_slice(s, a, field, &hash, parts, &fig)? else {
         return Ok(false);
     };
     if let (Some(obj), Some(more)) = (json.as_object_mut(), extra.as_object()) {
@@ -134,6 +134,64 @@ pub(super) fn finish_split(
         }
     }
     Ok(true)
+}
+
+/// Writes this slice's outputs: the shard files and sidecar, or (MPI) its
+/// rows of the one output. Returns the JSON fields to add to the
+/// summary, or `None` where this process prints nothing (ranks other
+/// than 0).
+fn write_slice(
+    s: &Split,
+    a: &EnsembleArgs,
+    field: &str,
+    hash: &str,
+    parts: &[Part],
+    fig: &Figures,
+) -> Result<Option<serde_json::Value>, vgpu::Error> {
+    let out = a.out.as_ref().ok_or_else(|| usage("--out is required"))?;
+    match &s.mode {
+        Mode::Files => {
+            let meta = ShardMeta {
+                version: env!("CARGO_PKG_VERSION").into(),
+                run_hash: hash.into(),
+                field: field.into(),
+                backend: fig.backend.clone(),
+                shard: s.spec,
+                range: (s.lo, s.hi),
+                total: s.total,
+                outputs: parts
+                    .iter()
+                    .map(|p| OutputMeta {
+                        role: p.role.clone(),
+                        file: file_name(&role_path(out, &p.role)),
+                        dtype: p.dtype(),
+                        shape: p.shape(s.total),
+                    })
+                    .collect(),
+            };
+            let mut set = OutputSet::new();
+            for p in parts {
+                set.write(&role_path(out, &p.role), |tmp| p.write_npy(tmp))?;
+            }
+            set.write(&sidecar_path(out), |tmp| {
+                std::fs::write(tmp, meta.to_json()).map_err(|e| e.to_string())
+            })?;
+            set.commit()?;
+            Ok(Some(serde_json::json!({
+                "shard": [s.spec.index, s.spec.count],
+                "range": [s.lo, s.hi], "total": s.total, "run_hash": hash,
+                "metadata": sidecar_path(out).display().to_string(),
+            })))
+        }
+        #[cfg(feature = "mpi")]
+        Mode::Mpi(w) => crate::cli::mpi_write::write(w, s, out, parts, fig),
+    }
+}
+
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// The adaptive outputs: `out` ((N, D), or (N, K, D) with save times) and
