@@ -151,6 +151,42 @@ fn an_out_of_bounds_read_is_the_evaluators_error() {
     assert!(jit.to_string().contains('a'), "{jit}");
 }
 
+/// `a[i]` is one vector load while every lane of the vector is live and
+/// inside the buffer; a buffer that ends inside a vector (37 values for 40
+/// trajectories) takes the lane-by-lane read there, which names the read as
+/// the evaluator does; one that covers the launch gives the evaluator's bits
+/// with padding lanes (blocks of 16 and 7 over 40).
+#[test]
+fn a_read_at_i_past_the_end_is_the_evaluators_error() {
+    let k = compile(
+        "at_i.field",
+        "field at_i(a: f32[]) { state x = 1.0; d(x)/dt = a[i] * x - x * x; }",
+    )
+    .unwrap();
+    for (len, block) in [(37usize, 16u32), (37, 7), (40, 16), (40, 7)] {
+        let mut args = Args::new(&k);
+        args.buffer("a", (0..len).map(|v| v as f32 * 0.25).collect::<Vec<f32>>())
+            .unwrap();
+        let integ = Integration::new(40, 0.0, 0.1, 0.01).block(block);
+        let (jit, eval) = (
+            run(&k, &args, &integ, Engine::Jit),
+            run(&k, &args, &integ, Engine::Eval),
+        );
+        match (jit, eval) {
+            (Ok(j), Ok(e)) => {
+                assert_eq!(len, 40);
+                assert_eq!(bits(&j), bits(&e), "len {len} block {block}");
+            }
+            (Err(j), Err(e)) => {
+                assert_eq!(len, 37);
+                assert_eq!(j.to_string(), e.to_string());
+                assert!(j.to_string().contains("37"), "{j}");
+            }
+            (j, e) => panic!("len {len} block {block}: {j:?} vs {e:?}"),
+        }
+    }
+}
+
 #[test]
 fn a_block_narrower_than_a_vector_runs_on_the_evaluator_and_says_why() {
     let k = compile_file(&example("lorenz.field")).unwrap();

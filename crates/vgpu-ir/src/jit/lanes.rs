@@ -7,7 +7,9 @@
 //! has), each value in a register from the state's load to the rate's store.
 //! Float `+ − × ÷`, `sqrt`, `abs`, negation (and `fma` where the host has
 //! it) are vector instructions, each lane rounded exactly as the scalar
-//! operation; everything else (buffer reads, library calls, integers, casts,
+//! operation; a buffer read at the global index `i` (`rho[i]`) is one vector
+//! load while the vector's lanes are live and inside the buffer
+//! ([`Contiguous`]); everything else (other buffer reads, library calls, integers, casts,
 //! comparisons, selects, values of another float type) is computed lane by
 //! lane by the scalar lowering the adaptive path uses ([`super::lower`]). A
 //! block whose size is not a multiple of the vector width ends with a
@@ -305,6 +307,61 @@ impl Body<'_> {
     }
 }
 
+/// A buffer read at the launch's global index `i` (`rho[i]`): the lanes of
+/// one vector read consecutive elements, so while every lane is live and
+/// the last one's index is inside the buffer the read is one vector load;
+/// otherwise (the block's padding lanes, whose index is the last live
+/// lane's, or an index past the end) it is the lane-by-lane read with its
+/// bounds check and fault record. Same values either way.
+struct Contiguous {
+    buf: u32,
+    l32: Value,
+    first: Value,
+    last: Value,
+    width: usize,
+    sz: i64,
+    vty: Type,
+    flags: MemFlagsData,
+    trusted: MemFlagsData,
+}
+
+impl Contiguous {
+    /// The vector of the read; `each` emits the lane-by-lane read (into the
+    /// block it is given) and returns its vector.
+    fn load(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        inp: &Inputs,
+        each: impl FnOnce(&mut FunctionBuilder<'_>) -> Result<Value, NotCompilable>,
+    ) -> Result<Value, NotCompilable> {
+        let top = b.ins().iadd_imm_s(self.l32, self.width as i64 - 1);
+        let live = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, top, self.last);
+        let first = b.ins().uextend(types::I64, self.first);
+        let l = b.ins().uextend(types::I64, self.l32);
+        let start = b.ins().iadd(first, l);
+        let end = b.ins().iadd_imm_s(start, self.width as i64 - 1);
+        let entry = self.buf as i32 * 16;
+        let base = b.ins().load(types::I64, self.trusted, inp.bufs, entry);
+        let len = b.ins().load(types::I64, self.trusted, inp.bufs, entry + 8);
+        let inside = b.ins().icmp(IntCC::UnsignedLessThan, end, len);
+        let ok = b.ins().band(live, inside);
+        let (fast, slow, join) = (b.create_block(), b.create_block(), b.create_block());
+        b.append_block_param(join, self.vty);
+        b.set_cold_block(slow);
+        b.ins().brif(ok, fast, &[], slow, &[]);
+        b.switch_to_block(fast);
+        let off = b.ins().imul_imm_s(start, self.sz);
+        let at = b.ins().iadd(base, off);
+        let v = b.ins().load(self.vty, self.flags, at, 0);
+        b.ins().jump(join, &[v.into()]);
+        b.switch_to_block(slow);
+        let v = each(b)?;
+        b.ins().jump(join, &[v.into()]);
+        b.switch_to_block(join);
+        Ok(b.block_params(join)[0])
+    }
+}
+
 /// Declares and defines the block function of `k` in `jit`.
 fn build(
     jit: &mut Jit,
@@ -432,6 +489,37 @@ fn build(
                     ))
                 }
                 _ if body.vectorised(n, fma) => Lanes::Vector(body.vector_op(&mut b, n)),
+                Node::Load { buf, index, .. }
+                    if rty == ty
+                        && matches!(k.nodes[index.index()], Node::Builtin(Builtin::Global)) =>
+                {
+                    let each: Vec<Value> =
+                        (0..width).map(|j| body.scalar(&mut b, index, j)).collect();
+                    let at = Contiguous {
+                        buf,
+                        l32,
+                        first,
+                        last,
+                        width,
+                        sz,
+                        vty,
+                        flags,
+                        trusted,
+                    };
+                    Lanes::Vector(at.load(&mut b, &inp, |b| {
+                        let mut v = None;
+                        for (j, &i) in each.iter().enumerate() {
+                            let mut scalars = body.scalars[j].clone();
+                            scalars[index.index()] = Some(i);
+                            let s = lower::node(b, k, n, &scalars, &calls, &inp)?;
+                            v = Some(match v {
+                                None => b.ins().scalar_to_vector(vty, s),
+                                Some(v) => b.ins().insertlane(v, s, j as u8),
+                            });
+                        }
+                        Ok(v.expect("at least one lane"))
+                    })?)
+                }
                 ref node => {
                     let ops = node.operands();
                     let mut each = Vec::with_capacity(width);
