@@ -78,6 +78,12 @@ pub enum UnOp {
     /// `rsqrt.approx.f32` as the interpreter defines it: `1 / √a` in f64
     /// (each step correctly rounded), rounded once to f32.
     RsqrtF32,
+    /// `lg2.approx.f32` as the interpreter defines it: `log2` of `a` in f64,
+    /// rounded once to f32 (NaN and negative `a` give the canonical NaN, ±0
+    /// −∞). Evaluated in f64 to within about 0.6 ulp of f64, which rounds to
+    /// the same f32 for every f32 `a`: no f32's f64 log2 lies within 3 f64
+    /// ulps of an f32 rounding boundary (checked over all 2³² inputs).
+    Lg2F32,
     /// `popc.b{32,64}`: the number of one bits (a 32-bit result).
     Popc(u8),
     /// `clz.b{32,64}`: the number of leading zero bits (a 32-bit result).
@@ -466,7 +472,7 @@ impl UnOp {
     pub(crate) fn uses_f64(self) -> bool {
         matches!(
             self,
-            UnOp::SqrtF32Rn | UnOp::RcpF32Rn | UnOp::RsqrtF32 | UnOp::F64(_)
+            UnOp::SqrtF32Rn | UnOp::RcpF32Rn | UnOp::RsqrtF32 | UnOp::Lg2F32 | UnOp::F64(_)
         )
     }
 }

@@ -653,6 +653,11 @@ impl<'a> Lowering<'a> {
                 d,
                 a,
             },
+            ("lg2", [Ty::F32]) if mods.has("approx") && !ftz => Inst::Un {
+                op: UnOp::Lg2F32,
+                d,
+                a,
+            },
             ("div" | "rem", [t]) if t.is_int() && t.bits() <= 32 => {
                 let (bits, signed) = (t.bits() as u8, t.is_signed());
                 let op = if op == "div" {

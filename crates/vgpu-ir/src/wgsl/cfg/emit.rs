@@ -690,6 +690,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             UnOp::SqrtF32Rn => (format!("sqrt_f32({a32})"), W::B32),
             UnOp::RcpF32Rn => (format!("rcp_f32({a32})"), W::B32),
             UnOp::RsqrtF32 => (format!("rsqrt_f32({a32})"), W::B32),
+            UnOp::Lg2F32 => (format!("lg2_f32({a32})"), W::B32),
             UnOp::Popc(b) if b > 32 => {
                 let x = self.v64(a);
                 (

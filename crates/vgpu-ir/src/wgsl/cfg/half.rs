@@ -12,8 +12,9 @@
 //!   strictly between the exact value `s + e` and `s`, and every f16 midpoint
 //!   is an f32, so rounding `s` to f16 gives the exact value's rounding unless
 //!   `s` is itself a midpoint; then `e` decides, and `s` is stepped one f32 ulp
-//!   toward it first. The error goes through copies selected on `opq`, as in
-//!   the f32 fma (prelude.rs), so a reassociating compiler cannot fold it.
+//!   toward it first. The error goes through copies selected on `opq`, as
+//!   prelude.rs' f64 `two_sum_err` does, so a reassociating compiler cannot
+//!   fold it.
 //! * `min`, `max`: the f32 `fminmax32` of the widened values, rounded back
 //!   (exact); `neg`, `abs` flip or clear the sign bit.
 //! * `.ftz` flushes subnormal operands and results to a zero of their sign,

@@ -1,7 +1,7 @@
 //! WGSL helper functions of the control-flow emitter: 64-bit integers on
 //! `vec2<u32>` (low, high), exact f32 operations written on bits (NaN tests,
 //! min/max, integer conversions), and the f64-based correctly rounded
-//! division, square root, reciprocal and fused multiply-add.
+//! division, square root, reciprocal and fused multiply-add, and `lg2.approx`.
 
 /// Helpers every control-flow kernel gets (no f64 in them).
 pub(super) const INT_PRELUDE: &str = r#"
@@ -274,6 +274,18 @@ fn bfind_shift(m: u32) -> u32 { return select(31u - m, m, m == 0xffffffffu); }
 
 /// Helpers that compute in f64 (only emitted when the adapter has `SHADER_F64`).
 pub(super) const F64_PRELUDE: &str = r#"
+// The exact error of s = RN(a + b) (TwoSum), through copies the shader
+// compiler cannot see are equal to a, b and s (`opq` is never true): without
+// them an optimiser that reassociates (Mesa's NIR does, for ops not marked
+// exact) folds it to 0.
+fn two_sum_err(a: f64, b: f64, s: f64) -> f64 {
+  let ao = select(a, 1.0lf, opq);
+  let bo = select(b, 2.0lf, opq);
+  let s1 = select(s, 3.0lf, opq);
+  let s2 = select(s, 4.0lf, opq);
+  let bb = s1 - ao;
+  return (ao - (s2 - bb)) + (bo - bb);
+}
 // One f32 rounding of an exact f64 value s + e (e the error of s = RN(s + e)),
 // to nearest even: RN(s) unless s is a midpoint between two f32s and e decides.
 fn round_sum_f32(s: f64, e: f64) -> f32 {
@@ -306,16 +318,7 @@ fn fma_f32(a: u32, b: u32, c: u32) -> u32 {
     return bitcast<u32>(f32(p + cc));
   }
   let s = p + cc;
-  // TwoSum's error, through copies the shader compiler cannot see are equal
-  // to p, cc and s (`opq` is never true): without them an optimiser that
-  // reassociates (Mesa's NIR does, for ops not marked exact) folds e to 0.
-  let po = select(p, 1.0lf, opq);
-  let co = select(cc, 2.0lf, opq);
-  let s1 = select(s, 3.0lf, opq);
-  let s2 = select(s, 4.0lf, opq);
-  let bb = s1 - po;
-  let e = (po - (s2 - bb)) + (co - bb);
-  return bitcast<u32>(round_sum_f32(s, e));
+  return bitcast<u32>(round_sum_f32(s, two_sum_err(p, cc, s)));
 }
 fn div_f32(a: u32, b: u32) -> u32 { return bitcast<u32>(f32(f64(f(a)) / f64(f(b)))); }
 fn sqrt_f32(a: u32) -> u32 {
@@ -326,5 +329,47 @@ fn rcp_f32(a: u32) -> u32 { return bitcast<u32>(f32(1.0lf / f64(f(a)))); }
 fn rsqrt_f32(a: u32) -> u32 {
   if ((a >> 31u) != 0u && (a & 0x7fffffffu) != 0u) { return 0x7fffffffu; }
   return bitcast<u32>(f32(1.0lf / sqrt(f64(f(a)))));
+}
+// lg2.approx.f32 as the interpreter defines it (log2 in f64, rounded to f32),
+// within about 0.6 f64 ulp: a = 2^k m, m in [1/sqrt2, sqrt2), u = (m-1)/(m+1)
+// = qh + ul (qh u to 24 bits, ul from the exact residual: m - 1, m + 1 and
+// qh (m + 1) are exact), log2 m = (2/ln 2) (u + u^3/3 + ... + u^25/25); the
+// leading k + (2/ln 2) qh is summed exactly (2/ln 2 = CHH + CHL + CL, CHH of
+// 29 bits and CHL of 24 so both products with qh are exact; two_sum_err),
+// the rest added once.
+fn lg2_f32(a: u32) -> u32 {
+  if (isnan32(a) || ((a >> 31u) != 0u && (a & 0x7fffffffu) != 0u)) { return 0x7fffffffu; }
+  if ((a & 0x7fffffffu) == 0u) { return 0xff800000u; }
+  if (a == 0x7f800000u) { return a; }
+  let ex = (a >> 23u) & 0xffu;
+  var mi = a & 0x7fffffu;
+  var k = i32(ex) - 127;
+  if (ex == 0u) {
+    let p = firstLeadingBit(mi);
+    mi = mi << (23u - p);
+    k = i32(p) - 149;
+  } else {
+    mi = mi | 0x800000u;
+  }
+  var m = f64(mi) * (1.0lf / 8388608.0lf);
+  if (mi > 0xb504f3u) { m = m * 0.5lf; k = k + 1; }
+  let num = m - 1.0lf;
+  let den = m + 1.0lf;
+  let qh = f64(f32(num / den));
+  let ul = (num - qh * den) / den;
+  let u = qh + ul;
+  let v = u * u;
+  var p = 1.0lf / 25.0lf;
+  for (var j = 23.0lf; j > 2.0lf; j = j - 2.0lf) { p = p * v + 1.0lf / j; }
+  let t = u * v * p;
+  let chh = 2.88539008051157lf;
+  let chl = 1.2663567972026613e-09lf;
+  let cl = 4.0710547481862066e-17lf;
+  let a1 = chh * qh;
+  let a2 = chl * qh;
+  let small = cl * qh + (chh + chl) * (ul + t);
+  let kf = f64(k);
+  let s = kf + a1;
+  return bitcast<u32>(f32(s + ((two_sum_err(kf, a1, s) + a2) + small)));
 }
 "#;
