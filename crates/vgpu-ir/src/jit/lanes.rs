@@ -8,8 +8,8 @@
 //! Float `+ − × ÷`, `sqrt`, `abs`, negation (and `fma` where the host has
 //! it) are vector instructions, each lane rounded exactly as the scalar
 //! operation; a buffer read at the global index `i` (`rho[i]`) is one vector
-//! load while the vector's lanes are live and inside the buffer
-//! ([`Contiguous`]); everything else (other buffer reads, library calls, integers, casts,
+//! load in blocks whose lanes are all live and inside the buffer (a second
+//! copy of the loop, chosen once per call); everything else (other buffer reads, library calls, integers, casts,
 //! comparisons, selects, values of another float type) is computed lane by
 //! lane by the scalar lowering the adaptive path uses ([`super::lower`]). A
 //! block whose size is not a multiple of the vector width ends with a
@@ -203,6 +203,7 @@ enum Lanes {
 }
 
 /// The loop body's lowering state.
+#[derive(Clone)]
 struct Body<'k> {
     k: &'k Kernel,
     ty: ScalarType,
@@ -307,59 +308,10 @@ impl Body<'_> {
     }
 }
 
-/// A buffer read at the launch's global index `i` (`rho[i]`): the lanes of
-/// one vector read consecutive elements, so while every lane is live and
-/// the last one's index is inside the buffer the read is one vector load;
-/// otherwise (the block's padding lanes, whose index is the last live
-/// lane's, or an index past the end) it is the lane-by-lane read with its
-/// bounds check and fault record. Same values either way.
-struct Contiguous {
-    buf: u32,
-    l32: Value,
-    first: Value,
-    last: Value,
-    width: usize,
-    sz: i64,
-    vty: Type,
-    flags: MemFlagsData,
-    trusted: MemFlagsData,
-}
-
-impl Contiguous {
-    /// The vector of the read; `each` emits the lane-by-lane read (into the
-    /// block it is given) and returns its vector.
-    fn load(
-        &self,
-        b: &mut FunctionBuilder<'_>,
-        inp: &Inputs,
-        each: impl FnOnce(&mut FunctionBuilder<'_>) -> Result<Value, NotCompilable>,
-    ) -> Result<Value, NotCompilable> {
-        let top = b.ins().iadd_imm_s(self.l32, self.width as i64 - 1);
-        let live = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, top, self.last);
-        let first = b.ins().uextend(types::I64, self.first);
-        let l = b.ins().uextend(types::I64, self.l32);
-        let start = b.ins().iadd(first, l);
-        let end = b.ins().iadd_imm_s(start, self.width as i64 - 1);
-        let entry = self.buf as i32 * 16;
-        let base = b.ins().load(types::I64, self.trusted, inp.bufs, entry);
-        let len = b.ins().load(types::I64, self.trusted, inp.bufs, entry + 8);
-        let inside = b.ins().icmp(IntCC::UnsignedLessThan, end, len);
-        let ok = b.ins().band(live, inside);
-        let (fast, slow, join) = (b.create_block(), b.create_block(), b.create_block());
-        b.append_block_param(join, self.vty);
-        b.set_cold_block(slow);
-        b.ins().brif(ok, fast, &[], slow, &[]);
-        b.switch_to_block(fast);
-        let off = b.ins().imul_imm_s(start, self.sz);
-        let at = b.ins().iadd(base, off);
-        let v = b.ins().load(self.vty, self.flags, at, 0);
-        b.ins().jump(join, &[v.into()]);
-        b.switch_to_block(slow);
-        let v = each(b)?;
-        b.ins().jump(join, &[v.into()]);
-        b.switch_to_block(join);
-        Ok(b.block_params(join)[0])
-    }
+/// Whether node `index` is the launch's global index `i` (consecutive across
+/// the lanes of a vector while they are live).
+fn at_global(k: &Kernel, index: NodeId) -> bool {
+    matches!(k.nodes[index.index()], Node::Builtin(Builtin::Global))
 }
 
 /// Declares and defines the block function of `k` in `jit`.
@@ -428,129 +380,146 @@ fn build(
                 body.vals[n.index()] = Some(Lanes::One(s));
             }
         }
-        let head = b.create_block();
-        b.append_block_param(head, types::I64);
-        let zero = b.ins().iconst(types::I64, 0);
-        b.ins().jump(head, &[zero.into()]);
-        b.switch_to_block(head);
-        let l = b.block_params(head)[0];
-        let off = b.ins().imul_imm_s(l, sz);
-        let (hl, h0l, dhl) = (
-            b.ins().iadd(h, off),
-            b.ins().iadd(h0, off),
-            b.ins().iadd(dh, off),
-        );
-        let l32 = b.ins().ireduce(types::I32, l);
-        let fma = vector_fma();
-        let varying = |n: &&NodeId| var[n.index()] == Variance::Varying;
-        let order: Vec<NodeId> = reach
-            .iter()
-            .filter(|n| !varying(n))
-            .chain(reach.iter().filter(varying))
-            .copied()
-            .collect();
-        for n in order {
-            if body.vals[n.index()].is_some() {
-                continue;
-            }
-            let rty = k.ty(n);
-            let v = match k.nodes[n.index()] {
-                Node::State(s) | Node::Init(s) => {
-                    if rty != ty {
-                        return Err(NotCompilable::new(&k.name, "states of two float types"));
-                    }
-                    let base = if matches!(k.nodes[n.index()], Node::State(_)) {
-                        hl
-                    } else {
-                        h0l
-                    };
-                    Lanes::Vector(b.ins().load(vty, flags, base, (s as i64 * stride) as i32))
-                }
-                Node::Builtin(Builtin::Time) => Lanes::One(t),
-                Node::Builtin(Builtin::Block) => Lanes::One(bid),
-                Node::Builtin(Builtin::Thread) => Lanes::Each(
-                    (0..width)
-                        .map(|j| b.ins().iadd_imm_s(l32, j as i64))
-                        .collect(),
-                ),
-                Node::Builtin(Builtin::Global) => Lanes::Each(
-                    (0..width)
-                        .map(|j| {
-                            let lane = b.ins().iadd_imm_s(l32, j as i64);
-                            let m = b.ins().umin(lane, last);
-                            b.ins().iadd(first, m)
-                        })
-                        .collect(),
-                ),
-                Node::Builtin(bi) => {
-                    return Err(NotCompilable::new(
-                        &k.name,
-                        format!("the launch value {bi:?} is not uniform here"),
-                    ))
-                }
-                _ if body.vectorised(n, fma) => Lanes::Vector(body.vector_op(&mut b, n)),
-                Node::Load { buf, index, .. }
-                    if rty == ty
-                        && matches!(k.nodes[index.index()], Node::Builtin(Builtin::Global)) =>
-                {
-                    let each: Vec<Value> =
-                        (0..width).map(|j| body.scalar(&mut b, index, j)).collect();
-                    let at = Contiguous {
-                        buf,
-                        l32,
-                        first,
-                        last,
-                        width,
-                        sz,
-                        vty,
-                        flags,
-                        trusted,
-                    };
-                    Lanes::Vector(at.load(&mut b, &inp, |b| {
-                        let mut v = None;
-                        for (j, &i) in each.iter().enumerate() {
-                            let mut scalars = body.scalars[j].clone();
-                            scalars[index.index()] = Some(i);
-                            let s = lower::node(b, k, n, &scalars, &calls, &inp)?;
-                            v = Some(match v {
-                                None => b.ins().scalar_to_vector(vty, s),
-                                Some(v) => b.ins().insertlane(v, s, j as u8),
-                            });
-                        }
-                        Ok(v.expect("at least one lane"))
-                    })?)
-                }
-                ref node => {
-                    let ops = node.operands();
-                    let mut each = Vec::with_capacity(width);
-                    for j in 0..width {
-                        for &o in &ops {
-                            body.scalar(&mut b, o, j);
-                        }
-                        each.push(lower::node(&mut b, k, n, &body.scalars[j], &calls, &inp)?);
-                    }
-                    Lanes::Each(each)
-                }
-            };
-            body.vals[n.index()] = Some(v);
-        }
-        for (o, u) in phase.updates.iter().enumerate() {
-            let v = match u {
-                Update::Rate(n) => body.vector(&mut b, *n),
-                _ => {
-                    let z = lower::constant(&mut b, crate::types::Value::F64(0.0).cast(ty));
-                    b.ins().splat(vty, z)
-                }
-            };
-            b.ins().store(flags, v, dhl, (o as i64 * stride) as i32);
-        }
-        let tail = lanes - width as i64;
-        let done = b.ins().icmp_imm_u(IntCC::Equal, l, tail);
-        let next = b.ins().iadd_imm_s(l, width as i64);
-        let tail_v = b.ins().iconst(types::I64, tail);
-        let next = b.ins().umin(next, tail_v);
+        let first64 = b.ins().uextend(types::I64, first);
         let exit = b.create_block();
-        b.ins().brif(done, exit, &[], head, &[next.into()]);
+        let emit = |b: &mut FunctionBuilder<'_>,
+                    mut body: Body<'_>,
+                    head: cranelift_codegen::ir::Block,
+                    fast: bool|
+         -> Result<(), NotCompilable> {
+            b.switch_to_block(head);
+            let l = b.block_params(head)[0];
+            let off = b.ins().imul_imm_s(l, sz);
+            let (hl, h0l, dhl) = (
+                b.ins().iadd(h, off),
+                b.ins().iadd(h0, off),
+                b.ins().iadd(dh, off),
+            );
+            let l32 = b.ins().ireduce(types::I32, l);
+            let fma = vector_fma();
+            let varying = |n: &&NodeId| var[n.index()] == Variance::Varying;
+            let order: Vec<NodeId> = reach
+                .iter()
+                .filter(|n| !varying(n))
+                .chain(reach.iter().filter(varying))
+                .copied()
+                .collect();
+            for n in order {
+                if body.vals[n.index()].is_some() {
+                    continue;
+                }
+                let rty = k.ty(n);
+                let v = match k.nodes[n.index()] {
+                    Node::State(s) | Node::Init(s) => {
+                        if rty != ty {
+                            return Err(NotCompilable::new(&k.name, "states of two float types"));
+                        }
+                        let base = if matches!(k.nodes[n.index()], Node::State(_)) {
+                            hl
+                        } else {
+                            h0l
+                        };
+                        Lanes::Vector(b.ins().load(vty, flags, base, (s as i64 * stride) as i32))
+                    }
+                    Node::Builtin(Builtin::Time) => Lanes::One(t),
+                    Node::Builtin(Builtin::Block) => Lanes::One(bid),
+                    Node::Builtin(Builtin::Thread) => Lanes::Each(
+                        (0..width)
+                            .map(|j| b.ins().iadd_imm_s(l32, j as i64))
+                            .collect(),
+                    ),
+                    Node::Builtin(Builtin::Global) => Lanes::Each(
+                        (0..width)
+                            .map(|j| {
+                                let lane = b.ins().iadd_imm_s(l32, j as i64);
+                                let m = b.ins().umin(lane, last);
+                                b.ins().iadd(first, m)
+                            })
+                            .collect(),
+                    ),
+                    Node::Builtin(bi) => {
+                        return Err(NotCompilable::new(
+                            &k.name,
+                            format!("the launch value {bi:?} is not uniform here"),
+                        ))
+                    }
+                    _ if body.vectorised(n, fma) => Lanes::Vector(body.vector_op(b, n)),
+                    Node::Load { buf, index, .. } if fast && rty == ty && at_global(k, index) => {
+                        let start = b.ins().iadd(first64, l);
+                        let off = b.ins().imul_imm_s(start, sz);
+                        let base = b.ins().load(types::I64, trusted, inp.bufs, buf as i32 * 16);
+                        let at = b.ins().iadd(base, off);
+                        Lanes::Vector(b.ins().load(vty, flags, at, 0))
+                    }
+                    ref node => {
+                        let ops = node.operands();
+                        let mut each = Vec::with_capacity(width);
+                        for j in 0..width {
+                            for &o in &ops {
+                                body.scalar(b, o, j);
+                            }
+                            each.push(lower::node(b, k, n, &body.scalars[j], &calls, &inp)?);
+                        }
+                        Lanes::Each(each)
+                    }
+                };
+                body.vals[n.index()] = Some(v);
+            }
+            for (o, u) in phase.updates.iter().enumerate() {
+                let v = match u {
+                    Update::Rate(n) => body.vector(b, *n),
+                    _ => {
+                        let z = lower::constant(b, crate::types::Value::F64(0.0).cast(ty));
+                        b.ins().splat(vty, z)
+                    }
+                };
+                b.ins().store(flags, v, dhl, (o as i64 * stride) as i32);
+            }
+            let tail = lanes - width as i64;
+            let done = b.ins().icmp_imm_u(IntCC::Equal, l, tail);
+            let next = b.ins().iadd_imm_s(l, width as i64);
+            let tail_v = b.ins().iconst(types::I64, tail);
+            let next = b.ins().umin(next, tail_v);
+            b.ins().brif(done, exit, &[], head, &[next.into()]);
+            Ok(())
+        };
+        // Two copies of the loop: one whose reads at `i` are plain vector
+        // loads, taken when every lane of the block is live and inside every
+        // buffer read at `i` (checked once here), and the general one
+        // (padding lanes, a buffer shorter than the launch: lane-by-lane
+        // reads, each bounds-checked and recorded).
+        let zero = b.ins().iconst(types::I64, 0);
+        let general = b.create_block();
+        b.append_block_param(general, types::I64);
+        let reads: Vec<u32> = reach
+            .iter()
+            .filter_map(|&n| match k.nodes[n.index()] {
+                Node::Load { buf, index, .. } if k.ty(n) == ty && at_global(k, index) => Some(buf),
+                _ => None,
+            })
+            .collect();
+        if reads.is_empty() {
+            b.ins().jump(general, &[zero.into()]);
+            emit(&mut b, body, general, false)?;
+        } else {
+            let fast = b.create_block();
+            b.append_block_param(fast, types::I64);
+            let mut ok = b
+                .ins()
+                .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, last, lanes - 1);
+            let end = b.ins().iadd_imm_s(first64, lanes - 1);
+            for buf in reads {
+                let len = b
+                    .ins()
+                    .load(types::I64, trusted, inp.bufs, buf as i32 * 16 + 8);
+                let inside = b.ins().icmp(IntCC::UnsignedLessThan, end, len);
+                ok = b.ins().band(ok, inside);
+            }
+            b.ins()
+                .brif(ok, fast, &[zero.into()], general, &[zero.into()]);
+            emit(&mut b, body.clone(), fast, true)?;
+            emit(&mut b, body, general, false)?;
+        }
         b.switch_to_block(exit);
         b.ins().return_(&[]);
         b.seal_all_blocks();
