@@ -13,9 +13,10 @@ use crate::adaptive::erk::{ErkCore, ErkStep};
 use crate::adaptive::error::AdaptiveError;
 use crate::adaptive::method::AdaptiveMethod;
 use crate::adaptive::rhs::OdeRhs;
+use crate::adaptive::rosenbrock::{RosenbrockStep, MAX_STIFF_STATES};
 use crate::adaptive::status::{EnsembleSolution, TrajectoryStats};
 use crate::adaptive::tableaus::{bs3, dp5, tsit5, ErkTableau};
-use crate::adaptive::trajectory::run_one;
+use crate::adaptive::trajectory::{run_one, Plan};
 use crate::adaptive::vern7::vern7;
 use crate::executor::Progress;
 use crate::par::Par;
@@ -216,7 +217,7 @@ impl AdaptiveEnsemble {
             AdaptiveMethod::Dp5 => self.solve_tableau(&dp5(), rhs, prob),
             AdaptiveMethod::Bs3 => self.solve_tableau(&bs3(), rhs, prob),
             AdaptiveMethod::Vern7 => self.solve_tableau(&vern7(), rhs, prob),
-            AdaptiveMethod::Rosenbrock23 => crate::adaptive::rosenbrock::solve(self, rhs, prob),
+            AdaptiveMethod::Rosenbrock23 => solve_rosenbrock(self, rhs, prob),
         }
     }
 
@@ -576,19 +577,36 @@ fn alloc<T: Real>(
     Ok(v)
 }
 
-/// The options every trajectory runs with, validated and in the state type
-/// (the method's own data is its stepper's).
-pub(super) struct Plan<T, const D: usize> {
-    pub(super) atol: [T; D],
-    pub(super) rtol: [T; D],
-    pub(super) ctrl: PiController,
-    pub(super) fixed: Option<f64>,
-    pub(super) dt0: Option<f64>,
-    pub(super) dtmin: f64,
-    pub(super) dtmax: f64,
-    pub(super) maxiters: u64,
-    pub(super) saveat: Vec<T>,
-    pub(super) spans: Vec<(T, T)>,
+/// Integrates every trajectory of `prob` with Rosenbrock23.
+fn solve_rosenbrock<T: Real, const D: usize, R: OdeRhs<T, D>>(
+    opts: &AdaptiveEnsemble,
+    rhs: &R,
+    prob: &EnsembleProblem<'_, T>,
+) -> Result<EnsembleSolution<T>, AdaptiveError> {
+    let unavailable = |why: String| AdaptiveError::MethodUnavailable {
+        method: "rosenbrock23",
+        why,
+    };
+    if D > MAX_STIFF_STATES {
+        return Err(unavailable(format!(
+            "the system has {D} states; the stiff solver takes at most {MAX_STIFF_STATES} \
+             (use an explicit method such as tsit5)"
+        )));
+    }
+    if !rhs.has_jacobian() {
+        return Err(unavailable(
+            "the right-hand side gives no Jacobian (a .field kernel derives it; a Rust \
+             closure cannot)"
+                .into(),
+        ));
+    }
+    let plan = opts.plan::<T, D>(2, prob)?;
+    rhs.check(prob.n, prob.n_params)?;
+    opts.run_all(prob, plan.saveat.len(), |i, y0, p, e, s| {
+        let (t0, t1) = plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
+        let mut stepper = RosenbrockStep::new();
+        run_one(&plan, &mut stepper, rhs, i, y0, p, t0, t1, e, s)
+    })
 }
 
 #[cfg(test)]

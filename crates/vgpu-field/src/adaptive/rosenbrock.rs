@@ -23,48 +23,13 @@
 //! order 2).
 
 use crate::adaptive::controller::error_norm;
-use crate::adaptive::driver::{AdaptiveEnsemble, EnsembleProblem};
-use crate::adaptive::error::AdaptiveError;
 use crate::adaptive::rhs::{OdeRhs, Traj};
-use crate::adaptive::status::EnsembleSolution;
-use crate::adaptive::trajectory::{run_one, StepAt, Stepper};
+use crate::adaptive::trajectory::{StepAt, Stepper};
 use crate::real::Real;
 
 /// The most states Rosenbrock23 takes (its `W` is a dense `D × D` matrix
 /// factored every step).
 pub const MAX_STIFF_STATES: usize = 16;
-
-/// Integrates every trajectory of `prob` with Rosenbrock23.
-pub(super) fn solve<T: Real, const D: usize, R: OdeRhs<T, D>>(
-    opts: &AdaptiveEnsemble,
-    rhs: &R,
-    prob: &EnsembleProblem<'_, T>,
-) -> Result<EnsembleSolution<T>, AdaptiveError> {
-    let unavailable = |why: String| AdaptiveError::MethodUnavailable {
-        method: "rosenbrock23",
-        why,
-    };
-    if D > MAX_STIFF_STATES {
-        return Err(unavailable(format!(
-            "the system has {D} states; the stiff solver takes at most {MAX_STIFF_STATES} \
-             (use an explicit method such as tsit5)"
-        )));
-    }
-    if !rhs.has_jacobian() {
-        return Err(unavailable(
-            "the right-hand side gives no Jacobian (a .field kernel derives it; a Rust \
-             closure cannot)"
-                .into(),
-        ));
-    }
-    let plan = opts.plan::<T, D>(2, prob)?;
-    rhs.check(prob.n, prob.n_params)?;
-    opts.run_all(prob, plan.saveat.len(), |i, y0, p, e, s| {
-        let (t0, t1) = plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
-        let mut stepper = RosenbrockStep::new();
-        run_one(&plan, &mut stepper, rhs, i, y0, p, t0, t1, e, s)
-    })
-}
 
 /// A dense `D × D` LU factorisation with partial pivoting (`PA = LU`, `L`
 /// unit lower, both in `lu`), or `None` for a singular or non-finite matrix.
@@ -286,7 +251,7 @@ mod tests {
 mod vdp_tests {
     use super::*;
     use crate::adaptive::status::Status;
-    use crate::adaptive::AdaptiveMethod;
+    use crate::adaptive::{AdaptiveEnsemble, AdaptiveMethod, EnsembleProblem};
 
     /// Van der Pol, `x'' = μ(1 − x²)x' − x`, with its analytic Jacobian.
     struct Vdp(f64);

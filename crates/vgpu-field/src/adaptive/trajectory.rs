@@ -8,8 +8,7 @@
 //! save times, the per-trajectory [`Status`] and step counts, and the NaN fill
 //! of save rows a failed trajectory did not reach.
 
-use crate::adaptive::controller::initial_step;
-use crate::adaptive::driver::Plan;
+use crate::adaptive::controller::{initial_step, PiController};
 use crate::adaptive::events::EventScan;
 use crate::adaptive::rhs::{OdeRhs, Traj};
 use crate::adaptive::status::{Status, TrajectoryStats};
@@ -29,6 +28,21 @@ pub(super) struct StepAt<'s, T, const D: usize> {
     /// `(atol, rtol)` of the error estimate; `None` for fixed steps (no error
     /// estimate, every step accepted).
     pub(super) tol: Option<(&'s [T; D], &'s [T; D])>,
+}
+
+/// The options every trajectory runs with, validated and in the state type
+/// (the method's own data is its stepper's).
+pub(super) struct Plan<T, const D: usize> {
+    pub(super) atol: [T; D],
+    pub(super) rtol: [T; D],
+    pub(super) ctrl: PiController,
+    pub(super) fixed: Option<f64>,
+    pub(super) dt0: Option<f64>,
+    pub(super) dtmin: f64,
+    pub(super) dtmax: f64,
+    pub(super) maxiters: u64,
+    pub(super) saveat: Vec<T>,
+    pub(super) spans: Vec<(T, T)>,
 }
 
 /// How one method takes a step of one trajectory; its value holds the
