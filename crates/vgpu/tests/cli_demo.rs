@@ -136,36 +136,50 @@ fn bench_lorenz_json_has_the_keys_and_the_library_checksum() {
     }
 }
 
+/// `vgpu bench <args> --only <variant> --json --out <dir>/<variant>.npy`:
+/// exits 0, prints one JSON object (returned) and writes an `.npy` file of
+/// more than `bytes` bytes of data after its header.
+fn run_only(
+    args: &[&str],
+    variant: &str,
+    dir: &std::path::Path,
+    bytes: usize,
+) -> serde_json::Value {
+    let out = dir.join(format!("{variant}.npy"));
+    let mut cmd = vec!["bench"];
+    cmd.extend_from_slice(args);
+    cmd.extend(["--only", variant, "--json", "--out", out.to_str().unwrap()]);
+    let (code, stdout, err) = vgpu(&cmd);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let written = std::fs::read(&out).unwrap();
+    assert!(written.len() > bytes && written.starts_with(b"\x93NUMPY"));
+    v
+}
+
 #[test]
 fn bench_lorenz_only_runs_one_variant_and_writes_its_endpoints() {
     let dir = std::env::temp_dir().join(format!("vgpu-cli-bench-only-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut sums = vec![];
     for variant in ["hand", "field-file"] {
-        let out = dir.join(format!("{variant}.npy"));
-        let (code, stdout, err) = vgpu(&[
-            "bench",
-            "lorenz",
-            "--n",
-            "100",
-            "--threads",
-            "1",
-            "--precision",
-            "f64",
-            "--only",
+        let v = run_only(
+            &[
+                "lorenz",
+                "--n",
+                "100",
+                "--threads",
+                "1",
+                "--precision",
+                "f64",
+            ],
             variant,
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert_eq!(code, 0, "{err}");
-        let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+            &dir,
+            300 * 8,
+        );
         assert_eq!(v["precision"], "f64");
         assert!(v["whole_s"].as_f64().unwrap() >= v["kernel_s"].as_f64().unwrap());
         sums.push(v["checksum"].as_f64().unwrap());
-        // An (N, 3) array of f64: the header, then 300 values.
-        let bytes = std::fs::read(&out).unwrap();
-        assert!(bytes.len() > 300 * 8 && bytes.starts_with(b"\x93NUMPY"));
     }
     assert_eq!(sums[0], sums[1]);
     let (code, _, err) = vgpu(&["bench", "lorenz", "--n", "10", "--only", "field-file"]);
@@ -214,25 +228,9 @@ fn bench_adaptive_only_writes_one_variants_endpoints() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut sums = vec![];
     for variant in ["hand", "field"] {
-        let out = dir.join(format!("{variant}.npy"));
-        let (code, stdout, err) = vgpu(&[
-            "bench",
-            "adaptive",
-            "--n",
-            "50",
-            "--only",
-            variant,
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert_eq!(code, 0, "{err}");
-        let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+        let v = run_only(&["adaptive", "--n", "50"], variant, &dir, 150 * 4);
         assert_eq!(v["variant"], variant);
         sums.push(v["checksum"].as_f64().unwrap());
-        // An (N, 3) array of f32: the header, then 150 values.
-        let bytes = std::fs::read(&out).unwrap();
-        assert!(bytes.len() > 150 * 4 && bytes.starts_with(b"\x93NUMPY"));
     }
     assert_eq!(sums[0].to_bits(), sums[1].to_bits());
     let (code, _, err) = vgpu(&["bench", "adaptive", "--n", "10", "--only", "gpu"]);
