@@ -5,12 +5,8 @@
 use super::*;
 use crate::check::compile;
 
-const LORENZ64: &str = "field lorenz64(rho: f64[]) {
-    state x: f64 = 1.0, y: f64 = 0.0, z: f64 = 0.0;
-    d(x)/dt = 10.0 * (y - x);
-    d(y)/dt = x * (rho[i] - z) - y;
-    d(z)/dt = x * y - 8.0 / 3.0 * z;
-}";
+/// `examples/lorenz_f64.field`: the Lorenz field in `f64`.
+const LORENZ64: &str = include_str!("../../../../examples/lorenz_f64.field");
 
 #[test]
 fn every_method_validates_in_f32_and_f64() {

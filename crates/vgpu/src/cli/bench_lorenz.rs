@@ -63,13 +63,8 @@ pub(crate) struct LorenzArgs {
 /// `examples/lorenz.field`, the same problem in the field language.
 const LORENZ_FIELD: &str = include_str!("../../../../examples/lorenz.field");
 
-/// `examples/lorenz.field` with `f64` states and ρ (the same text otherwise).
-const LORENZ_FIELD_F64: &str = "field lorenz64(rho: f64[]) {
-    state x: f64 = 1.0, y: f64 = 0.0, z: f64 = 0.0;
-    d(x)/dt = 10.0 * (y - x);
-    d(y)/dt = x * (rho[i] - z) - y;
-    d(z)/dt = x * y - 8.0 / 3.0 * z;
-}";
+/// `examples/lorenz_f64.field`: `examples/lorenz.field` with `f64` states and ρ.
+const LORENZ_FIELD_F64: &str = include_str!("../../../../examples/lorenz_f64.field");
 
 /// The float types the benchmark runs in.
 pub(super) trait Float: Real {
