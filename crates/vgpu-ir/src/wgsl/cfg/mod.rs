@@ -104,32 +104,21 @@ pub struct CfgWgslOptions {
 /// Whether `k` can become WGSL under `o`, and why not (the first statement it
 /// cannot emit, with its line).
 pub fn check_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<(), IrError> {
-    k.validate().map_err(|m| IrError::Unsupported {
+    let refuse = |reason: String| IrError::Unsupported {
         kernel: k.name.clone(),
         backend: "gpu (WGSL)".into(),
-        reason: m,
-    })?;
-    if !o.f64 {
-        if let Some(line) = k.f64_line() {
-            return Err(IrError::Unsupported {
-                kernel: k.name.clone(),
-                backend: "gpu (WGSL)".into(),
-                reason: format!(
-                    "line {line}: a correctly rounded f32 division, square root, reciprocal or fma needs an adapter with SHADER_F64, which this one lacks"
-                ),
-            });
-        }
+        reason,
+    };
+    k.validate().map_err(refuse)?;
+    if let Some(line) = k.f64_line().filter(|_| !o.f64) {
+        return Err(refuse(format!(
+            "line {line}: a correctly rounded f32 division, square root, reciprocal or fma needs an adapter with SHADER_F64, which this one lacks"
+        )));
     }
-    if !o.int64 {
-        if let Some(line) = k.f64_reg_line() {
-            return Err(IrError::Unsupported {
-                kernel: k.name.clone(),
-                backend: "gpu (WGSL)".into(),
-                reason: format!(
-                    "line {line}: f64 arithmetic needs an adapter with SHADER_F64 and SHADER_INT64, which this one lacks"
-                ),
-            });
-        }
+    if let Some(line) = k.f64_reg_line().filter(|_| !o.int64) {
+        return Err(refuse(format!(
+            "line {line}: f64 arithmetic needs an adapter with SHADER_F64 and SHADER_INT64, which this one lacks"
+        )));
     }
     Ok(())
 }
