@@ -380,7 +380,41 @@ fn build(
                 body.vals[n.index()] = Some(Lanes::One(s));
             }
         }
-        let first64 = b.ins().uextend(types::I64, first);
+        // Two copies of the loop: one whose reads at `i` are plain vector
+        // loads, taken when every lane of the block is live and inside every
+        // buffer read at `i` (checked once here), and the general one
+        // (padding lanes, a buffer shorter than the launch: lane-by-lane
+        // reads, each bounds-checked and recorded). Here, once per call: the
+        // check, and each such buffer's address of element `first`.
+        let mut reads: Vec<u32> = reach
+            .iter()
+            .filter_map(|&n| match k.nodes[n.index()] {
+                Node::Load { buf, index, .. } if k.ty(n) == ty && at_global(k, index) => Some(buf),
+                _ => None,
+            })
+            .collect();
+        reads.sort_unstable();
+        reads.dedup();
+        let mut rows = HashMap::new();
+        let mut all_inside = None;
+        if !reads.is_empty() {
+            let first64 = b.ins().uextend(types::I64, first);
+            let end = b.ins().iadd_imm_s(first64, lanes - 1);
+            let at_first = b.ins().imul_imm_s(first64, sz);
+            let mut ok = b
+                .ins()
+                .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, last, lanes - 1);
+            for &buf in &reads {
+                let base = b.ins().load(types::I64, trusted, inp.bufs, buf as i32 * 16);
+                let len = b
+                    .ins()
+                    .load(types::I64, trusted, inp.bufs, buf as i32 * 16 + 8);
+                let inside = b.ins().icmp(IntCC::UnsignedLessThan, end, len);
+                ok = b.ins().band(ok, inside);
+                rows.insert(buf, b.ins().iadd(base, at_first));
+            }
+            all_inside = Some(ok);
+        }
         let exit = b.create_block();
         let emit = |b: &mut FunctionBuilder<'_>,
                     mut body: Body<'_>,
@@ -445,10 +479,7 @@ fn build(
                     }
                     _ if body.vectorised(n, fma) => Lanes::Vector(body.vector_op(b, n)),
                     Node::Load { buf, index, .. } if fast && rty == ty && at_global(k, index) => {
-                        let start = b.ins().iadd(first64, l);
-                        let off = b.ins().imul_imm_s(start, sz);
-                        let base = b.ins().load(types::I64, trusted, inp.bufs, buf as i32 * 16);
-                        let at = b.ins().iadd(base, off);
+                        let at = b.ins().iadd(rows[&buf], off);
                         Lanes::Vector(b.ins().load(vty, flags, at, 0))
                     }
                     ref node => {
@@ -483,42 +514,22 @@ fn build(
             b.ins().brif(done, exit, &[], head, &[next.into()]);
             Ok(())
         };
-        // Two copies of the loop: one whose reads at `i` are plain vector
-        // loads, taken when every lane of the block is live and inside every
-        // buffer read at `i` (checked once here), and the general one
-        // (padding lanes, a buffer shorter than the launch: lane-by-lane
-        // reads, each bounds-checked and recorded).
         let zero = b.ins().iconst(types::I64, 0);
         let general = b.create_block();
         b.append_block_param(general, types::I64);
-        let reads: Vec<u32> = reach
-            .iter()
-            .filter_map(|&n| match k.nodes[n.index()] {
-                Node::Load { buf, index, .. } if k.ty(n) == ty && at_global(k, index) => Some(buf),
-                _ => None,
-            })
-            .collect();
-        if reads.is_empty() {
-            b.ins().jump(general, &[zero.into()]);
-            emit(&mut b, body, general, false)?;
-        } else {
-            let fast = b.create_block();
-            b.append_block_param(fast, types::I64);
-            let mut ok = b
-                .ins()
-                .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, last, lanes - 1);
-            let end = b.ins().iadd_imm_s(first64, lanes - 1);
-            for buf in reads {
-                let len = b
-                    .ins()
-                    .load(types::I64, trusted, inp.bufs, buf as i32 * 16 + 8);
-                let inside = b.ins().icmp(IntCC::UnsignedLessThan, end, len);
-                ok = b.ins().band(ok, inside);
+        match all_inside {
+            None => {
+                b.ins().jump(general, &[zero.into()]);
+                emit(&mut b, body, general, false)?;
             }
-            b.ins()
-                .brif(ok, fast, &[zero.into()], general, &[zero.into()]);
-            emit(&mut b, body.clone(), fast, true)?;
-            emit(&mut b, body, general, false)?;
+            Some(ok) => {
+                let fast = b.create_block();
+                b.append_block_param(fast, types::I64);
+                b.ins()
+                    .brif(ok, fast, &[zero.into()], general, &[zero.into()]);
+                emit(&mut b, body.clone(), fast, true)?;
+                emit(&mut b, body, general, false)?;
+            }
         }
         b.switch_to_block(exit);
         b.ins().return_(&[]);
