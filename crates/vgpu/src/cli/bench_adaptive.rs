@@ -209,9 +209,13 @@ pub(crate) fn run(a: AdaptiveArgs) -> Result<ExitCode, vgpu::Error> {
             best[i].whole = best[i].whole.min(st.whole());
             ends.push(end);
         }
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
-        for (v, end) in VARIANTS.iter().zip(&ends) {
-            if bits(end) != bits(&ends[2]) {
+        let hand = &ends[2];
+        for (v, end) in VARIANTS.iter().zip(&ends).take(2) {
+            if !end
+                .iter()
+                .map(|x| x.to_bits())
+                .eq(hand.iter().map(|x| x.to_bits()))
+            {
                 return Err(vgpu::Error::Usage(format!(
                     "bench adaptive: the {} endpoints differ from the hand loop's",
                     v.key()
