@@ -206,7 +206,9 @@ pub(crate) fn alu(op: &str, m: &Mods) -> Result<(AluFn, Vec<Ty>), String> {
         "sin" if fl32 => f32_op(|a, _, _, _| (a as f64).sin() as f32, Rnd::N, ftz, false),
         "cos" if fl32 => f32_op(|a, _, _, _| (a as f64).cos() as f32, Rnd::N, ftz, false),
         "lg2" if fl32 => f32_op(|a, _, _, _| (a as f64).log2() as f32, Rnd::N, ftz, false),
-        "ex2" if fl32 => f32_op(|a, _, _, _| (a as f64).exp2() as f32, Rnd::N, ftz, false),
+        // The correctly rounded 2^a, on integers (vgpu-ir's cfg/exp2.rs), so
+        // the GPU path reproduces it bit for bit; `.ftz` as in f32_op.
+        "ex2" if fl32 => Box::new(move |a, _, _| u64::from(vgpu_ir::cfg::ex2_f32(a as u32, ftz))),
         "tanh" if fl32 => f32_op(|a, _, _, _| (a as f64).tanh() as f32, Rnd::N, false, false),
         "testp" => {
             let which = [

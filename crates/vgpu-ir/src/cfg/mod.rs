@@ -18,9 +18,11 @@
 //! each operation says how it reads them (`f32`, `s32`, …), as PTX does.
 //! Sub-word integer types live in 32-bit registers and operations mask them.
 
+mod exp2;
 mod ops;
 mod warp;
 
+pub use exp2::{ex2_f32, EX2_COEFFS, EX2_NEAR_TIES};
 pub use ops::{
     AtomOp, BinOp, BitOp, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, Half, HalfOp, ICmp, IntRound,
     PrmtMode, TernOp, UnOp,

@@ -84,6 +84,13 @@ pub enum UnOp {
     /// the same f32 for every f32 `a`: no f32's f64 log2 lies within 3 f64
     /// ulps of an f32 rounding boundary (checked over all 2³² inputs).
     Lg2F32,
+    /// `ex2.approx{.ftz}.f32`: the correctly rounded f32 of `2^a`
+    /// ([`crate::cfg::ex2_f32`], the interpreter's definition), on integers
+    /// only, so every backend gives the same bits without f64.
+    Ex2F32 {
+        /// `.ftz`: a subnormal `a` reads as zero, a subnormal result is `+0`.
+        ftz: bool,
+    },
     /// `popc.b{32,64}`: the number of one bits (a 32-bit result).
     Popc(u8),
     /// `clz.b{32,64}`: the number of leading zero bits (a 32-bit result).

@@ -658,6 +658,11 @@ impl<'a> Lowering<'a> {
                 d,
                 a,
             },
+            ("ex2", [Ty::F32]) if mods.has("approx") => Inst::Un {
+                op: UnOp::Ex2F32 { ftz },
+                d,
+                a,
+            },
             ("div" | "rem", [t]) if t.is_int() && t.bits() <= 32 => {
                 let (bits, signed) = (t.bits() as u8, t.is_signed());
                 let op = if op == "div" {

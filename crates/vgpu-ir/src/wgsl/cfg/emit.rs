@@ -2,6 +2,7 @@
 //! one WGSL statement list per basic block.
 
 use super::bits::{self, BITS_PRELUDE};
+use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
 use super::half::{self, HALF_PRELUDE};
 use super::prelude::{F64_PRELUDE, INT_PRELUDE};
@@ -116,6 +117,9 @@ impl Em<'_> {
         }
         if k.blocks.iter().flat_map(|b| &b.stmts).any(half::uses) {
             out.push_str(HALF_PRELUDE);
+        }
+        if k.blocks.iter().flat_map(|b| &b.stmts).any(exp2::uses) {
+            out.push_str(&exp2::ex2_prelude());
         }
         if o.f64 && k.f64_line().is_some() {
             out.push_str(F64_PRELUDE);
@@ -691,6 +695,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             UnOp::RcpF32Rn => (format!("rcp_f32({a32})"), W::B32),
             UnOp::RsqrtF32 => (format!("rsqrt_f32({a32})"), W::B32),
             UnOp::Lg2F32 => (format!("lg2_f32({a32})"), W::B32),
+            UnOp::Ex2F32 { ftz } => (format!("ex2_f32({a32}, {ftz})"), W::B32),
             UnOp::Popc(b) if b > 32 => {
                 let x = self.v64(a);
                 (

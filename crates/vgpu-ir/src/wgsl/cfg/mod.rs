@@ -32,6 +32,7 @@
 
 mod bits;
 mod emit;
+mod exp2;
 mod float64;
 mod half;
 mod prelude;
