@@ -40,8 +40,8 @@ pub fn matmul_naive(n: usize, a: &[f32], b: &[f32]) -> Workload {
     let nn = KernelArg::S32(n as i32);
     Workload {
         cfg: LaunchConfig {
-            grid: [blocks, blocks, 1],
-            block: [16, 16, 1],
+            grid: [blocks, blocks, 1].into(),
+            block: [16, 16, 1].into(),
             shared_bytes: 0,
         },
         args: vec![
@@ -62,8 +62,8 @@ pub fn lorenz_rk4(state: &[f32], rho: &[f32], dt: f32, steps: usize) -> Workload
     let n = rho.len();
     Workload {
         cfg: LaunchConfig {
-            grid: [n.div_ceil(256) as u32, 1, 1],
-            block: [256, 1, 1],
+            grid: [n.div_ceil(256) as u32, 1, 1].into(),
+            block: [256, 1, 1].into(),
             shared_bytes: 0,
         },
         args: vec![

@@ -74,3 +74,15 @@ impl From<(u32, u32, u32)> for Dim3 {
         Dim3::new(x, y, z)
     }
 }
+
+impl From<[u32; 3]> for Dim3 {
+    fn from([x, y, z]: [u32; 3]) -> Self {
+        Dim3::new(x, y, z)
+    }
+}
+
+impl From<Dim3> for [u32; 3] {
+    fn from(d: Dim3) -> Self {
+        [d.x, d.y, d.z]
+    }
+}

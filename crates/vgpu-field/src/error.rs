@@ -8,7 +8,7 @@ use crate::dim3::Dim3;
 #[non_exhaustive]
 pub enum FieldError {
     /// A grid or block dimension is zero.
-    #[error("launch: {which} dimension {dims} has a zero component (every dimension must be at least 1)")]
+    #[error("{which} dimension {dims} has a zero component (every dimension must be at least 1)")]
     ZeroDimension {
         /// `"grid"` or `"block"`.
         which: &'static str,
@@ -16,7 +16,9 @@ pub enum FieldError {
         dims: Dim3,
     },
     /// A block has more trajectories than CUDA allows (1024).
-    #[error("launch: block {dims} has {threads} trajectories, more than the limit of {limit}")]
+    #[error(
+        "block {dims} has {threads} trajectories, more than the limit of {limit} threads per block"
+    )]
     BlockTooLarge {
         /// The block dimension given.
         dims: Dim3,
@@ -26,7 +28,7 @@ pub enum FieldError {
         limit: u64,
     },
     /// A block dimension exceeds CUDA's per-axis limit, or the grid is too large.
-    #[error("launch: {which} dimension {dims} exceeds the limit {limit} on axis {axis}")]
+    #[error("{which} dimension {dims} exceeds CUDA's limit of {limit} on axis {axis}")]
     DimensionTooLarge {
         /// `"grid"` or `"block"`.
         which: &'static str,
@@ -35,6 +37,19 @@ pub enum FieldError {
         /// `'x'`, `'y'` or `'z'`.
         axis: char,
         /// The limit on that axis.
+        limit: u64,
+    },
+    /// A block's shared memory, static and dynamic together, exceeds the limit
+    /// (228 KiB, CUDA's most per block).
+    #[error("{total} bytes of shared memory per block ({static_bytes} static + {dynamic_bytes} dynamic), more than the limit of {limit} (228 KiB)")]
+    SharedTooLarge {
+        /// The kernel's own (static) shared bytes.
+        static_bytes: u64,
+        /// The launch's dynamic shared bytes.
+        dynamic_bytes: u32,
+        /// Their sum.
+        total: u64,
+        /// The limit ([`crate::launch::MAX_SHARED_BYTES_PER_BLOCK`]).
         limit: u64,
     },
     /// The time step is zero, negative or not finite (after conversion to the state type).

@@ -1,4 +1,7 @@
-//! Launch geometry: [`Dim3`] and [`LaunchConfig`], CUDA's `<<<grid, block>>>`.
+//! Launch geometry: [`Dim3`] and [`LaunchConfig`], CUDA's
+//! `<<<grid, block, shared_bytes>>>`, and CUDA's limits on them, checked in one
+//! place for every executor (the field and phased executors, the IR runners
+//! and the PTX interpreter).
 //!
 //! Trajectories are numbered as CUDA numbers threads: the linear index of a
 //! thread in its block is `x + y·bx + z·bx·by`, of a block in the grid
@@ -14,22 +17,33 @@ pub const MAX_THREADS_PER_BLOCK: u64 = 1024;
 pub const MAX_BLOCK_DIM: [u64; 3] = [1024, 1024, 64];
 /// CUDA's per-axis grid limits (x, y, z).
 pub const MAX_GRID_DIM: [u64; 3] = [(1 << 31) - 1, 65535, 65535];
+/// CUDA's most shared memory per block, static and dynamic together: 228 KiB
+/// (compute capability 9.0).
+pub const MAX_SHARED_BYTES_PER_BLOCK: u64 = 228 * 1024;
 
-/// A validated `<<<grid, block>>>`: `grid.count() · block.count()` trajectories.
+/// A validated `<<<grid, block, shared_bytes>>>`: `grid.count() · block.count()`
+/// trajectories.
 ///
-/// Build it with [`LaunchConfig::new`] (or [`LaunchConfig::linear`]); the
-/// fields are public for reading, and every executor validates again before it
-/// runs, so a hand-built value with bad dimensions is still refused.
+/// Build it with [`LaunchConfig::new`] (or [`LaunchConfig::linear`], then
+/// [`LaunchConfig::with_shared_bytes`]); the fields are public, and every
+/// executor validates again before it runs, so a hand-built value with bad
+/// dimensions is still refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
     /// Number of blocks (basins) on each axis.
     pub grid: Dim3,
     /// Number of trajectories per block on each axis.
     pub block: Dim3,
+    /// Dynamic shared memory per block in bytes (CUDA's third `<<<>>>`
+    /// argument, PTX's `extern .shared`). The PTX interpreter gives it to each
+    /// block; the field executors and the IR runners size their shared
+    /// sub-fields from the kernel and do not read it.
+    pub shared_bytes: u32,
 }
 
 impl LaunchConfig {
-    /// A launch of `grid` blocks of `block` trajectories each.
+    /// A launch of `grid` blocks of `block` trajectories each, with no dynamic
+    /// shared memory.
     ///
     /// # Errors
     /// [`FieldError::ZeroDimension`] if any component is zero,
@@ -39,6 +53,7 @@ impl LaunchConfig {
         let cfg = LaunchConfig {
             grid: grid.into(),
             block: block.into(),
+            shared_bytes: 0,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -67,11 +82,39 @@ impl LaunchConfig {
         LaunchConfig::new(Dim3::linear(gx), Dim3::linear(block))
     }
 
-    /// Checks the dimensions (see [`LaunchConfig::new`]).
+    /// This launch with `bytes` of dynamic shared memory per block.
     ///
     /// # Errors
-    /// As [`LaunchConfig::new`].
+    /// [`FieldError::SharedTooLarge`] if `bytes` exceeds
+    /// [`MAX_SHARED_BYTES_PER_BLOCK`].
+    pub fn with_shared_bytes(self, bytes: u32) -> Result<Self, FieldError> {
+        let cfg = LaunchConfig {
+            shared_bytes: bytes,
+            ..self
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks the dimensions and the dynamic shared memory (see
+    /// [`LaunchConfig::new`] and [`LaunchConfig::with_shared_bytes`]).
+    ///
+    /// # Errors
+    /// As [`LaunchConfig::validate_with_shared`] for a kernel with no static
+    /// shared memory.
     pub fn validate(&self) -> Result<(), FieldError> {
+        self.validate_with_shared(0)
+    }
+
+    /// Checks the dimensions against CUDA's limits, and the shared memory of a
+    /// block of a kernel declaring `static_bytes` of its own plus this launch's
+    /// dynamic bytes against [`MAX_SHARED_BYTES_PER_BLOCK`].
+    ///
+    /// # Errors
+    /// [`FieldError::ZeroDimension`], [`FieldError::BlockTooLarge`],
+    /// [`FieldError::DimensionTooLarge`] as [`LaunchConfig::new`];
+    /// [`FieldError::SharedTooLarge`] for too much shared memory.
+    pub fn validate_with_shared(&self, static_bytes: u64) -> Result<(), FieldError> {
         for (which, dims) in [("grid", self.grid), ("block", self.block)] {
             if dims.x == 0 || dims.y == 0 || dims.z == 0 {
                 return Err(FieldError::ZeroDimension { which, dims });
@@ -99,6 +142,15 @@ impl LaunchConfig {
                     });
                 }
             }
+        }
+        let total = static_bytes.saturating_add(self.shared_bytes as u64);
+        if total > MAX_SHARED_BYTES_PER_BLOCK {
+            return Err(FieldError::SharedTooLarge {
+                static_bytes,
+                dynamic_bytes: self.shared_bytes,
+                total,
+                limit: MAX_SHARED_BYTES_PER_BLOCK,
+            });
         }
         Ok(())
     }
@@ -137,5 +189,47 @@ mod tests {
         let c = LaunchConfig::linear(1000, 256).unwrap();
         assert_eq!(c.grid, Dim3::linear(4));
         assert_eq!(c.total_threads(), 1024);
+    }
+
+    /// CUDA's limits, each refused naming itself: threads per block, each
+    /// axis of grid and block, shared memory (static and dynamic together).
+    #[test]
+    fn cuda_limits_are_refused_naming_the_limit() {
+        let e = LaunchConfig::new(1, (32, 32, 2)).unwrap_err();
+        assert!(matches!(e, FieldError::BlockTooLarge { threads: 2048, .. }));
+        assert!(
+            e.to_string().contains("limit of 1024 threads per block"),
+            "{e}"
+        );
+        let e = LaunchConfig::new(1, (1, 1, 65)).unwrap_err();
+        assert!(e.to_string().contains("limit of 64 on axis z"), "{e}");
+        let e = LaunchConfig::new((1u32 << 31, 1, 1), 1).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("2147483648") && s.contains("2147483647"), "{s}");
+        let e = LaunchConfig::new((1, 1, 65536), 1).unwrap_err();
+        assert!(e.to_string().contains("65535 on axis z"), "{e}");
+        assert!(LaunchConfig::new(((1u32 << 31) - 1, 65535, 65535), (1024, 1, 1)).is_ok());
+
+        let c = LaunchConfig::new(2, 32).unwrap();
+        let limit = MAX_SHARED_BYTES_PER_BLOCK as u32;
+        assert_eq!(c.with_shared_bytes(limit).unwrap().shared_bytes, limit);
+        let e = c.with_shared_bytes(limit + 1).unwrap_err();
+        assert!(matches!(
+            e,
+            FieldError::SharedTooLarge { total: 233473, .. }
+        ));
+        let c = c.with_shared_bytes(1000).unwrap();
+        assert!(c
+            .validate_with_shared(MAX_SHARED_BYTES_PER_BLOCK - 1000)
+            .is_ok());
+        let e = c
+            .validate_with_shared(MAX_SHARED_BYTES_PER_BLOCK - 999)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("233473 bytes of shared memory per block (232473 static + 1000 dynamic)")
+                && e.contains("228 KiB"),
+            "{e}"
+        );
     }
 }

@@ -170,6 +170,7 @@ fn oversized_blocks_are_refused() {
     let bad = LaunchConfig {
         grid: Dim3::linear(1),
         block: Dim3::linear(2000),
+        shared_bytes: 0,
     };
     let f = field_fn(
         |_t: f32, _h: &[f32; 1], _h0: &[f32; 1], _c: &Ctx<()>, dh: &mut [f32; 1]| dh[0] = 0.0,

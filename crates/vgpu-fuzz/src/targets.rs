@@ -325,8 +325,8 @@ fn ptx(input: &[u8]) -> Result<Outcome, String> {
             })
             .collect();
         let cfg = LaunchConfig {
-            grid: [2, 1, 1],
-            block: [32, 1, 1],
+            grid: [2, 1, 1].into(),
+            block: [32, 1, 1].into(),
             shared_bytes: 256,
         };
         if vgpu_ptx::launch(&k, &cfg, &args, &mut bufs, &opts).is_ok() {

@@ -425,8 +425,8 @@ pub fn run_case_on(
         });
     }
     let cfg = LaunchConfig {
-        grid: case.grid,
-        block: case.block,
+        grid: case.grid.into(),
+        block: case.block.into(),
         shared_bytes: case.shared_bytes,
     };
     let mut opts = opts.clone();

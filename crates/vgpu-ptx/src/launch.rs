@@ -1,9 +1,11 @@
 //! Loading a module and launching a kernel: arguments, buffers in global memory,
-//! blocks in parallel (rayon), atomics as deterministic flux.
+//! blocks scheduled by vgpu-field's one block scheduler (in parallel, or one at
+//! a time in order), atomics as deterministic flux. The geometry is
+//! vgpu-field's [`LaunchConfig`], checked against CUDA's limits there.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use rayon::prelude::*;
+use vgpu_field::blocks::{result_bytes_per_block, try_run_indexed};
+use vgpu_field::Par;
+pub use vgpu_field::{Dim3, LaunchConfig};
 
 use crate::ast;
 use crate::error::PtxError;
@@ -44,17 +46,6 @@ impl KernelArg {
             KernelArg::Buffer(i) => base_of(i)?.to_le_bytes().to_vec(),
         })
     }
-}
-
-/// Launch geometry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaunchConfig {
-    /// Blocks per grid.
-    pub grid: [u32; 3],
-    /// Threads per block.
-    pub block: [u32; 3],
-    /// Dynamic shared memory in bytes (`extern .shared`).
-    pub shared_bytes: u32,
 }
 
 /// What a launch did.
@@ -258,66 +249,29 @@ pub fn launch(
     let gmem = GlobalMem { regions };
     let ctx = LaunchCtx {
         k,
-        grid: cfg.grid,
-        block: cfg.block,
+        grid: cfg.grid.into(),
+        block: cfg.block.into(),
         dyn_shared: cfg.shared_bytes,
         gmem: &gmem,
         params: &params,
         opts,
     };
-    let [gx, gy, gz] = cfg.grid;
-    // At most 2^31 - 1 × 65535 × 65535 (checked), and at most max_threads.
-    let nblocks = gx as u64 * gy as u64 * gz as u64;
-    let bid = |b: u64| {
-        [
-            (b % gx as u64) as u32,
-            ((b / gx as u64) % gy as u64) as u32,
-            (b / (gx as u64 * gy as u64)) as u32,
-        ]
-    };
-    let ordered = runs_ordered(k, opts);
-    let outs: Vec<Option<Result<BlockOut, PtxError>>> = if ordered {
-        let mut sc = Scratch::new(&ctx);
-        let mut v = Vec::new();
-        for b in 0..nblocks {
-            let r = run_block(&ctx, bid(b), &mut sc);
-            let stop = r.is_err();
-            v.push(Some(r));
-            if stop {
-                break;
-            }
-        }
-        v
-    } else {
-        let first_err = AtomicU64::new(u64::MAX);
-        // Rayon calls the init closure once per split of the range, far more
-        // often than there are workers: scratch goes back to a pool when a
-        // split's job ends, so a launch allocates it about once per worker.
-        let pool = ScratchPool(std::sync::Mutex::new(Vec::new()));
-        (0..nblocks)
-            .into_par_iter()
-            .map_init(
-                || pool.take(&ctx),
-                |sc, b| {
-                    if b > first_err.load(Ordering::Relaxed) {
-                        return None;
-                    }
-                    let r = run_block(&ctx, bid(b), sc.get());
-                    if r.is_err() {
-                        first_err.fetch_min(b, Ordering::Relaxed);
-                    }
-                    Some(r)
-                },
-            )
-            .collect()
-    };
+    // Blocks in linear order (x fastest), each worker with one scratch; a
+    // failing block stops the blocks after it, and its error (the lowest
+    // failing block's) is the launch's.
+    let outs = try_run_indexed(
+        launch_par(k, opts),
+        cfg.num_blocks(),
+        || Scratch::new(&ctx),
+        |sc, b| run_block(&ctx, cfg.grid.delinearize(b as u64).into(), sc),
+    )
+    .map_err(|e| lerr(e.to_string()))??;
     let mut stats = LaunchStats {
-        ordered_blocks: ordered,
+        ordered_blocks: runs_ordered(k, opts),
         ..Default::default()
     };
     let mut flux = Vec::new();
-    for o in outs.into_iter().flatten() {
-        let o = o?;
+    for o in outs {
         stats.thread_instructions += o.thread_instructions;
         flux.extend(o.flux);
         if !o.trace.is_empty() {
@@ -344,12 +298,16 @@ fn runs_ordered(k: &Kernel, opts: &ExecOptions) -> bool {
     k.needs_ordered_blocks || !opts.parallel || opts.initcheck
 }
 
-/// The geometry, the traced thread and every size the launch will allocate,
-/// checked before anything is: CUDA's limits on grid and block, the total
-/// thread count against [`limits::Limits::max_threads`], and the memory of the copies
-/// of the buffers, one result slot per block and each worker's scratch
-/// (shared memory and its checker shadow, local memory, registers) against
-/// [`limits::Limits::max_memory`]. All arithmetic is overflow-checked.
+/// How the launch's blocks are spread: one at a time in order on the calling
+/// thread when [`runs_ordered`], over rayon's current pool otherwise.
+fn launch_par(k: &Kernel, opts: &ExecOptions) -> Par {
+    if runs_ordered(k, opts) {
+        Par::Seq
+    } else {
+        Par::Auto
+    }
+}
+
 /// Marks the allocations whose loads the global race checker logs: the buffers
 /// passed for the parameters the kernel's store addresses derive from, the
 /// module's writable variables when it stores at all (a symbol's address is an
@@ -383,48 +341,13 @@ fn mark_tracked(k: &Kernel, args: &[KernelArg], regions: &mut [Region]) {
     }
 }
 
-/// Per-worker scratch reused across the splits of a parallel launch.
-struct ScratchPool(std::sync::Mutex<Vec<Scratch>>);
-
-/// Scratch taken from a [`ScratchPool`], returned to it when dropped.
-struct PooledScratch<'p> {
-    sc: Option<Scratch>,
-    pool: &'p ScratchPool,
-}
-
-impl ScratchPool {
-    fn take(&self, ctx: &LaunchCtx) -> PooledScratch<'_> {
-        let sc = self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .unwrap_or_else(|| Scratch::new(ctx));
-        PooledScratch {
-            sc: Some(sc),
-            pool: self,
-        }
-    }
-}
-
-impl PooledScratch<'_> {
-    fn get(&mut self) -> &mut Scratch {
-        self.sc.as_mut().expect("present until dropped")
-    }
-}
-
-impl Drop for PooledScratch<'_> {
-    fn drop(&mut self) {
-        if let Some(sc) = self.sc.take() {
-            self.pool
-                .0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(sc);
-        }
-    }
-}
-
+/// The geometry, the traced thread and every size the launch will allocate,
+/// checked before anything is: CUDA's limits on grid, block and shared memory
+/// (vgpu-field's [`LaunchConfig::validate_with_shared`]), the total
+/// thread count against [`limits::Limits::max_threads`], and the memory of the copies
+/// of the buffers, one result slot per block and each worker's scratch
+/// (shared memory and its checker shadow, local memory, registers) against
+/// [`limits::Limits::max_memory`]. All arithmetic is overflow-checked.
 fn check_launch(
     k: &Kernel,
     cfg: &LaunchConfig,
@@ -435,31 +358,10 @@ fn check_launch(
         entry: k.name.clone(),
         msg,
     };
-    if cfg.block.contains(&0) || cfg.grid.contains(&0) {
-        return Err(lerr(format!(
-            "empty geometry: grid {:?}, block {:?}",
-            cfg.grid, cfg.block
-        )));
-    }
-    let nthreads = cfg.block.iter().map(|&v| v as u64).product::<u64>();
-    if nthreads > 1024 || cfg.block[2] > 64 {
-        return Err(lerr(format!(
-            "block {:?} has {nthreads} threads; at most 1024 (z at most 64)",
-            cfg.block
-        )));
-    }
-    if cfg.grid[0] > i32::MAX as u32 || cfg.grid[1] > 65535 || cfg.grid[2] > 65535 {
-        return Err(lerr(format!(
-            "grid {:?}: at most 2147483647 × 65535 × 65535 blocks (CUDA's limits)",
-            cfg.grid
-        )));
-    }
+    cfg.validate_with_shared(k.shared_static as u64)
+        .map_err(|e| lerr(e.to_string()))?;
+    let nthreads = cfg.block.count();
     let shared_total = k.shared_static as u64 + cfg.shared_bytes as u64;
-    if shared_total > 228 * 1024 {
-        return Err(lerr(format!(
-            "{shared_total} bytes of shared memory per block; at most 228 KiB"
-        )));
-    }
     if k.local_bytes > 512 * 1024 {
         return Err(lerr(format!(
             "{} bytes of local memory per thread; at most 512 KiB",
@@ -467,27 +369,27 @@ fn check_launch(
         )));
     }
     if let Some(t) = &opts.trace {
-        let inside = |i: [u32; 3], d: [u32; 3]| i.iter().zip(&d).all(|(a, b)| a < b);
+        let inside = |i: [u32; 3], d: Dim3| i.iter().zip(<[u32; 3]>::from(d)).all(|(&a, b)| a < b);
         if !inside(t.block, cfg.grid) {
             return Err(lerr(format!(
-                "the traced block ({},{},{}) is outside the grid {:?}",
+                "the traced block ({},{},{}) is outside the grid {}",
                 t.block[0], t.block[1], t.block[2], cfg.grid
             )));
         }
         if !inside(t.thread, cfg.block) {
             return Err(lerr(format!(
-                "the traced thread ({},{},{}) is outside the block {:?} ({nthreads} threads per block)",
+                "the traced thread ({},{},{}) is outside the block {} ({nthreads} threads per block)",
                 t.thread[0], t.thread[1], t.thread[2], cfg.block
             )));
         }
     }
     let l = &opts.limits;
     let geometry = format!(
-        "launch of `{}` (grid {:?}, block {:?})",
+        "launch of `{}` (grid {}, block {})",
         k.name, cfg.grid, cfg.block
     );
     // Cannot overflow: at most 2^31 · 2^32 blocks.
-    let nblocks = cfg.grid.iter().map(|&v| v as u64).product::<u64>();
+    let nblocks = cfg.grid.count();
     let threads = nblocks
         .checked_mul(nthreads)
         .ok_or_else(|| PtxError::Limit {
@@ -505,11 +407,10 @@ fn check_launch(
         &buffers.iter().map(|b| b.len() as u64).collect::<Vec<_>>(),
     )?;
     let globals = k.globals.iter().map(|g| g.bytes.len() as u64).sum::<u64>();
-    let slot = std::mem::size_of::<Option<Result<crate::exec::BlockOut, PtxError>>>() as u64;
     let slots = l.bytes(
         &format!("{geometry}: one result slot per block"),
         nblocks,
-        slot,
+        result_bytes_per_block::<BlockOut>(),
     )?;
     let nwarps = nthreads.div_ceil(32);
     let scratch = limits::sum(
@@ -528,11 +429,7 @@ fn check_launch(
             },
         ],
     )?;
-    let workers = if runs_ordered(k, opts) {
-        1
-    } else {
-        rayon::current_num_threads() as u64
-    };
+    let workers = launch_par(k, opts).threads() as u64;
     let scratch = l.bytes(&format!("{geometry}: per-worker scratch"), workers, scratch)?;
     // The initcheck's shadow: one bit per byte, in 8-byte words.
     let init_shadow = if opts.initcheck {
@@ -576,4 +473,72 @@ fn check_launch(
         },
         e => e,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `out[gid] = gid`, unguarded: threads past the buffer fault.
+    const IOTA: &str = ".version 8.0\n.target sm_90\n.address_size 64\n\
+.visible .entry iota(.param .u64 pout)\n{\n\
+.reg .b32 %r<8>;\n.reg .b64 %rd<4>;\n\
+ld.param.u64 %rd1, [pout];\n\
+mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\n\
+mad.lo.s32 %r4, %r2, %r3, %r1;\n\
+mul.wide.u32 %rd2, %r4, 4;\nadd.s64 %rd3, %rd1, %rd2;\nst.global.u32 [%rd3], %r4;\nret;\n}\n";
+
+    fn run(cfg: LaunchConfig, words: usize, parallel: bool) -> Result<Vec<u8>, PtxError> {
+        let m = Module::parse(IOTA, "iota.ptx").expect("parses");
+        let mut bufs = vec![vec![0u8; words * 4]];
+        let opts = ExecOptions {
+            parallel,
+            ..ExecOptions::default()
+        };
+        m.launch("iota", &cfg, &[KernelArg::Buffer(0)], &mut bufs, &opts)?;
+        Ok(bufs.remove(0))
+    }
+
+    fn cfg(grid: [u32; 3], block: [u32; 3], shared_bytes: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_bytes,
+        }
+    }
+
+    /// CUDA's limits, checked by vgpu-field's `LaunchConfig`, refuse the
+    /// launch naming the entry, the geometry and the limit.
+    #[test]
+    fn geometry_beyond_cuda_limits_is_a_launch_error_naming_the_limit() {
+        for (c, says) in [
+            (cfg([0, 1, 1], [32, 1, 1], 0), "grid dimension (0, 1, 1) has a zero component"),
+            (cfg([1, 1, 1], [32, 32, 2], 0), "2048 trajectories, more than the limit of 1024 threads per block"),
+            (cfg([1, 1, 1], [1, 1, 65], 0), "block dimension (1, 1, 65) exceeds CUDA's limit of 64 on axis z"),
+            (cfg([1, 65536, 1], [1, 1, 1], 0), "grid dimension (1, 65536, 1) exceeds CUDA's limit of 65535 on axis y"),
+            (cfg([1, 1, 1], [32, 1, 1], 228 * 1024 + 1), "233473 bytes of shared memory per block (0 static + 233473 dynamic), more than the limit of 233472 (228 KiB)"),
+        ] {
+            let e = run(c, 64, true).unwrap_err();
+            let s = e.to_string();
+            assert!(matches!(e, PtxError::Launch { .. }), "{s}");
+            assert!(s.starts_with("launch of `iota`: ") && s.contains(says), "{s}");
+        }
+        let fine = run(cfg([2, 1, 1], [32, 1, 1], 228 * 1024), 64, true).unwrap();
+        assert_eq!(fine[4 * 63..], 63u32.to_le_bytes());
+    }
+
+    /// Blocks 2.. of 8 write past the buffer: the launch's error is block 2's,
+    /// in parallel and one block at a time alike.
+    #[test]
+    fn the_lowest_failing_block_is_the_launch_error() {
+        for parallel in [true, false] {
+            let e = run(cfg([8, 1, 1], [32, 1, 1], 0), 64, parallel).unwrap_err();
+            let f = e.fault().unwrap_or_else(|| panic!("{e}"));
+            assert_eq!(
+                (f.class, f.block, f.thread),
+                (crate::FaultClass::OutOfBounds, [2, 0, 0], [0, 0, 0]),
+                "parallel {parallel}: {e}"
+            );
+        }
+    }
 }

@@ -8,11 +8,15 @@
 //! `bar.sync` is a basin collapse of the block; `atom`/`red` whose result is not
 //! read are flux, summed after the launch in a fixed order.
 //!
+//! A launch's geometry is vgpu-field's [`LaunchConfig`] (re-exported here,
+//! with [`Dim3`]), checked against CUDA's limits there, and its blocks run
+//! through vgpu-field's block scheduler ([`vgpu_field::blocks`]).
+//!
 //! ```no_run
 //! use vgpu_ptx::{Module, LaunchConfig, KernelArg, ExecOptions};
 //! let m = Module::from_file("kernels.ptx".as_ref())?;
 //! let mut bufs = vec![vec![0u8; 4000]];
-//! let cfg = LaunchConfig { grid: [4, 1, 1], block: [256, 1, 1], shared_bytes: 0 };
+//! let cfg = LaunchConfig { grid: 4.into(), block: 256.into(), shared_bytes: 0 };
 //! let args = [KernelArg::Buffer(0), KernelArg::F32(2.5), KernelArg::S32(1000)];
 //! m.launch("scale", &cfg, &args, &mut bufs, &ExecOptions::default())?;
 //! # Ok::<(), vgpu_ptx::PtxError>(())
@@ -51,8 +55,8 @@ pub use case::{
 };
 pub use error::{Fault, FaultClass, PtxError};
 pub use launch::{
-    launch, param_bytes, ExecOptions, KernelArg, LaunchConfig, LaunchStats, Module, TraceStep,
-    TraceTarget, DEFAULT_WATCHDOG,
+    launch, param_bytes, Dim3, ExecOptions, KernelArg, LaunchConfig, LaunchStats, Module,
+    TraceStep, TraceTarget, DEFAULT_WATCHDOG,
 };
 pub use limits::Limits;
 pub use program::{Kernel, ParamInfo, RegInfo};

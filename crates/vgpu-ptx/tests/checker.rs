@@ -20,8 +20,8 @@ fn run(src: &str, threads: u32, words: usize) -> Result<Vec<u32>, Fault> {
 fn launch(m: &Module, entry: &str, threads: u32, words: usize) -> Result<Vec<u32>, Fault> {
     let mut bufs = vec![vec![0u8; 4 * words]];
     let cfg = LaunchConfig {
-        grid: [1, 1, 1],
-        block: [threads, 1, 1],
+        grid: [1, 1, 1].into(),
+        block: [threads, 1, 1].into(),
         shared_bytes: 0,
     };
     match m.launch(

@@ -108,8 +108,8 @@ fn run_text(text: &str, scalar: u32) -> bool {
                 })
                 .collect();
             let cfg = LaunchConfig {
-                grid: [1, 1, 1],
-                block: [32, 1, 1],
+                grid: [1, 1, 1].into(),
+                block: [32, 1, 1].into(),
                 shared_bytes: 256,
             };
             ran |= vgpu_ptx::launch(&k, &cfg, &args, &mut bufs, &opts).is_ok();

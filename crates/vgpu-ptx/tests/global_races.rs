@@ -18,8 +18,8 @@ fn run(src: &str, blocks: u32, threads: u32, words: usize) -> Result<Vec<u32>, F
     let init: Vec<u8> = (0..words).flat_map(|_| 7u32.to_le_bytes()).collect();
     let mut bufs = vec![init.clone(), init];
     let cfg = LaunchConfig {
-        grid: [blocks, 1, 1],
-        block: [threads, 1, 1],
+        grid: [blocks, 1, 1].into(),
+        block: [threads, 1, 1].into(),
         shared_bytes: 0,
     };
     match m.launch(
@@ -227,8 +227,8 @@ fn without_the_checker_a_global_race_runs() {
     let m = Module::parse(&text, "k.ptx").unwrap();
     let mut bufs = vec![vec![0u8; 256], vec![0u8; 256]];
     let cfg = LaunchConfig {
-        grid: [1, 1, 1],
-        block: [64, 1, 1],
+        grid: [1, 1, 1].into(),
+        block: [64, 1, 1].into(),
         shared_bytes: 0,
     };
     let opts = ExecOptions {

@@ -18,8 +18,8 @@ fn launch(grid: [u32; 3], block: [u32; 3], opts: &ExecOptions) -> Result<Vec<u8>
     let m = Module::parse(IOTA, "iota.ptx").expect("parses");
     let mut bufs = vec![vec![0u8; 64 * 4]];
     let cfg = LaunchConfig {
-        grid,
-        block,
+        grid: grid.into(),
+        block: block.into(),
         shared_bytes: 0,
     };
     let args = [KernelArg::Buffer(0), KernelArg::U32(64)];
@@ -112,8 +112,8 @@ fn a_trace_of_a_thread_outside_the_launch_is_an_error() {
     let m = Module::parse(IOTA, "iota.ptx").unwrap();
     let mut bufs = vec![vec![0u8; 64 * 4]];
     let cfg = LaunchConfig {
-        grid: [2, 1, 1],
-        block: [32, 1, 1],
+        grid: [2, 1, 1].into(),
+        block: [32, 1, 1].into(),
         shared_bytes: 0,
     };
     let s = m

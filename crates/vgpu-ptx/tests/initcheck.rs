@@ -48,8 +48,8 @@ fn run(body: &str, blocks: u32, initcheck: bool, out_init: bool) -> Result<[Vec<
     let inp: Vec<u8> = (0..2 * n as u32).flat_map(|i| i.to_le_bytes()).collect();
     let mut bufs = vec![out, inp];
     let cfg = LaunchConfig {
-        grid: [blocks, 1, 1],
-        block: [32, 1, 1],
+        grid: [blocks, 1, 1].into(),
+        block: [32, 1, 1].into(),
         shared_bytes: 0,
     };
     let opts = ExecOptions {

@@ -21,8 +21,8 @@ fn run1(body: &str, a: u64, b: u64, c: u64) -> u64 {
     let m = Module::parse(&src, "t.ptx").unwrap_or_else(|e| panic!("{e}\n{src}"));
     let mut bufs = vec![vec![0u8; 8]];
     let cfg = LaunchConfig {
-        grid: [1, 1, 1],
-        block: [1, 1, 1],
+        grid: [1, 1, 1].into(),
+        block: [1, 1, 1].into(),
         shared_bytes: 0,
     };
     let args = [
@@ -337,8 +337,8 @@ fn run_block(src: &str, entry: &str, block: u32, grid: u32, n_out: usize) -> Vec
     let m = Module::parse(&format!("{HEAD}{src}"), "w.ptx").unwrap_or_else(|e| panic!("{e}"));
     let mut bufs = vec![vec![0u8; 4 * n_out]];
     let cfg = LaunchConfig {
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
+        grid: [grid, 1, 1].into(),
+        block: [block, 1, 1].into(),
         shared_bytes: 0,
     };
     m.launch(

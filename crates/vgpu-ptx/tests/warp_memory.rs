@@ -32,8 +32,8 @@ fn run(src: &str, threads: u32, in_words: usize) -> (Result<(), PtxError>, Vec<u
         .collect();
     let mut bufs = vec![input, vec![0xffu8; threads as usize * 4]];
     let cfg = LaunchConfig {
-        grid: [1, 1, 1],
-        block: [threads, 1, 1],
+        grid: [1, 1, 1].into(),
+        block: [threads, 1, 1].into(),
         shared_bytes: 0,
     };
     let args = [KernelArg::Buffer(0), KernelArg::Buffer(1)];

@@ -137,8 +137,8 @@ impl PtxRunner {
         let layout = GlobalLayout::new(&ck, &lens).map_err(|e| gpu_err(entry, e.to_string()))?;
         let params = vgpu_ptx::param_bytes(&k, args, &layout.buffer_addrs)?;
         let launch = CfgLaunch {
-            grid: cfg.grid,
-            block: cfg.block,
+            grid: cfg.grid.into(),
+            block: cfg.block.into(),
             dyn_shared: cfg.shared_bytes,
             params: &params,
             checked: self.checked,

@@ -336,7 +336,7 @@ impl PhasedLaunch {
     /// Runs `run(work, block, registers)` for every block, in parallel as the
     /// launch's [`Par`] says, each worker with its own `work`; outcomes in block
     /// order.
-    fn blocks<T: Real, W, L: Send>(
+    fn blocks<T: Real, W: Send, L: Send>(
         &self,
         dim: usize,
         states: &mut [T],

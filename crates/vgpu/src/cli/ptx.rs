@@ -516,8 +516,8 @@ fn run_ptx_file(
         args.push(KernelArg::Buffer(bufs.len() - 1));
     }
     let cfg = LaunchConfig {
-        grid,
-        block,
+        grid: grid.into(),
+        block: block.into(),
         shared_bytes: la.shared_bytes,
     };
     let stats = runner.launch(&module, entry, &cfg, &args, &mut bufs, opts)?;

@@ -25,8 +25,8 @@ pub(crate) fn no_adapter() -> bool {
 /// bytes of dynamic shared memory.
 pub(crate) fn line(grid: u32, block: u32, shared: u32) -> LaunchConfig {
     LaunchConfig {
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
+        grid: [grid, 1, 1].into(),
+        block: [block, 1, 1].into(),
         shared_bytes: shared,
     }
 }
@@ -50,7 +50,7 @@ fn launch(
         .launch(m, entry, cfg, args, bufs, &ExecOptions::default())
         .unwrap_or_else(|e| panic!("{backend:?}: {e}"));
     eprintln!(
-        "{entry} grid {:?} block {:?} on {backend:?}: {:.2} s",
+        "{entry} grid {} block {} on {backend:?}: {:.2} s",
         cfg.grid,
         cfg.block,
         t.elapsed().as_secs_f64()
