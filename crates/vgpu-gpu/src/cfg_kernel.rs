@@ -3,7 +3,8 @@
 //! buffer ([`GlobalLayout`]), the launch's limits checked against the
 //! adapter's before anything is dispatched, the WGSL compiled once per
 //! (source, block shape, dynamic shared memory, checks, features) through the
-//! [`KernelCache`], one dispatch, the fault record read back.
+//! [`KernelCache`], one dispatch (a grid over the adapter's workgroups per
+//! dimension folded into two dimensions), the fault record read back.
 
 use crate::{Binding, GpuError, KernelCache, KernelSpec};
 use vgpu_ir::cfg::CfgKernel;
@@ -159,15 +160,6 @@ fn check_limits(
             ));
         }
     }
-    for (i, &g) in l.grid.iter().enumerate() {
-        if g > limits.max_compute_workgroups_per_dimension {
-            return e(format!(
-                "grid dimension {} is {g}; the adapter's max_compute_workgroups_per_dimension is {} (splitting a grid is not done yet)",
-                ["x", "y", "z"][i],
-                limits.max_compute_workgroups_per_dimension
-            ));
-        }
-    }
     let warp = if k.has_warp_ops() {
         warp_exchange_bytes(threads)
     } else {
@@ -189,6 +181,40 @@ fn check_limits(
         ));
     }
     Ok(())
+}
+
+/// The workgroups to dispatch for `grid`, and the grid to pass in the launch
+/// words ([`meta::GRID`]) when they are not the grid itself: a grid with a
+/// dimension over the adapter's `max_compute_workgroups_per_dimension` runs
+/// as a two-dimensional dispatch of its linear block index (CUDA blocks are
+/// independent, so any order of them is a CUDA schedule), each workgroup
+/// computing its `%ctaid` from that index.
+///
+/// # Errors
+/// [`GpuError::CfgLaunch`] naming the limit when the grid has more blocks
+/// than such a dispatch holds (the limit squared, within 32-bit indices).
+fn dispatch_shape(
+    k: &CfgKernel,
+    grid: [u32; 3],
+    limits: &wgpu::Limits,
+) -> Result<([u32; 3], Option<[u32; 3]>), GpuError> {
+    let m = limits.max_compute_workgroups_per_dimension;
+    if grid.iter().all(|&g| g <= m) {
+        return Ok((grid, None));
+    }
+    let total: u64 = grid.iter().map(|&g| g as u64).product();
+    let dx = (m as u64).min(total);
+    let dy = total.div_ceil(dx);
+    if dy > m as u64 || dx * dy > u32::MAX as u64 {
+        let most = m as u64 * (m as u64).min(u32::MAX as u64 / m as u64);
+        return Err(launch_err(
+            k,
+            format!(
+                "grid {grid:?} has {total} blocks; a grid with a dimension over the adapter's max_compute_workgroups_per_dimension of {m} runs as a two-dimensional dispatch of at most {most} blocks"
+            ),
+        ));
+    }
+    Ok(([dx as u32, dy as u32, 1], Some(grid)))
 }
 
 /// Runs `k` once over `buffers` (updated in place unless a fault is recorded).
@@ -217,6 +243,7 @@ pub fn run_cfg_kernel(
     }
     let gmem_len = layout.total.max(4).next_multiple_of(4);
     check_limits(k, launch, ctx.limits(), gmem_len)?;
+    let (dispatch, folded) = dispatch_shape(k, launch.grid, ctx.limits())?;
     let opts = CfgWgslOptions {
         block: launch.block,
         dyn_shared: launch.dyn_shared,
@@ -242,6 +269,9 @@ pub fn run_cfg_kernel(
     let mut words = vec![0u32; meta::REGIONS + 3 * layout.regions.len()];
     words[meta::NREGIONS] = layout.regions.len() as u32;
     words[meta::WATCHDOG] = launch.watchdog;
+    if let Some(g) = folded {
+        words[meta::GRID..meta::GRID + 3].copy_from_slice(&g);
+    }
     for (i, &(s, e, w)) in layout.regions.iter().enumerate() {
         words[meta::REGIONS + 3 * i] = s as u32;
         words[meta::REGIONS + 3 * i + 1] = e as u32;
@@ -258,7 +288,7 @@ pub fn run_cfg_kernel(
             Binding::Read(&params),
             Binding::read_write(&mut rec),
         ],
-        launch.grid,
+        dispatch,
     )?;
     let kernel_seconds = if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 {
         let mut g2 = gmem.clone();
@@ -271,7 +301,7 @@ pub fn run_cfg_kernel(
                 Binding::Read(&params),
                 Binding::read_write(&mut r2),
             ],
-            launch.grid,
+            dispatch,
             launch.time_iterations,
         )?;
         Some(t.as_secs_f64())

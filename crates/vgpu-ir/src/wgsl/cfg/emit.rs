@@ -353,13 +353,24 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
 @compute @workgroup_size({bx}, {by}, {bz})
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lidx: u32) {{
-  g_wid = wid;
+  // %ctaid and %nctaid: the workgroup's, or from its linear index when the
+  // dispatch folds a larger grid (meta::GRID); past the grid's end, nothing.
+  var cta = wid;
+  var ncta = nwg;
+  var pc: u32 = 0u;
+  if (words[{grid}u] != 0u) {{
+    ncta = vec3<u32>(words[{grid}u], words[{grid}u + 1u], words[{grid}u + 2u]);
+    let lin = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+    cta = vec3<u32>(lin % ncta.x, (lin / ncta.x) % ncta.y, lin / (ncta.x * ncta.y));
+    if (lin >= ncta.x * ncta.y * ncta.z) {{ pc = {RET}u; }}
+  }}
+  g_wid = cta;
   g_lid = lid;
   opq = words[{wd}] == 0xffffffffu;
-  var pc: u32 = 0u;
   var steps: u32 = 0u;
 ",
-            wd = meta::WATCHDOG
+            wd = meta::WATCHDOG,
+            grid = meta::GRID
         );
         for (i, t) in k.regs.iter().enumerate() {
             let ty = match t {
@@ -633,8 +644,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 let e = match s {
                     Special::Tid(i) => format!("lid[{i}]"),
                     Special::Ntid(i) => format!("{}u", [bx, by, bz][(*i as usize).min(2)]),
-                    Special::Ctaid(i) => format!("wid[{i}]"),
-                    Special::Nctaid(i) => format!("nwg[{i}]"),
+                    Special::Ctaid(i) => format!("cta[{i}]"),
+                    Special::Nctaid(i) => format!("ncta[{i}]"),
                     Special::LaneId => "(lidx & 31u)".into(),
                     Special::WarpId => "(lidx >> 5u)".into(),
                     Special::NWarpId => format!("{}u", (bx * by * bz).div_ceil(32)),

@@ -27,7 +27,8 @@
 //!   fault record (class, line, block, thread, address) and the thread stops.
 //!
 //! Bindings (group 0): `0` global memory, `1` launch words ([`meta`] layout:
-//! region count, watchdog, regions as (start, end, writable) byte offsets),
+//! region count, watchdog, the CUDA grid when the dispatch folds it, regions
+//! as (start, end, writable) byte offsets),
 //! `2` parameters (words), `3` the fault record ([`fault`] layout).
 
 mod bits;
@@ -54,9 +55,16 @@ pub mod meta {
     pub const NREGIONS: usize = 0;
     /// Word: the watchdog's limit on block transitions per thread.
     pub const WATCHDOG: usize = 1;
+    /// Words `GRID..GRID + 3`: the CUDA grid (x, y, z) when the dispatch is
+    /// not the grid itself but a two-dimensional fold of the linear block
+    /// index (a grid dimension over the adapter's workgroups per dimension):
+    /// each workgroup then computes its `%ctaid` from its linear index, and
+    /// those past the grid's last block do nothing. All 0: the dispatch is
+    /// the grid (`%ctaid` the workgroup id, `%nctaid` the workgroup count).
+    pub const GRID: usize = 4;
     /// First region word; each region is (start, end, writable) in byte offsets
     /// from [`super::GLOBAL_BASE`].
-    pub const REGIONS: usize = 4;
+    pub const REGIONS: usize = 8;
 }
 
 /// Layout of the fault record (binding 3), in words.
