@@ -540,3 +540,67 @@ fn flow_misuse_is_a_typed_error_and_no_flux_lands() {
     let e = decay(2, 4, Method::Euler, Misuse::WrongType, Par::Seq).unwrap_err();
     assert!(e.to_string().contains("drives a f64 shared array"), "{e}");
 }
+
+/// One register, one phase of two unit steps: lane 1 jumps to `h − ∞ + ∞`
+/// (NaN), every other lane to `h + 1`.
+struct JumpToNan([FlowPhase; 1]);
+
+impl FlowKernel<f32> for JumpToNan {
+    type Params = ();
+    type Scratch = ();
+    fn dim(&self) -> usize {
+        1
+    }
+    fn shared(&self) -> &[SharedDecl] {
+        &[]
+    }
+    fn phases(&self) -> &[FlowPhase] {
+        &self.0
+    }
+    fn scratch(&self, _lanes: usize) {}
+    fn stage(
+        &self,
+        _at: StageAt<f32>,
+        _ctx: &BlockCtx<'_, ()>,
+        input: &StageIn<'_, f32>,
+        _sc: &mut (),
+        out: &mut StageOut<'_, f32>,
+    ) -> Result<(), FieldError> {
+        for (l, j) in out.jumps().iter_mut().enumerate() {
+            let h = input.h[l];
+            *j = if l == 1 {
+                h - f32::INFINITY + f32::INFINITY
+            } else {
+                h + 1.0
+            };
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn run_flow_stops_on_a_non_finite_register_unless_told_they_are_data() {
+    let kernel = JumpToNan([FlowPhase {
+        steps: vec![2],
+        updates: vec![RegisterUpdate::Jump],
+    }]);
+    let unit = Barrier {
+        dt: 1.0,
+        method: Method::Euler,
+        ..Barrier::default()
+    };
+    let launch = PhasedLaunch::new(LaunchConfig::new(1, 3).unwrap()).barrier(unit);
+    let mut h = vec![0.0f32; 3];
+    match launch.clone().run_flow(&kernel, &(), &mut h, &mut []) {
+        Err(FieldError::NonFinite { trajectory, .. }) => assert_eq!(trajectory, 1),
+        other => panic!("expected NonFinite, got {other:?}"),
+    }
+    let mut h = vec![0.0f32; 3];
+    let report = launch
+        .stop_on_non_finite(false)
+        .run_flow(&kernel, &(), &mut h, &mut [])
+        .unwrap();
+    assert_eq!(report.total_steps(), 2);
+    assert_eq!((h[0], h[2]), (2.0, 2.0));
+    assert!(h[1].is_nan());
+}

@@ -2,7 +2,8 @@
 //! process): `relu`, `bias_add`, `bias_relu`, row-wise `softmax`, and the
 //! epilogue of `matmul_bias_relu`. Each runs on the GPU of a [`KernelCache`]
 //! (one compiled kernel whatever the shape: sizes travel in launch words) or,
-//! when no cache is given, on the CPU through the IR's column evaluator. The
+//! when no cache is given, on the CPU through the field engine's phased launch
+//! (the IR's column evaluator giving the jumps; see [`jumps`]). The
 //! methods of [`crate::VgpuCache`] wrap these with counting and fallback.
 //!
 //! Every kernel is a field of jumps (`y := e`, the exact flow of a unit step;

@@ -279,3 +279,60 @@ fn a_jump_kernel_reading_out_of_range_is_an_error_on_both_backends() {
         assert!(e.contains("read index 4 out of range (trajectory 3"), "{e}");
     }
 }
+
+/// A jump kernel's CPU path and a phased `.field` with the same jumps both run
+/// through the field engine's one phased launch (`PhasedLaunch::run_flow`,
+/// `RegisterUpdate::Jump`), from two front ends (the jump kernel's evaluator of
+/// an unphased field, the IR's phased kernel): the same bits, under Euler and
+/// RK4 (jumps are exact unit flows under any method), with a held state, `t`
+/// and a partial last block on the jump side (320 = 256 + 64).
+#[test]
+fn a_jump_kernel_on_the_cpu_equals_the_same_jumps_as_a_phased_field_bit_for_bit() {
+    use vgpu_field::Method;
+    use vgpu_gpu::fused::jumps::JumpKernel;
+    use vgpu_ir::{compile, run_cpu, Args, Buffer, Integration, Value};
+    let (n, cols) = (320usize, 7usize);
+    let states = "state m = -1.0 / 0.0, s = 0.0, h = 2.5;";
+    let body = "let v = x[i * cols + min(u32(t), cols - 1u)] * h + f32(i % 3u);
+        let mn = max(m, v);
+        m := mn;
+        s := s * select(m == mn, 1.0, exp(m - mn)) + exp(v - mn) + t * 0.125;";
+    let jump = JumpKernel::new(
+        "scan",
+        &format!("field scan(x: f32[], cols: u32) {{ {states} {body} }}"),
+    )
+    .unwrap();
+    let phased = compile(
+        "scan_phased.field",
+        &format!(
+            "field scan(x: f32[], cols: u32) {{ {states} phase rows over f32(cols) {{ {body} }} }}"
+        ),
+    )
+    .unwrap();
+    let x: Vec<f32> = (0..n * cols)
+        .map(|j| ((j * 37 % 101) as f32 - 50.0) / 16.0)
+        .collect();
+    let args_of = |k: &vgpu_ir::Kernel| {
+        let mut a = Args::new(k);
+        a.buffer("x", x.clone())
+            .unwrap()
+            .scalar("cols", Value::U32(cols as u32))
+            .unwrap();
+        a
+    };
+    let got = jump.run_cpu(&args_of(&jump.kernel), n, cols).unwrap();
+    assert_eq!(got.len(), n * 3);
+    // Not a trivial result: held h, every row's own max and sum.
+    assert!(got.chunks(3).all(|r| r[1] > 1.0 && r[2] == 2.5));
+    assert!(got.chunks(3).any(|r| r[0] != got[0]));
+    let args = args_of(&phased);
+    for method in [Method::Euler, Method::Rk4] {
+        let integ = Integration::new(n, 0.0, 0.0, 1.0).block(64).method(method);
+        let out = run_cpu(&phased, &args, &integ).unwrap();
+        let Buffer::F32(want) = &out.states else {
+            panic!("f32 states expected, got {:?}", out.states)
+        };
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(want), "{method:?}");
+    }
+}

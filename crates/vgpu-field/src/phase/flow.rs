@@ -397,7 +397,9 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
                 out.steps.push(steps);
                 elapsed += steps as f64 * dt64;
                 segment += 1;
-                check_finite(&w.h, dim, &ctx, elapsed)?;
+                if self.launch.stop_on_non_finite {
+                    check_finite(&w.h, dim, &ctx, elapsed)?;
+                }
             }
         }
         if dim > 0 {

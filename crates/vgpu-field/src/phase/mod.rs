@@ -126,6 +126,8 @@ pub struct PhasedLaunch {
     barrier: Barrier,
     par: Par,
     progress: Option<crate::executor::Progress>,
+    /// Whether [`PhasedLaunch::run_flow`] fails on a non-finite register.
+    stop_on_non_finite: bool,
 }
 
 /// What one block did: the steps of each phase, its flux log, its error.
@@ -204,6 +206,7 @@ impl PhasedLaunch {
             barrier: Barrier::default(),
             par: Par::Auto,
             progress: None,
+            stop_on_non_finite: true,
         }
     }
     /// Barrier settings. A [`FlowKernel`]'s phases are integrated with the
@@ -222,6 +225,16 @@ impl PhasedLaunch {
     /// success `done` grows by exactly what `total` announced.
     pub fn progress(mut self, p: crate::executor::Progress) -> Self {
         self.progress = Some(p);
+        self
+    }
+
+    /// Whether [`PhasedLaunch::run_flow`] fails with [`FieldError::NonFinite`]
+    /// when a register becomes NaN or infinite (`true`, the default: a
+    /// diverging integration), or keeps such values as data (`false`: IEEE
+    /// values in, IEEE values out, as the fused jump kernels of `vgpu-gpu`
+    /// want). [`PhasedLaunch::run`] always fails on them.
+    pub fn stop_on_non_finite(mut self, stop: bool) -> Self {
+        self.stop_on_non_finite = stop;
         self
     }
 
@@ -267,7 +280,8 @@ impl PhasedLaunch {
     ///
     /// # Errors
     /// As [`PhasedLaunch::run`]; [`FieldError::NonFinite`] is checked at the end
-    /// of every repetition (time = the block's phase time so far).
+    /// of every repetition (time = the block's phase time so far), unless
+    /// [`PhasedLaunch::stop_on_non_finite`] is `false`.
     pub fn run_flow<T: Real, K: FlowKernel<T>>(
         &self,
         kernel: &K,

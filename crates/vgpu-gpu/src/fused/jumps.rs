@@ -7,14 +7,21 @@
 //!   IR's expressions); scalars and sizes travel in launch
 //!   words ([`vgpu_ir::wgsl::meta_words`]), so one compiled kernel serves
 //!   every shape.
-//! * CPU: the IR's batched column evaluator ([`IrField`]), one block of lanes at
-//!   a time, the state replaced by the jump targets after each step.
+//! * CPU: the field engine's phased launch
+//!   ([`PhasedLaunch::run_flow`], its [`RegisterUpdate::Jump`]): one phase of
+//!   `steps` unit steps (Euler, `dt = 1`), the jump targets given at each
+//!   step's start by the IR's batched column evaluator ([`IrField`]), one block
+//!   of lanes at a time; the last block padded (its extra lanes repeat the last
+//!   trajectory) and cut off.
 //!
 //! Non-finite values are data here (a NaN in, a NaN out, as IEEE says), not a
 //! diverging integration: neither backend stops on them.
 
 use crate::{Binding, GpuError, KernelCache, KernelSpec};
-use vgpu_field::{run_blocks, BlockCtx, BlockField, LaunchConfig, Par};
+use vgpu_field::phase::{FlowKernel, FlowPhase, RegisterUpdate, StageAt, StageIn, StageOut};
+use vgpu_field::{
+    Barrier, BlockCtx, BlockField, FieldError, LaunchConfig, Method, Par, PhasedLaunch,
+};
 use vgpu_ir::kernel::{Kernel, Update};
 use vgpu_ir::wgsl::jumps::emit_jump_wgsl;
 use vgpu_ir::wgsl::meta_words;
@@ -30,10 +37,13 @@ pub struct JumpKernel {
     /// The kernel as written (jumps).
     pub kernel: Kernel,
     /// The same expressions as rates, for the CPU evaluator ([`IrField`] takes
-    /// rates; the driver applies them as jumps).
+    /// rates; the phased launch applies them as jumps).
     targets: Kernel,
     /// The initial state (constants).
     init: Vec<f32>,
+    /// What a step does to each register: jumps, or holds (no rates: the
+    /// shader refuses them).
+    updates: Vec<RegisterUpdate>,
     spec: KernelSpec,
 }
 
@@ -78,6 +88,14 @@ impl JumpKernel {
                     *u = Update::Rate(n);
                 }
             }
+            let updates = kernel.phases[0]
+                .updates
+                .iter()
+                .map(|u| match u {
+                    Update::Jump(_) => RegisterUpdate::Jump,
+                    _ => RegisterUpdate::Hold,
+                })
+                .collect();
             let wgsl = emit_jump_wgsl(&kernel, &init, WORKGROUP)?;
             vgpu_ir::validate_wgsl(&kernel.name, &wgsl)?;
             let spec = KernelSpec::new(&format!("fused {op}"), wgsl, "main")
@@ -87,6 +105,7 @@ impl JumpKernel {
                 kernel: kernel.clone(),
                 targets,
                 init,
+                updates,
                 spec,
             })
         };
@@ -160,64 +179,99 @@ impl JumpKernel {
         Ok(out)
     }
 
-    /// The same on the CPU, through the IR's column evaluator.
+    /// The same on the CPU, through the field engine's phased launch (see the
+    /// module documentation).
     pub fn run_cpu(&self, args: &Args, n: usize, steps: usize) -> Result<Vec<f32>, GpuError> {
         let op = "jump kernel";
-        let dim = self.kernel.states.len();
-        let lanes = CPU_BLOCK as usize;
-        let blocks = n.div_ceil(lanes).max(1);
-        let cfg =
-            LaunchConfig::new(blocks as u32, CPU_BLOCK).map_err(|e| GpuError::FusedShape {
-                op,
-                reason: e.to_string(),
-            })?;
-        let field = IrField::new(&self.targets, args, n, CPU_BLOCK, blocks as u32)
-            .map_err(|e| ir_err(op, e))?;
-        let mut out = vec![0.0f32; n * dim];
-        let blocks = run_blocks(
-            Par::Auto,
-            &mut out,
-            (lanes * dim).max(1),
-            || BlockField::<f32>::scratch(&field, lanes),
-            |sc, b, chunk| -> Result<(), GpuError> {
-                let ctx = BlockCtx::new(&cfg, b, &()).map_err(|e| GpuError::FusedShape {
-                    op,
-                    reason: e.to_string(),
-                })?;
-                // Columns: state `s` of lane `l` at `s·lanes + l`.
-                let mut h: Vec<f32> = self
-                    .init
-                    .iter()
-                    .flat_map(|&v| std::iter::repeat_n(v, lanes))
-                    .collect();
-                let h0 = h.clone();
-                let mut next = h.clone();
-                for step in 0..steps {
-                    field.eval_block(step as f32, &h, &h0, &ctx, sc, &mut next);
-                    for (s, u) in self.kernel.phases[0].updates.iter().enumerate() {
-                        if matches!(u, Update::Jump(_)) {
-                            h[s * lanes..(s + 1) * lanes]
-                                .copy_from_slice(&next[s * lanes..(s + 1) * lanes]);
-                        }
-                    }
-                }
-                for (l, lane) in chunk.chunks_mut(dim).enumerate() {
-                    for (s, v) in lane.iter_mut().enumerate() {
-                        *v = h[s * lanes + l];
-                    }
-                }
-                Ok(())
-            },
-        )
-        .map_err(|e| GpuError::FusedShape {
+        let launch_err = |e: FieldError| GpuError::FusedShape {
             op,
             reason: e.to_string(),
+        };
+        let blocks = u32::try_from(n.div_ceil(CPU_BLOCK as usize).max(1)).map_err(|_| {
+            GpuError::FusedShape {
+                op,
+                reason: format!("{n} trajectories need more than 2^32 blocks of {CPU_BLOCK}"),
+            }
         })?;
-        // The first failing block's error, in block order.
-        blocks.into_iter().collect::<Result<(), GpuError>>()?;
-        match field.take_fault() {
-            Some(e) => Err(ir_err(op, e)),
-            None => Ok(out),
+        let cfg = LaunchConfig::new(blocks, CPU_BLOCK).map_err(launch_err)?;
+        let field =
+            IrField::new(&self.targets, args, n, CPU_BLOCK, blocks).map_err(|e| ir_err(op, e))?;
+        let flow = JumpFlow {
+            field,
+            phases: [FlowPhase {
+                steps: vec![steps],
+                updates: self.updates.clone(),
+            }],
+        };
+        // Every lane of every block, the padding included, starts at the constants.
+        let mut states: Vec<f32> = self
+            .init
+            .iter()
+            .copied()
+            .cycle()
+            .take(cfg.total_threads() * self.init.len())
+            .collect();
+        let unit_steps = Barrier {
+            dt: 1.0,
+            method: Method::Euler,
+            ..Barrier::default()
+        };
+        let run = PhasedLaunch::new(cfg)
+            .barrier(unit_steps)
+            .par(Par::Auto)
+            .stop_on_non_finite(false)
+            .run_flow(&flow, &(), &mut states, &mut []);
+        if let Some(e) = flow.field.take_fault() {
+            return Err(ir_err(op, e));
         }
+        run.map_err(launch_err)?;
+        states.truncate(n * self.init.len());
+        Ok(states)
+    }
+}
+
+/// A jump kernel as the phased launch's [`FlowKernel`]: one phase whose
+/// registers jump ([`RegisterUpdate::Jump`]) to the values the column
+/// evaluator gives at each step's first stage, or hold.
+struct JumpFlow<'a> {
+    /// The kernel with its jumps written as rates ([`JumpKernel::targets`]).
+    field: IrField<'a>,
+    phases: [FlowPhase; 1],
+}
+
+impl<'a> FlowKernel<f32> for JumpFlow<'a> {
+    type Params = ();
+    type Scratch = <IrField<'a> as BlockField<f32>>::Scratch;
+
+    fn dim(&self) -> usize {
+        BlockField::<f32>::dim(&self.field)
+    }
+
+    fn shared(&self) -> &[vgpu_field::phase::SharedDecl] {
+        &[]
+    }
+
+    fn phases(&self) -> &[FlowPhase] {
+        &self.phases
+    }
+
+    fn scratch(&self, lanes: usize) -> Self::Scratch {
+        BlockField::<f32>::scratch(&self.field, lanes)
+    }
+
+    fn stage(
+        &self,
+        at: StageAt<f32>,
+        ctx: &BlockCtx<'_, ()>,
+        input: &StageIn<'_, f32>,
+        scratch: &mut Self::Scratch,
+        out: &mut StageOut<'_, f32>,
+    ) -> Result<(), FieldError> {
+        // Jump targets are read at the first stage only (Euler has no other).
+        if out.first_stage() {
+            self.field
+                .eval_block(at.t, input.h, input.h0, ctx, scratch, out.jumps());
+        }
+        Ok(())
     }
 }
