@@ -4,7 +4,7 @@
 //! `bit_ops.rs`, on `u32` and `vec2<u32>` (64-bit) values, so the results are
 //! the interpreter's bit for bit.
 
-use super::emit::{Em, W};
+use super::writer::{ExprWidth, KernelWriter};
 use crate::cfg::{BitOp, Inst, PrmtMode, Stmt, TernOp, Val};
 
 /// The helpers, emitted when a kernel uses one of these instructions.
@@ -157,9 +157,9 @@ fn mode_code(m: PrmtMode) -> u32 {
     }
 }
 
-impl Em<'_> {
+impl KernelWriter<'_> {
     /// A bit-manipulation operation on `a, b, c`.
-    pub(super) fn bits(&self, op: BitOp, a: Val, b: Val, c: Val) -> (String, W) {
+    pub(super) fn bits(&self, op: BitOp, a: Val, b: Val, c: Val) -> (String, ExprWidth) {
         let (a32, b32, c32) = (self.v32(a), self.v32(b), self.v32(c));
         let pos_len = |len: Option<u32>| match len {
             Some(l) => (c32.clone(), format!("{}u", l & 0xff)),
@@ -173,48 +173,58 @@ impl Em<'_> {
                 let (p, n) = pos_len(len);
                 (
                     format!("bfi64({}, {}, {p}, {n})", self.v64(a), self.v64(b)),
-                    W::B64,
+                    ExprWidth::B64,
                 )
             }
             BitOp::Bfi { len, .. } => {
                 let (p, n) = pos_len(len);
-                (format!("bfi32({a32}, {b32}, {p}, {n})"), W::B32)
+                (format!("bfi32({a32}, {b32}, {p}, {n})"), ExprWidth::B32)
             }
             BitOp::Bfe { bits, signed } if bits > 32 => (
                 format!("bfe64({}, {b32}, {c32}, {signed})", self.v64(a)),
-                W::B64,
+                ExprWidth::B64,
             ),
-            BitOp::Bfe { signed, .. } => (format!("bfe32({a32}, {b32}, {c32}, {signed})"), W::B32),
+            BitOp::Bfe { signed, .. } => (
+                format!("bfe32({a32}, {b32}, {c32}, {signed})"),
+                ExprWidth::B32,
+            ),
             BitOp::Prmt(m) => (
                 format!("prmt32({a32}, {b32}, {c32}, {}u)", mode_code(m)),
-                W::B32,
+                ExprWidth::B32,
             ),
-            BitOp::Lop3(lut) => (format!("lop3_32({a32}, {b32}, {c32}, {lut}u)"), W::B32),
+            BitOp::Lop3(lut) => (
+                format!("lop3_32({a32}, {b32}, {c32}, {lut}u)"),
+                ExprWidth::B32,
+            ),
             BitOp::Shf { left, clamp } => (
                 format!("shf32({a32}, {b32}, {c32}, {left}, {clamp})"),
-                W::B32,
+                ExprWidth::B32,
             ),
-            BitOp::Fns => (format!("fns32({a32}, {b32}, {c32})"), W::B32),
-            BitOp::Dp4a { sa, sb } => (format!("dp4a32({a32}, {b32}, {c32}, {sa}, {sb})"), W::B32),
+            BitOp::Fns => (format!("fns32({a32}, {b32}, {c32})"), ExprWidth::B32),
+            BitOp::Dp4a { sa, sb } => (
+                format!("dp4a32({a32}, {b32}, {c32}, {sa}, {sb})"),
+                ExprWidth::B32,
+            ),
             BitOp::Dp2a { sa, sb, hi } => (
                 format!("dp2a32({a32}, {b32}, {c32}, {sa}, {sb}, {hi})"),
-                W::B32,
+                ExprWidth::B32,
             ),
-            BitOp::Szext { clamp, signed } => {
-                (format!("szext32({a32}, {b32}, {clamp}, {signed})"), W::B32)
-            }
+            BitOp::Szext { clamp, signed } => (
+                format!("szext32({a32}, {b32}, {clamp}, {signed})"),
+                ExprWidth::B32,
+            ),
             BitOp::PackPosLen => (
                 format!("(({a32} & 0xffu) | (({b32} & 0xffu) << 8u))"),
-                W::B32,
+                ExprWidth::B32,
             ),
-            BitOp::Pack { w: 32 } => (format!("vec2<u32>({a32}, {b32})"), W::B64),
+            BitOp::Pack { w: 32 } => (format!("vec2<u32>({a32}, {b32})"), ExprWidth::B64),
             BitOp::Pack { w } => (
                 format!("(({a32} & msk({w}u)) | (({b32} & msk({w}u)) << {w}u))"),
-                W::B32,
+                ExprWidth::B32,
             ),
             BitOp::Unpack { w: 32, i } => {
                 let half = if i == 0 { "x" } else { "y" };
-                (format!("({}).{half}", self.v64(a)), W::B32)
+                (format!("({}).{half}", self.v64(a)), ExprWidth::B32)
             }
             BitOp::Unpack { w, i } => (
                 format!(
@@ -222,13 +232,13 @@ impl Em<'_> {
                     self.v64(a),
                     u32::from(w) * u32::from(i)
                 ),
-                W::B32,
+                ExprWidth::B32,
             ),
             BitOp::Lop3Pred { or } => {
                 let o = if or { "||" } else { "&&" };
                 (
                     format!("select(0u, 1u, ({a32} != 0u) {o} (({b32} & 1u) != 0u))"),
-                    W::B32,
+                    ExprWidth::B32,
                 )
             }
         }

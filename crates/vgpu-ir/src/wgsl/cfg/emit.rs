@@ -6,34 +6,15 @@ use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
 use super::half::{self, HALF_PRELUDE};
 use super::prelude::{F64_PRELUDE, INT_PRELUDE};
-use super::warp::{self, BACK, WARP};
+use super::warp;
+use super::writer::{ExprWidth, KernelWriter, BACK, RET, WAIT, WARP};
 use super::{check_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
 use crate::cfg::*;
 use crate::error::IrError;
 use std::fmt::Write;
 
-/// The `pc` of a thread that has returned (or faulted).
-const RET: u32 = 0xffff_ffff;
-/// Set in `pc` while the thread waits at a barrier.
-const WAIT: u32 = 0x4000_0000;
 /// What an address check returns after recording a fault.
 const BAD: &str = "0xffffffffu";
-
-/// The width of a WGSL expression: `u32` or `vec2<u32>`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum W {
-    B32,
-    B64,
-}
-
-pub(super) struct Em<'a> {
-    pub(super) k: &'a CfgKernel,
-    o: &'a CfgWgslOptions,
-    pub(super) out: String,
-    tmp: u32,
-    /// The kernel has warp operations (backward jumps stop at their target).
-    warps: bool,
-}
 
 fn unsupported(k: &CfgKernel, reason: String) -> IrError {
     IrError::Unsupported {
@@ -58,7 +39,7 @@ pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrErro
     if k.blocks.len() as u64 >= BACK as u64 {
         return Err(unsupported(k, format!("{} basic blocks", k.blocks.len())));
     }
-    let mut e = Em {
+    let mut e = KernelWriter {
         k,
         o,
         out: String::new(),
@@ -105,7 +86,7 @@ fn atom_code(op: AtomOp) -> (u32, Option<&'static str>) {
     }
 }
 
-impl Em<'_> {
+impl KernelWriter<'_> {
     fn header(&mut self, shared: u32) {
         let k = self.k;
         let o = self.o;
@@ -281,66 +262,6 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
 }}
 "
             );
-        }
-    }
-
-    fn reg_ty(&self, r: Reg) -> RegTy {
-        self.k.regs[r as usize]
-    }
-
-    /// The statement a jump from block `from` to block `to` is: in a kernel
-    /// with warp operations a backward jump over a range of blocks holding one
-    /// stops at its source (`WARP | BACK | from`, target in `bt`: warp.rs), as
-    /// the interpreter's lane waits at its branch while lower lanes of its warp
-    /// run. A loop without warp operations runs freely: a thread in it can
-    /// reach a warp operation only by leaving it forward, as the interpreter's
-    /// min-PC order would run it there first.
-    pub(super) fn goto(&self, from: usize, to: BlockId) -> String {
-        let t = to as usize;
-        let warp_block = |b: &Block| matches!(b.term, Term::Warp { .. });
-        let stop = self.warps && t <= from && self.k.blocks[t..=from].iter().any(warp_block);
-        if stop {
-            format!("bt = {to}u; pc = {}u;", from as u32 | WARP | BACK)
-        } else {
-            format!("pc = {to}u;")
-        }
-    }
-
-    /// `v` as a u32 expression.
-    pub(super) fn v32(&self, v: Val) -> String {
-        match v {
-            Val::Reg(r) => match self.reg_ty(r) {
-                RegTy::B64 => format!("r{r}.x"),
-                _ => format!("r{r}"),
-            },
-            Val::Imm(x) => format!("{}u", x as u32),
-        }
-    }
-
-    /// `v` as a vec2<u32> expression (a 32-bit register zero-extended).
-    pub(super) fn v64(&self, v: Val) -> String {
-        match v {
-            Val::Reg(r) => match self.reg_ty(r) {
-                RegTy::B64 => format!("r{r}"),
-                _ => format!("w64(r{r})"),
-            },
-            Val::Imm(x) => format!("vec2<u32>({}u, {}u)", x as u32, (x >> 32) as u32),
-        }
-    }
-
-    fn val(&self, v: Val, bits: u8) -> String {
-        if bits > 32 {
-            self.v64(v)
-        } else {
-            self.v32(v)
-        }
-    }
-
-    pub(super) fn assign(&self, d: Reg, e: String, w: W) -> String {
-        match (self.reg_ty(d), w) {
-            (RegTy::B64, W::B64) | (RegTy::B32 | RegTy::Pred, W::B32) => format!("r{d} = {e};"),
-            (RegTy::B64, W::B32) => format!("r{d} = w64({e});"),
-            (RegTy::B32 | RegTy::Pred, W::B64) => format!("r{d} = ({e}).x;"),
         }
     }
 
@@ -571,7 +492,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     code.push_str(&c);
                     if let Some(r) = r {
                         let e = format!("ld_{sp}({t}, {size}u, {sign})");
-                        let _ = writeln!(code, "        {}", self.assign(*r, e, W::B64));
+                        let _ = writeln!(code, "        {}", self.assign(*r, e, ExprWidth::B64));
                     }
                 }
                 code
@@ -634,7 +555,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     None => format!("atom_{n}({t} >> 2u, {code}u, {b}, {c})"),
                 };
                 let _ = match d {
-                    Some(r) => writeln!(out, "        {}", self.assign(*r, e, W::B32)),
+                    Some(r) => writeln!(out, "        {}", self.assign(*r, e, ExprWidth::B32)),
                     None => writeln!(out, "        _ = {e};"),
                 };
                 out
@@ -666,11 +587,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     Special::Const(v) => {
                         return Ok(format!(
                             "        {}\n",
-                            self.assign(*d, self.v64(Val::Imm(*v)), W::B64)
+                            self.assign(*d, self.v64(Val::Imm(*v)), ExprWidth::B64)
                         ))
                     }
                 };
-                format!("        {}\n", self.assign(*d, e, W::B32))
+                format!("        {}\n", self.assign(*d, e, ExprWidth::B32))
             }
             Inst::Un { op, d, a } => {
                 let (e, w) = self.un(*op, *a);
@@ -691,48 +612,48 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         })
     }
 
-    fn un(&self, op: UnOp, a: Val) -> (String, W) {
+    fn un(&self, op: UnOp, a: Val) -> (String, ExprWidth) {
         let a32 = self.v32(a);
         match op {
-            UnOp::Mov(b) if b > 32 => (self.v64(a), W::B64),
-            UnOp::Mov(b) => (format!("({a32} & msk({b}u))"), W::B32),
-            UnOp::Not(b) if b > 32 => (format!("(~{})", self.v64(a)), W::B64),
-            UnOp::Not(b) => (format!("(~{a32} & msk({b}u))"), W::B32),
-            UnOp::Neg(b) if b > 32 => (format!("neg64({})", self.v64(a)), W::B64),
-            UnOp::Neg(b) => (format!("((0u - {a32}) & msk({b}u))"), W::B32),
-            UnOp::NegF32 => (format!("({a32} ^ 0x80000000u)"), W::B32),
-            UnOp::AbsF32 => (format!("({a32} & 0x7fffffffu)"), W::B32),
-            UnOp::SqrtF32Rn => (format!("sqrt_f32({a32})"), W::B32),
-            UnOp::RcpF32Rn => (format!("rcp_f32({a32})"), W::B32),
-            UnOp::RsqrtF32 => (format!("rsqrt_f32({a32})"), W::B32),
-            UnOp::Lg2F32 => (format!("lg2_f32({a32})"), W::B32),
-            UnOp::Ex2F32 { ftz } => (format!("ex2_f32({a32}, {ftz})"), W::B32),
+            UnOp::Mov(b) if b > 32 => (self.v64(a), ExprWidth::B64),
+            UnOp::Mov(b) => (format!("({a32} & msk({b}u))"), ExprWidth::B32),
+            UnOp::Not(b) if b > 32 => (format!("(~{})", self.v64(a)), ExprWidth::B64),
+            UnOp::Not(b) => (format!("(~{a32} & msk({b}u))"), ExprWidth::B32),
+            UnOp::Neg(b) if b > 32 => (format!("neg64({})", self.v64(a)), ExprWidth::B64),
+            UnOp::Neg(b) => (format!("((0u - {a32}) & msk({b}u))"), ExprWidth::B32),
+            UnOp::NegF32 => (format!("({a32} ^ 0x80000000u)"), ExprWidth::B32),
+            UnOp::AbsF32 => (format!("({a32} & 0x7fffffffu)"), ExprWidth::B32),
+            UnOp::SqrtF32Rn => (format!("sqrt_f32({a32})"), ExprWidth::B32),
+            UnOp::RcpF32Rn => (format!("rcp_f32({a32})"), ExprWidth::B32),
+            UnOp::RsqrtF32 => (format!("rsqrt_f32({a32})"), ExprWidth::B32),
+            UnOp::Lg2F32 => (format!("lg2_f32({a32})"), ExprWidth::B32),
+            UnOp::Ex2F32 { ftz } => (format!("ex2_f32({a32}, {ftz})"), ExprWidth::B32),
             UnOp::Popc(b) if b > 32 => {
                 let x = self.v64(a);
                 (
                     format!("(countOneBits(({x}).x) + countOneBits(({x}).y))"),
-                    W::B32,
+                    ExprWidth::B32,
                 )
             }
-            UnOp::Popc(_) => (format!("countOneBits({a32})"), W::B32),
+            UnOp::Popc(_) => (format!("countOneBits({a32})"), ExprWidth::B32),
             UnOp::Clz(b) if b > 32 => {
                 let x = self.v64(a);
                 (
                     format!(
                         "select(countLeadingZeros(({x}).y), 32u + countLeadingZeros(({x}).x), ({x}).y == 0u)"
                     ),
-                    W::B32,
+                    ExprWidth::B32,
                 )
             }
-            UnOp::Clz(_) => (format!("countLeadingZeros({a32})"), W::B32),
+            UnOp::Clz(_) => (format!("countLeadingZeros({a32})"), ExprWidth::B32),
             UnOp::Brev(b) if b > 32 => {
                 let x = self.v64(a);
                 (
                     format!("vec2<u32>(reverseBits(({x}).y), reverseBits(({x}).x))"),
-                    W::B64,
+                    ExprWidth::B64,
                 )
             }
-            UnOp::Brev(_) => (format!("reverseBits({a32})"), W::B32),
+            UnOp::Brev(_) => (format!("reverseBits({a32})"), ExprWidth::B32),
             UnOp::F64(op) => self.f64_un(op, a),
             UnOp::Bfind { signed, shiftamt } => {
                 let m = if signed {
@@ -745,70 +666,84 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 } else {
                     m
                 };
-                (e, W::B32)
+                (e, ExprWidth::B32)
             }
         }
     }
 
-    fn bin(&self, op: BinOp, a: Val, b: Val) -> (String, W) {
+    fn bin(&self, op: BinOp, a: Val, b: Val) -> (String, ExprWidth) {
         let (a32, b32) = (self.v32(a), self.v32(b));
         let (a64, b64) = (self.v64(a), self.v64(b));
-        let f32op = |o: &str| (format!("bitcast<u32>(f({a32}) {o} f({b32}))"), W::B32);
+        let f32op = |o: &str| {
+            (
+                format!("bitcast<u32>(f({a32}) {o} f({b32}))"),
+                ExprWidth::B32,
+            )
+        };
         let int = |bits: u8, o32: &str, f64: &str| {
             if bits > 32 {
-                (format!("{f64}({a64}, {b64})"), W::B64)
+                (format!("{f64}({a64}, {b64})"), ExprWidth::B64)
             } else {
-                (format!("(({a32} {o32} {b32}) & msk({bits}u))"), W::B32)
+                (
+                    format!("(({a32} {o32} {b32}) & msk({bits}u))"),
+                    ExprWidth::B32,
+                )
             }
         };
         let bit = |bits: u8, o: &str| {
             if bits > 32 {
-                (format!("({a64} {o} {b64})"), W::B64)
+                (format!("({a64} {o} {b64})"), ExprWidth::B64)
             } else {
-                (format!("(({a32} {o} {b32}) & msk({bits}u))"), W::B32)
+                (
+                    format!("(({a32} {o} {b32}) & msk({bits}u))"),
+                    ExprWidth::B32,
+                )
             }
         };
         match op {
             BinOp::AddF32 => f32op("+"),
             BinOp::SubF32 => f32op("-"),
             BinOp::MulF32 => f32op("*"),
-            BinOp::DivF32Rn => (format!("div_f32({a32}, {b32})"), W::B32),
-            BinOp::MinF32 => (format!("fminmax32({a32}, {b32}, false)"), W::B32),
-            BinOp::MaxF32 => (format!("fminmax32({a32}, {b32}, true)"), W::B32),
+            BinOp::DivF32Rn => (format!("div_f32({a32}, {b32})"), ExprWidth::B32),
+            BinOp::MinF32 => (format!("fminmax32({a32}, {b32}, false)"), ExprWidth::B32),
+            BinOp::MaxF32 => (format!("fminmax32({a32}, {b32}, true)"), ExprWidth::B32),
             BinOp::Add(bits) => int(bits, "+", "add64"),
             BinOp::Sub(bits) => int(bits, "-", "sub64"),
             BinOp::MulLo(bits) => int(bits, "*", "mul64"),
             BinOp::MulHi32 { signed } => (
                 format!("mulw_{}32({a32}, {b32}).y", if signed { "s" } else { "u" }),
-                W::B32,
+                ExprWidth::B32,
             ),
             BinOp::MulWide { signed } => (
                 format!("mulw_{}32({a32}, {b32})", if signed { "s" } else { "u" }),
-                W::B64,
+                ExprWidth::B64,
             ),
-            BinOp::MulWide16 { signed: false } => {
-                (format!("(({a32} & 0xffffu) * ({b32} & 0xffffu))"), W::B32)
-            }
+            BinOp::MulWide16 { signed: false } => (
+                format!("(({a32} & 0xffffu) * ({b32} & 0xffffu))"),
+                ExprWidth::B32,
+            ),
             BinOp::MulWide16 { signed: true } => (
                 format!(
                     "bitcast<u32>(bitcast<i32>(sx32({a32}, 16u)) * bitcast<i32>(sx32({b32}, 16u)))"
                 ),
-                W::B32,
+                ExprWidth::B32,
             ),
-            BinOp::Div { bits, signed } => {
-                (format!("divi32({a32}, {b32}, {signed}, {bits}u)"), W::B32)
-            }
-            BinOp::Rem { bits, signed } => {
-                (format!("remi32({a32}, {b32}, {signed}, {bits}u)"), W::B32)
-            }
-            BinOp::Bmsk { clamp } => (format!("bmsk32({a32}, {b32}, {clamp})"), W::B32),
+            BinOp::Div { bits, signed } => (
+                format!("divi32({a32}, {b32}, {signed}, {bits}u)"),
+                ExprWidth::B32,
+            ),
+            BinOp::Rem { bits, signed } => (
+                format!("remi32({a32}, {b32}, {signed}, {bits}u)"),
+                ExprWidth::B32,
+            ),
+            BinOp::Bmsk { clamp } => (format!("bmsk32({a32}, {b32}, {clamp})"), ExprWidth::B32),
             BinOp::Min { bits, signed } | BinOp::Max { bits, signed } => {
                 let lt_ab = matches!(op, BinOp::Min { .. });
                 let (x, y) = if lt_ab { (&a, &b) } else { (&b, &a) };
                 // Min: a < b ? a : b. Max: b < a ? a : b.
                 if bits > 32 {
                     let c = format!("cmp64({}, {}, 2u, {signed})", self.v64(*x), self.v64(*y));
-                    (format!("select({b64}, {a64}, {c} != 0u)"), W::B64)
+                    (format!("select({b64}, {a64}, {c} != 0u)"), ExprWidth::B64)
                 } else {
                     let c = format!(
                         "cmp32({}, {}, 2u, {signed}, {bits}u)",
@@ -817,42 +752,51 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     );
                     (
                         format!("(select({b32}, {a32}, {c} != 0u) & msk({bits}u))"),
-                        W::B32,
+                        ExprWidth::B32,
                     )
                 }
             }
             BinOp::And(bits) => bit(bits, "&"),
             BinOp::Or(bits) => bit(bits, "|"),
             BinOp::Xor(bits) => bit(bits, "^"),
-            BinOp::Shl(bits) if bits > 32 => (format!("shl64({a64}, {b32})"), W::B64),
-            BinOp::Shl(bits) => (format!("shl32({a32}, {b32}, {bits}u)"), W::B32),
-            BinOp::ShrU(bits) if bits > 32 => (format!("shru64({a64}, {b32})"), W::B64),
-            BinOp::ShrU(bits) => (format!("shru32({a32}, {b32}, {bits}u)"), W::B32),
-            BinOp::ShrS(bits) if bits > 32 => (format!("shrs64({a64}, {b32})"), W::B64),
-            BinOp::ShrS(bits) => (format!("shrs32({a32}, {b32}, {bits}u)"), W::B32),
+            BinOp::Shl(bits) if bits > 32 => (format!("shl64({a64}, {b32})"), ExprWidth::B64),
+            BinOp::Shl(bits) => (format!("shl32({a32}, {b32}, {bits}u)"), ExprWidth::B32),
+            BinOp::ShrU(bits) if bits > 32 => (format!("shru64({a64}, {b32})"), ExprWidth::B64),
+            BinOp::ShrU(bits) => (format!("shru32({a32}, {b32}, {bits}u)"), ExprWidth::B32),
+            BinOp::ShrS(bits) if bits > 32 => (format!("shrs64({a64}, {b32})"), ExprWidth::B64),
+            BinOp::ShrS(bits) => (format!("shrs32({a32}, {b32}, {bits}u)"), ExprWidth::B32),
             BinOp::SetpInt { cmp, signed, bits } => {
                 let c = cmp as u32;
                 if bits > 32 {
-                    (format!("cmp64({a64}, {b64}, {c}u, {signed})"), W::B32)
+                    (
+                        format!("cmp64({a64}, {b64}, {c}u, {signed})"),
+                        ExprWidth::B32,
+                    )
                 } else {
                     (
                         format!("cmp32({a32}, {b32}, {c}u, {signed}, {bits}u)"),
-                        W::B32,
+                        ExprWidth::B32,
                     )
                 }
             }
-            BinOp::SetpF32(c) => (format!("fcmp32({a32}, {b32}, {}u)", c as u32), W::B32),
+            BinOp::SetpF32(c) => (
+                format!("fcmp32({a32}, {b32}, {}u)", c as u32),
+                ExprWidth::B32,
+            ),
             BinOp::F64(op) => self.f64_bin(op, a, b),
         }
     }
 
-    fn tern(&self, op: TernOp, a: Val, b: Val, c: Val) -> (String, W) {
+    fn tern(&self, op: TernOp, a: Val, b: Val, c: Val) -> (String, ExprWidth) {
         let (a32, b32, c32) = (self.v32(a), self.v32(b), self.v32(c));
         match op {
             TernOp::FmaF32 { neg_ab, neg_c } => {
                 let na = if neg_ab { " ^ 0x80000000u" } else { "" };
                 let nc = if neg_c { " ^ 0x80000000u" } else { "" };
-                (format!("fma_f32({a32}{na}, {b32}, {c32}{nc})"), W::B32)
+                (
+                    format!("fma_f32({a32}{na}, {b32}, {c32}{nc})"),
+                    ExprWidth::B32,
+                )
             }
             TernOp::MadLo(bits) if bits > 32 => (
                 format!(
@@ -861,21 +805,28 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     self.v64(b),
                     self.v64(c)
                 ),
-                W::B64,
+                ExprWidth::B64,
             ),
-            TernOp::MadLo(bits) => (format!("(({a32} * {b32} + {c32}) & msk({bits}u))"), W::B32),
+            TernOp::MadLo(bits) => (
+                format!("(({a32} * {b32} + {c32}) & msk({bits}u))"),
+                ExprWidth::B32,
+            ),
             TernOp::MadWide { signed } => (
                 format!(
                     "add64(mulw_{}32({a32}, {b32}), {})",
                     if signed { "s" } else { "u" },
                     self.v64(c)
                 ),
-                W::B64,
+                ExprWidth::B64,
             ),
             TernOp::Bit(op) => self.bits(op, a, b, c),
-            TernOp::Half(h) => (half::expr(h, &a32, &b32, &c32), W::B32),
+            TernOp::Half(h) => (half::expr(h, &a32, &b32, &c32), ExprWidth::B32),
             TernOp::Selp(bits) => {
-                let w = if bits > 32 { W::B64 } else { W::B32 };
+                let w = if bits > 32 {
+                    ExprWidth::B64
+                } else {
+                    ExprWidth::B32
+                };
                 (
                     format!(
                         "select({}, {}, {c32} != 0u)",
@@ -888,7 +839,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }
     }
 
-    fn cvt(&self, op: CvtOp, a: Val) -> (String, W) {
+    fn cvt(&self, op: CvtOp, a: Val) -> (String, ExprWidth) {
         let a32 = self.v32(a);
         let mode = |r: IntRound| match r {
             IntRound::Zero => 0,
@@ -904,32 +855,35 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             } => {
                 if dbits > 32 {
                     if sbits > 32 {
-                        (self.v64(a), W::B64)
+                        (self.v64(a), ExprWidth::B64)
                     } else if signed {
-                        (format!("sw64(sx32({a32}, {sbits}u))"), W::B64)
+                        (format!("sw64(sx32({a32}, {sbits}u))"), ExprWidth::B64)
                     } else {
-                        (format!("w64({a32} & msk({sbits}u))"), W::B64)
+                        (format!("w64({a32} & msk({sbits}u))"), ExprWidth::B64)
                     }
                 } else if signed && sbits <= 32 {
-                    (format!("(sx32({a32}, {sbits}u) & msk({dbits}u))"), W::B32)
+                    (
+                        format!("(sx32({a32}, {sbits}u) & msk({dbits}u))"),
+                        ExprWidth::B32,
+                    )
                 } else {
                     (
                         format!("({a32} & msk({}u) & msk({dbits}u))", sbits.min(32)),
-                        W::B32,
+                        ExprWidth::B32,
                     )
                 }
             }
             CvtOp::I32ToF32Rn { signed } => (
                 format!("{}32_to_f32({a32})", if signed { "s" } else { "u" }),
-                W::B32,
+                ExprWidth::B32,
             ),
             CvtOp::F32ToI32 { signed, rnd } => (
                 format!("f32_to_i32({a32}, {signed}, {}u)", mode(rnd)),
-                W::B32,
+                ExprWidth::B32,
             ),
-            CvtOp::F32Round(rnd) => (format!("f32_round({a32}, {}u)", mode(rnd)), W::B32),
-            CvtOp::F32ToF16Rn => (format!("f32_to_f16({a32})"), W::B32),
-            CvtOp::F16ToF32 => (format!("f16_to_f32({a32})"), W::B32),
+            CvtOp::F32Round(rnd) => (format!("f32_round({a32}, {}u)", mode(rnd)), ExprWidth::B32),
+            CvtOp::F32ToF16Rn => (format!("f32_to_f16({a32})"), ExprWidth::B32),
+            CvtOp::F16ToF32 => (format!("f16_to_f32({a32})"), ExprWidth::B32),
             CvtOp::F64(op) => self.f64_cvt(op, a),
         }
     }

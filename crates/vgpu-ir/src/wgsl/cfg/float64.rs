@@ -10,7 +10,7 @@
 //! rounds twice: one ulp off, and `−∞` becomes NaN when `a·b` overflows), and an
 //! exact one from unfused f64 operations is not written yet.
 
-use super::emit::{Em, W};
+use super::writer::{ExprWidth, KernelWriter};
 use crate::cfg::{F64Bin, F64Cvt, F64Un, Val};
 
 /// The helpers, emitted when a kernel keeps an f64 in a register.
@@ -53,19 +53,19 @@ fn f64_to_f32(a: vec2<u32>) -> u32 {
 }
 "#;
 
-impl Em<'_> {
+impl KernelWriter<'_> {
     /// A one-source f64 operation (exact on the bits: no NaN change, as PTX).
-    pub(super) fn f64_un(&self, op: F64Un, a: Val) -> (String, W) {
+    pub(super) fn f64_un(&self, op: F64Un, a: Val) -> (String, ExprWidth) {
         let x = self.v64(a);
         let e = match op {
             F64Un::Neg => format!("(({x}) ^ vec2<u32>(0u, 0x80000000u))"),
             F64Un::Abs => format!("(({x}) & vec2<u32>(0xffffffffu, 0x7fffffffu))"),
         };
-        (e, W::B64)
+        (e, ExprWidth::B64)
     }
 
     /// A two-source f64 operation.
-    pub(super) fn f64_bin(&self, op: F64Bin, a: Val, b: Val) -> (String, W) {
+    pub(super) fn f64_bin(&self, op: F64Bin, a: Val, b: Val) -> (String, ExprWidth) {
         let (x, y) = (self.v64(a), self.v64(b));
         let arith = |o: &str| format!("b64(d64({x}) {o} d64({y}))");
         let e = match op {
@@ -75,22 +75,25 @@ impl Em<'_> {
             F64Bin::Min => format!("fminmax64({x}, {y}, false)"),
             F64Bin::Max => format!("fminmax64({x}, {y}, true)"),
         };
-        (e, W::B64)
+        (e, ExprWidth::B64)
     }
 
     /// A conversion to or from f64.
-    pub(super) fn f64_cvt(&self, op: F64Cvt, a: Val) -> (String, W) {
+    pub(super) fn f64_cvt(&self, op: F64Cvt, a: Val) -> (String, ExprWidth) {
         match op {
-            F64Cvt::FromI32 { signed: true } => {
-                (format!("b64(f64(bitcast<i32>({})))", self.v32(a)), W::B64)
+            F64Cvt::FromI32 { signed: true } => (
+                format!("b64(f64(bitcast<i32>({})))", self.v32(a)),
+                ExprWidth::B64,
+            ),
+            F64Cvt::FromI32 { signed: false } => {
+                (format!("b64(f64({}))", self.v32(a)), ExprWidth::B64)
             }
-            F64Cvt::FromI32 { signed: false } => (format!("b64(f64({}))", self.v32(a)), W::B64),
             F64Cvt::FromI64Rn { signed } => (
                 format!("b64(i64_to_f64({}, {signed}))", self.v64(a)),
-                W::B64,
+                ExprWidth::B64,
             ),
-            F64Cvt::FromF32 => (format!("f32_to_f64({})", self.v32(a)), W::B64),
-            F64Cvt::ToF32Rn => (format!("f64_to_f32({})", self.v64(a)), W::B32),
+            F64Cvt::FromF32 => (format!("f32_to_f64({})", self.v32(a)), ExprWidth::B64),
+            F64Cvt::ToF32Rn => (format!("f64_to_f32({})", self.v64(a)), ExprWidth::B32),
         }
     }
 }

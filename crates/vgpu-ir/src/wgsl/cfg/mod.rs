@@ -38,6 +38,7 @@ mod float64;
 mod half;
 mod prelude;
 mod warp;
+mod writer;
 
 use crate::cfg::CfgKernel;
 use crate::error::IrError;

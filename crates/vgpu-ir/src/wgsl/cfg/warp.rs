@@ -32,14 +32,9 @@
 
 use std::fmt::Write;
 
-use super::emit::{Em, W};
+use super::writer::{ExprWidth, KernelWriter, BACK, WARP};
 use crate::cfg::{ReduxOp, Reg, ShflMode, Term, VoteMode, WarpOp};
 
-/// Set in `pc` while the thread waits at a warp point.
-pub(super) const WARP: u32 = 0x2000_0000;
-/// Set in `pc` (with [`WARP`]) while the thread waits at a backward jump from
-/// the block in the low bits to the block in `bt`.
-pub(super) const BACK: u32 = 0x1000_0000;
 /// No warp point (`wg_wpc` of a thread that is not at one).
 const NONE: u32 = 0xffff_ffff;
 /// Kinds of the round's `switch kind`.
@@ -164,7 +159,7 @@ fn redux_code(op: ReduxOp) -> u32 {
     }
 }
 
-impl Em<'_> {
+impl KernelWriter<'_> {
     /// The round's tail in a kernel with warp operations: publishes each
     /// thread's stop and operand, counts the threads at warp points (high
     /// half) and at barriers (low half) with one barrier and one uniform load,
@@ -276,11 +271,11 @@ impl Em<'_> {
                 let mut code = String::new();
                 let (d, p) = warp_dsts(op);
                 if let Some(d) = d {
-                    code += &self.assign(d, "res".into(), W::B32);
+                    code += &self.assign(d, "res".into(), ExprWidth::B32);
                     code.push(' ');
                 }
                 if let Some(p) = p {
-                    code += &self.assign(p, "res2".into(), W::B32);
+                    code += &self.assign(p, "res2".into(), ExprWidth::B32);
                     code.push(' ');
                 }
                 let next = self.goto(i, next);

@@ -1,0 +1,111 @@
+//! What the control-flow emitter's parts share: the kernel writer (the
+//! kernel, its options, the WGSL written so far, the kernel-level facts the
+//! statements depend on), the width of a WGSL expression, the encoding of a
+//! thread's program counter, and how operands, jumps and register stores are
+//! written. emit.rs writes the kernel with it; bits.rs, float64.rs and
+//! warp.rs add the expressions and rounds of their instructions to it.
+
+use super::CfgWgslOptions;
+use crate::cfg::{Block, BlockId, CfgKernel, Reg, RegTy, Term, Val};
+
+/// The `pc` of a thread that has returned (or faulted).
+pub(super) const RET: u32 = 0xffff_ffff;
+/// Set in `pc` while the thread waits at a barrier.
+pub(super) const WAIT: u32 = 0x4000_0000;
+/// Set in `pc` while the thread waits at a warp point (warp.rs).
+pub(super) const WARP: u32 = 0x2000_0000;
+/// Set in `pc` (with [`WARP`]) while the thread waits at a backward jump from
+/// the block in the low bits to the block in `bt`.
+pub(super) const BACK: u32 = 0x1000_0000;
+
+/// The width of a WGSL expression.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum ExprWidth {
+    /// `u32`.
+    B32,
+    /// `vec2<u32>` (low, high).
+    B64,
+}
+
+/// The state of writing one kernel's WGSL.
+pub(super) struct KernelWriter<'a> {
+    /// The kernel.
+    pub(super) k: &'a CfgKernel,
+    /// What it is generated for.
+    pub(super) o: &'a CfgWgslOptions,
+    /// The WGSL written so far.
+    pub(super) out: String,
+    /// The next number of a temporary (`t{n}`).
+    pub(super) tmp: u32,
+    /// The kernel has warp operations (backward jumps stop at their target).
+    pub(super) warps: bool,
+}
+
+impl KernelWriter<'_> {
+    /// How register `r` stores its bits.
+    pub(super) fn reg_ty(&self, r: Reg) -> RegTy {
+        self.k.regs[r as usize]
+    }
+
+    /// The statement a jump from block `from` to block `to` is: in a kernel
+    /// with warp operations a backward jump over a range of blocks holding one
+    /// stops at its source (`WARP | BACK | from`, target in `bt`: warp.rs), as
+    /// the interpreter's lane waits at its branch while lower lanes of its warp
+    /// run. A loop without warp operations runs freely: a thread in it can
+    /// reach a warp operation only by leaving it forward, as the interpreter's
+    /// min-PC order would run it there first.
+    pub(super) fn goto(&self, from: usize, to: BlockId) -> String {
+        let t = to as usize;
+        let warp_block = |b: &Block| matches!(b.term, Term::Warp { .. });
+        let stop = self.warps && t <= from && self.k.blocks[t..=from].iter().any(warp_block);
+        if stop {
+            format!("bt = {to}u; pc = {}u;", from as u32 | WARP | BACK)
+        } else {
+            format!("pc = {to}u;")
+        }
+    }
+
+    /// `v` as a u32 expression.
+    pub(super) fn v32(&self, v: Val) -> String {
+        match v {
+            Val::Reg(r) => match self.reg_ty(r) {
+                RegTy::B64 => format!("r{r}.x"),
+                _ => format!("r{r}"),
+            },
+            Val::Imm(x) => format!("{}u", x as u32),
+        }
+    }
+
+    /// `v` as a vec2<u32> expression (a 32-bit register zero-extended).
+    pub(super) fn v64(&self, v: Val) -> String {
+        match v {
+            Val::Reg(r) => match self.reg_ty(r) {
+                RegTy::B64 => format!("r{r}"),
+                _ => format!("w64(r{r})"),
+            },
+            Val::Imm(x) => format!("vec2<u32>({}u, {}u)", x as u32, (x >> 32) as u32),
+        }
+    }
+
+    /// `v` as an expression of `bits` bits: [`Self::v64`] above 32, else
+    /// [`Self::v32`].
+    pub(super) fn val(&self, v: Val, bits: u8) -> String {
+        if bits > 32 {
+            self.v64(v)
+        } else {
+            self.v32(v)
+        }
+    }
+
+    /// The statement storing expression `e` of width `w` in register `d`
+    /// (widened or narrowed to the register).
+    pub(super) fn assign(&self, d: Reg, e: String, w: ExprWidth) -> String {
+        match (self.reg_ty(d), w) {
+            (RegTy::B64, ExprWidth::B64) | (RegTy::B32 | RegTy::Pred, ExprWidth::B32) => {
+                format!("r{d} = {e};")
+            }
+            (RegTy::B64, ExprWidth::B32) => format!("r{d} = w64({e});"),
+            (RegTy::B32 | RegTy::Pred, ExprWidth::B64) => format!("r{d} = ({e}).x;"),
+        }
+    }
+}
