@@ -37,7 +37,7 @@ use crate::kernel::{Kernel, Update};
 use crate::slice::Slice;
 use crate::types::ScalarType;
 use rayon::prelude::*;
-use vgpu_field::adaptive::rhs::ErkAttempt;
+use vgpu_field::adaptive::rhs::{ErkAttempt, ErkLane, TableauId, ERK_LANES};
 use vgpu_field::adaptive::{
     AdaptiveEnsemble, AdaptiveError, AdaptiveMethod, EnsembleProblem, EnsembleSolution, EventSpec,
     OdeRhs, Traj, TrajectoryStats,
@@ -454,6 +454,35 @@ impl<T: IrFloat, const D: usize> OdeRhs<T, D> for IrRhs<'_> {
         }
         let _ = (step, traj);
         None
+    }
+
+    #[inline]
+    fn erk_lanes(&self, tableau: TableauId) -> bool {
+        #[cfg(feature = "jit")]
+        if let Some(native) = &self.step {
+            return native.tableau() == tableau;
+        }
+        let _ = tableau;
+        false
+    }
+
+    #[inline]
+    fn erk_attempt_lanes(&self, lanes: &mut [ErkLane<'_, '_, T, D>; ERK_LANES]) -> bool {
+        #[cfg(feature = "jit")]
+        if let Some(native) = &self.step {
+            if lanes.iter().all(|l| native.tableau() == l.step.tableau) {
+                let ids = lanes.each_ref().map(|l| self.ids(l.traj.index));
+                let faults = native.call_lanes(lanes, &ids);
+                for (f, l) in faults.into_iter().zip(lanes.iter()) {
+                    if let Some(f) = f {
+                        self.field.record(f, l.traj.index);
+                    }
+                }
+                return true;
+            }
+        }
+        let _ = lanes;
+        false
     }
 
     fn events(&self) -> &[EventSpec] {

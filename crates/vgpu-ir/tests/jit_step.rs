@@ -62,13 +62,22 @@ fn stepped<'a>(
 /// Every explicit pair: the whole-step JIT compiles and gives the
 /// evaluator's bits; `want_accepted` steps at least on some trajectory.
 fn whole_steps_agree(k: &Kernel, args: &Args, n: usize, tol: (f64, f64), want_accepted: u64) {
+    whole_steps_agree_with(k, args, n, |o| o.rtol(tol.0).atol(tol.1), want_accepted);
+}
+
+/// [`whole_steps_agree`] with the tolerances `tune` sets.
+fn whole_steps_agree_with(
+    k: &Kernel,
+    args: &Args,
+    n: usize,
+    tune: impl Fn(AdaptiveEnsemble) -> AdaptiveEnsemble,
+    want_accepted: u64,
+) {
     let d = Derived::new(k, false).unwrap();
     for m in AdaptiveMethod::ALL {
         let rhs = stepped(k, args, &d, n, m);
         assert!(rhs.has_native_steps(), "{m}: {:?}", rhs.step_fallback());
-        let opts = AdaptiveEnsemble::new(m)
-            .rtol(tol.0)
-            .atol(tol.1)
+        let opts = tune(AdaptiveEnsemble::new(m))
             .dt0(0.5)
             .saveat(vec![0.0, 0.3, 0.61, 0.9, 1.0]);
         let jit = run(k, args, n, &opts, Engine::Jit);
@@ -159,6 +168,33 @@ fn blowup_every_pair_f32_and_f64_with_a_failing_trajectory() {
         let out = run(&k, &args, 4, &opts, Engine::Jit);
         assert!(!out.stats[1].status.is_success(), "{:?}", out.stats[1]);
         assert!(out.stats[0].status.is_success());
+    }
+}
+
+/// Five coupled states: more than one vector of the native step (f32x4,
+/// f64x2) with a padded last one, and a tolerance per component.
+const CHAIN: &str = "field chain(w: f64[]) {
+    state p: f64 = 1.0, q: f64 = 0.0, r: f64 = 0.5, s: f64 = -0.5, v: f64 = 0.0;
+    d(p)/dt = q;
+    d(q)/dt = -w[i] * w[i] * p - 0.1 * q + 0.5 * r * s;
+    d(r)/dt = s - p * v;
+    d(s)/dt = -r + 0.2 * q;
+    d(v)/dt = p * r - v;
+}";
+
+#[test]
+fn five_states_with_per_component_tolerances_f32_and_f64() {
+    for f64 in [false, true] {
+        let k = kernel_of("chain.field", CHAIN, f64);
+        assert_eq!(k.states.len(), 5);
+        let mut args = Args::new(&k);
+        args.buffer("w", buffer(&[1.0, 3.0, 7.5, 12.0, 0.25, 20.0], f64))
+            .unwrap();
+        let tune = |o: AdaptiveEnsemble| {
+            o.rtol_per_component(vec![1e-6, 1e-5, 3e-7, 1e-6, 2e-6])
+                .atol_per_component(vec![1e-7, 1e-6, 1e-8, 5e-7, 1e-9])
+        };
+        whole_steps_agree_with(&k, &args, 6, tune, 20);
     }
 }
 
@@ -307,19 +343,26 @@ fn what_cannot_be_one_step_falls_back_and_says_why() {
 
 #[test]
 fn an_out_of_bounds_read_inside_a_stage_is_the_same_error() {
-    // The index depends on the stage's time: the read faults in a later stage.
+    // The index depends on the stage's time: the read faults in a later
+    // stage, at t·10 + i ≥ len. With 6 trajectories the native steps run
+    // four lanes at a time: the first faulting trajectory is still named.
     let src = "field oob(a: f32[]) {
         state x = 1.0;
         d(x)/dt = -x * a[u32(t * 10.0) + i];
     }";
     let k = compile("oob.field", src).unwrap();
-    let mut args = Args::new(&k);
-    args.buffer("a", vec![1.0f32; 9]).unwrap();
-    let d = Derived::new(&k, false).unwrap();
-    assert!(stepped(&k, &args, &d, 3, AdaptiveMethod::Tsit5).has_native_steps());
-    let opts = AdaptiveEnsemble::new(AdaptiveMethod::Tsit5);
-    let jit = try_run(&k, &args, 3, &opts, Engine::Jit).unwrap_err();
-    let eval = try_run(&k, &args, 3, &opts, Engine::Eval).unwrap_err();
-    assert_eq!(jit.to_string(), eval.to_string());
-    assert!(jit.to_string().contains("trajectory 0"), "{jit}");
+    for (n, len, first) in [(3, 9, 0), (6, 12, 2)] {
+        let mut args = Args::new(&k);
+        args.buffer("a", vec![1.0f32; len]).unwrap();
+        let d = Derived::new(&k, false).unwrap();
+        assert!(stepped(&k, &args, &d, n, AdaptiveMethod::Tsit5).has_native_steps());
+        let opts = AdaptiveEnsemble::new(AdaptiveMethod::Tsit5);
+        let jit = try_run(&k, &args, n, &opts, Engine::Jit).unwrap_err();
+        let eval = try_run(&k, &args, n, &opts, Engine::Eval).unwrap_err();
+        assert_eq!(jit.to_string(), eval.to_string());
+        assert!(
+            jit.to_string().contains(&format!("trajectory {first}")),
+            "{jit}"
+        );
+    }
 }

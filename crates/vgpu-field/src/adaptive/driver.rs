@@ -9,7 +9,7 @@
 //! for any [`Par`], and a failing trajectory never stops the others.
 
 use crate::adaptive::controller::PiController;
-use crate::adaptive::erk::{ErkCore, ErkStep};
+use crate::adaptive::erk::{run_lanes, ErkCore, ErkStep};
 use crate::adaptive::error::AdaptiveError;
 use crate::adaptive::method::AdaptiveMethod;
 use crate::adaptive::rhs::OdeRhs;
@@ -58,7 +58,19 @@ impl<'a, T> EnsembleProblem<'a, T> {
         self.n_params = n_params;
         self
     }
+
+    /// Trajectory `i`'s initial state and parameters.
+    #[inline]
+    pub(super) fn row<const D: usize>(&self, i: usize) -> (&'a [T; D], &'a [T]) {
+        let y0: &[T; D] = self.y0[i * D..][..D].try_into().expect("D values");
+        (y0, &self.params[i * self.n_params..][..self.n_params])
+    }
 }
+
+/// Trajectories per group of the lanes path ([`crate::adaptive::erk`]'s
+/// `run_lanes`): groups run in parallel, the lanes of a group take its
+/// trajectories in turn.
+const LANE_GROUP: usize = 32;
 
 /// An adaptive ensemble integration: method, tolerances, step-size limits,
 /// save times, parallelism. Build it, then [`AdaptiveEnsemble::solve`]:
@@ -237,10 +249,20 @@ impl AdaptiveEnsemble {
         let plan = self.plan::<T, D>(tab.order, prob)?;
         let core = ErkCore::<T, S>::new(tab)?;
         rhs.check(prob.n, prob.n_params)?;
+        let span = |i: usize| plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
+        if plan.fixed.is_none() && rhs.erk_lanes(core.id) {
+            let traj = |i: usize| {
+                let (y0, p) = prob.row::<D>(i);
+                (y0, p, span(i))
+            };
+            return self.run_groups::<T, D>(prob, plan.saveat.len(), LANE_GROUP, |i0, e, s, st| {
+                run_lanes(&plan, &core, rhs, traj, i0, e, s, st)
+            });
+        }
         self.run_all(prob, plan.saveat.len(), |i, y0, p, e, s| {
-            let (t0, t1) = plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
-            let mut stepper = ErkStep::<T, D, S>::new(&core);
-            run_one(&plan, &mut stepper, rhs, i, y0, p, t0, t1, e, s)
+            let (t0, t1) = span(i);
+            let stepper = ErkStep::<T, D, S>::new(&core);
+            run_one(&plan, stepper, rhs, i, y0, p, t0, t1, e, s)
         })
     }
 
@@ -252,6 +274,23 @@ impl AdaptiveEnsemble {
         prob: &EnsembleProblem<'_, T>,
         k: usize,
         one: impl Fn(usize, &[T; D], &[T], &mut [T], &mut [T]) -> TrajectoryStats + Sync,
+    ) -> Result<EnsembleSolution<T>, AdaptiveError> {
+        self.run_groups::<T, D>(prob, k, 1, |i, e, s, st| {
+            let (y0, p) = prob.row::<D>(i);
+            st[0] = one(i, y0, p, e, s);
+        })
+    }
+
+    /// Allocates the outputs of `prob` with `k` save times and integrates
+    /// the trajectories in groups of `group` (the last may be shorter) by
+    /// `many(i0, end, saved, stats)`, the group's rows of each output, in
+    /// parallel as [`AdaptiveEnsemble::par`] says.
+    pub(super) fn run_groups<T: Real, const D: usize>(
+        &self,
+        prob: &EnsembleProblem<'_, T>,
+        k: usize,
+        group: usize,
+        many: impl Fn(usize, &mut [T], &mut [T], &mut [TrajectoryStats]) + Sync,
     ) -> Result<EnsembleSolution<T>, AdaptiveError> {
         let n = prob.n;
         let mut end = alloc::<T>(n.checked_mul(D), "endpoints", || {
@@ -274,38 +313,37 @@ impl AdaptiveEnsemble {
         if let Some(p) = progress {
             p.add_total(n as u64);
         }
-        let one = |i: usize, e: &mut [T], s: &mut [T], st: &mut TrajectoryStats| {
-            let y0: &[T; D] = prob.y0[i * D..][..D].try_into().expect("D values");
-            let p = &prob.params[i * prob.n_params..][..prob.n_params];
-            *st = one(i, y0, p, e, s);
+        let one = |g: usize, e: &mut [T], s: &mut [T], st: &mut [TrajectoryStats]| {
+            many(g * group, e, s, st);
             if let Some(p) = progress {
-                p.advance(1);
+                p.advance(st.len() as u64);
             }
         };
+        let (ge, gs) = (group * D, group * k * D);
         self.par.run(|parallel| {
             match (parallel, k) {
                 (true, 0) => end
-                    .par_chunks_mut(D)
-                    .zip(stats.par_iter_mut())
+                    .par_chunks_mut(ge)
+                    .zip(stats.par_chunks_mut(group))
                     .enumerate()
-                    .for_each(|(i, (e, st))| one(i, e, &mut [], st)),
+                    .for_each(|(g, (e, st))| one(g, e, &mut [], st)),
                 (true, _) => end
-                    .par_chunks_mut(D)
-                    .zip(saved.par_chunks_mut(k * D))
-                    .zip(stats.par_iter_mut())
+                    .par_chunks_mut(ge)
+                    .zip(saved.par_chunks_mut(gs))
+                    .zip(stats.par_chunks_mut(group))
                     .enumerate()
-                    .for_each(|(i, ((e, s), st))| one(i, e, s, st)),
+                    .for_each(|(g, ((e, s), st))| one(g, e, s, st)),
                 (false, 0) => end
-                    .chunks_mut(D)
-                    .zip(stats.iter_mut())
+                    .chunks_mut(ge)
+                    .zip(stats.chunks_mut(group))
                     .enumerate()
-                    .for_each(|(i, (e, st))| one(i, e, &mut [], st)),
+                    .for_each(|(g, (e, st))| one(g, e, &mut [], st)),
                 (false, _) => end
-                    .chunks_mut(D)
-                    .zip(saved.chunks_mut(k * D))
-                    .zip(stats.iter_mut())
+                    .chunks_mut(ge)
+                    .zip(saved.chunks_mut(gs))
+                    .zip(stats.chunks_mut(group))
                     .enumerate()
-                    .for_each(|(i, ((e, s), st))| one(i, e, s, st)),
+                    .for_each(|(g, ((e, s), st))| one(g, e, s, st)),
             }
             Ok(())
         })?;
@@ -604,8 +642,8 @@ fn solve_rosenbrock<T: Real, const D: usize, R: OdeRhs<T, D>>(
     rhs.check(prob.n, prob.n_params)?;
     opts.run_all(prob, plan.saveat.len(), |i, y0, p, e, s| {
         let (t0, t1) = plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
-        let mut stepper = RosenbrockStep::new();
-        run_one(&plan, &mut stepper, rhs, i, y0, p, t0, t1, e, s)
+        let stepper = RosenbrockStep::new();
+        run_one(&plan, stepper, rhs, i, y0, p, t0, t1, e, s)
     })
 }
 

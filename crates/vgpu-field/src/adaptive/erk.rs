@@ -16,14 +16,15 @@
 use crate::adaptive::controller::error_norm;
 use crate::adaptive::dense::{DensePlan, StepStages, MAX_EXTRA};
 use crate::adaptive::error::AdaptiveError;
-use crate::adaptive::rhs::{ErkAttempt, OdeRhs, TableauId, Traj};
+use crate::adaptive::rhs::{ErkAttempt, ErkLane, OdeRhs, TableauId, Traj, ERK_LANES};
+use crate::adaptive::status::TrajectoryStats;
 use crate::adaptive::tableaus::ErkTableau;
-use crate::adaptive::trajectory::{StepAt, Stepper};
+use crate::adaptive::trajectory::{Flight, Pending, Plan, StepAt, Stepper};
 use crate::real::Real;
 
 /// An embedded explicit pair validated and converted to the state type.
 pub(super) struct ErkCore<T, const S: usize> {
-    id: TableauId,
+    pub(super) id: TableauId,
     a: [[T; S]; S],
     b: [T; S],
     bt: [T; S],
@@ -236,5 +237,142 @@ impl<T: Real, const D: usize, const S: usize> Stepper<T, D> for ErkStep<'_, T, D
             self.st.k[0] = self.st.f1;
         }
         self.core.fsal || self.has_f1
+    }
+}
+
+// The lanes path names each of its lanes (`run_lanes`).
+const _: () = assert!(ERK_LANES == 4);
+
+/// The lane of the trajectory in flight in `slot`, attempting `at`.
+#[inline(always)]
+fn lane<'s, 'a, T: Real, const D: usize, St, R: OdeRhs<T, D>>(
+    slot: &'s mut Option<(usize, Flight<'a, '_, T, D, St, R>)>,
+    at: Pending<T>,
+    tableau: TableauId,
+    (atol, rtol): (&'s [T; D], &'s [T; D]),
+    y_new: &'s mut [T; D],
+) -> ErkLane<'s, 'a, T, D>
+where
+    St: StagesOf<T, D>,
+{
+    let (_, f) = slot.as_mut().expect("every lane live");
+    ErkLane {
+        step: ErkAttempt {
+            tableau,
+            t: f.t,
+            h: at.h,
+            y: &f.y,
+            k: f.stepper.stages(),
+            atol,
+            rtol,
+            y_new,
+        },
+        traj: &f.cx,
+        err: T::ZERO,
+    }
+}
+
+/// A stepper whose stages an [`ErkAttempt`] writes.
+trait StagesOf<T, const D: usize> {
+    fn stages(&mut self) -> &mut [[T; D]];
+}
+
+impl<T: Real, const D: usize, const S: usize> StagesOf<T, D> for ErkStep<'_, T, D, S> {
+    #[inline(always)]
+    fn stages(&mut self) -> &mut [[T; D]] {
+        &mut self.st.k[..]
+    }
+}
+
+/// One trajectory of a group: its initial state, parameters and span.
+pub(super) type Start<'a, T, const D: usize> = (&'a [T; D], &'a [T], (T, T));
+
+/// Integrates the trajectories `i0 .. i0 + stats.len()` ([`Start`] of each
+/// from `traj`) with the pair `core`, [`ERK_LANES`] at a time: each lane
+/// holds one trajectory in flight, and a lane whose trajectory ends takes the
+/// group's next one. While every lane has an attempt to make,
+/// [`OdeRhs::erk_attempt_lanes`] makes them at once; otherwise (the group's
+/// tail, or a right-hand side that declines) each lane's own stepper does.
+/// Every trajectory takes the steps, with the arithmetic, of the one
+/// trajectory loop, so the results are its bits. Writes rows of `end`
+/// (`D` values each) and `saved` (`K × D`), and `stats`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_lanes<'a, T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
+    plan: &'a Plan<T, D>,
+    core: &'a ErkCore<T, S>,
+    rhs: &'a R,
+    traj: impl Fn(usize) -> Start<'a, T, D>,
+    i0: usize,
+    end: &mut [T],
+    saved: &mut [T],
+    stats: &mut [TrajectoryStats],
+) {
+    type Slot<'a, 'o, T, const D: usize, const S: usize, R> =
+        Option<(usize, Flight<'a, 'o, T, D, ErkStep<'a, T, D, S>, R>)>;
+    let (g, kd) = (stats.len(), plan.saveat.len() * D);
+    let mut rest = saved;
+    let mut next = 0;
+    let mut slots: [Slot<'a, '_, T, D, S, R>; ERK_LANES] = std::array::from_fn(|_| None);
+    let mut pend: [Option<Pending<T>>; ERK_LANES] = [None; ERK_LANES];
+    loop {
+        for (slot, pd) in slots.iter_mut().zip(pend.iter_mut()) {
+            *pd = None;
+            loop {
+                if slot.is_none() {
+                    if next == g {
+                        break;
+                    }
+                    let (y0, p, span) = traj(i0 + next);
+                    let (row, tail) = std::mem::take(&mut rest).split_at_mut(kd);
+                    rest = tail;
+                    let step = ErkStep::new(core);
+                    *slot = Some((
+                        next,
+                        Flight::new(plan, step, rhs, i0 + next, y0, p, span, row),
+                    ));
+                    next += 1;
+                }
+                let (_, f) = slot.as_mut().expect("a trajectory in flight");
+                if let Some(at) = f.next() {
+                    *pd = Some(at);
+                    break;
+                }
+                let (j, f) = slot.take().expect("a trajectory in flight");
+                stats[j] = f.end(&mut end[j * D..][..D]);
+            }
+        }
+        let live = pend.iter().flatten().count();
+        if live == 0 {
+            break;
+        }
+        let tol = slots[0].as_ref().and_then(|(_, f)| f.tol());
+        if let (ERK_LANES, Some((atol, rtol))) = (live, tol) {
+            let mut y_new = [[T::ZERO; D]; ERK_LANES];
+            let [a0, a1, a2, a3] = pend.map(|p| p.expect("every lane live"));
+            let [y0, y1, y2, y3] = y_new.each_mut();
+            let [s0, s1, s2, s3] = slots.each_mut();
+            let mut lanes = [
+                lane(s0, a0, core.id, (atol, rtol), y0),
+                lane(s1, a1, core.id, (atol, rtol), y1),
+                lane(s2, a2, core.id, (atol, rtol), y2),
+                lane(s3, a3, core.id, (atol, rtol), y3),
+            ];
+            if rhs.erk_attempt_lanes(&mut lanes) {
+                let errs = lanes.map(|l| l.err);
+                for (l, slot) in slots.iter_mut().enumerate() {
+                    let (_, f) = slot.as_mut().expect("every lane live");
+                    f.st.evaluations += S as u64 - 1;
+                    let at = pend[l].expect("every lane live");
+                    f.finish(at, Some((y_new[l], errs[l].to_f64())));
+                }
+                continue;
+            }
+        }
+        for (slot, pd) in slots.iter_mut().zip(&pend) {
+            if let (Some((_, f)), Some(at)) = (slot.as_mut(), pd) {
+                let tried = f.attempt(at);
+                f.finish(*at, tried);
+            }
+        }
     }
 }

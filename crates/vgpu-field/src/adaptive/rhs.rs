@@ -142,6 +142,24 @@ pub trait OdeRhs<T: Real, const D: usize>: Sync {
         let _ = (step, traj, scratch);
         None
     }
+
+    /// Whether [`OdeRhs::erk_attempt_lanes`] can attempt [`ERK_LANES`]
+    /// trajectories' whole steps of `tableau` at once (`false`, the default:
+    /// it cannot).
+    fn erk_lanes(&self, tableau: TableauId) -> bool {
+        let _ = tableau;
+        false
+    }
+
+    /// Attempts the whole steps of [`ERK_LANES`] trajectories at once, each
+    /// exactly as [`OdeRhs::erk_attempt`] would (same writes, same bits),
+    /// writing each lane's error norm into its [`ErkLane::err`]. The lanes
+    /// share their tolerances. Returns `false` (the default) if it cannot:
+    /// the driver then attempts them one at a time.
+    fn erk_attempt_lanes(&self, lanes: &mut [ErkLane<'_, '_, T, D>; ERK_LANES]) -> bool {
+        let _ = lanes;
+        false
+    }
 }
 
 /// Which explicit pair a step attempt is of: its name and a hash of every
@@ -213,6 +231,22 @@ pub struct ErkAttempt<'s, T, const D: usize> {
     pub rtol: &'s [T; D],
     /// Where the new state is written.
     pub y_new: &'s mut [T; D],
+}
+
+/// Trajectories whose step attempts [`OdeRhs::erk_attempt_lanes`] makes at
+/// once. A compiled `.field` kernel interleaves their stages in one native
+/// function: one trajectory's step is a chain of dependent operations, and
+/// independent chains side by side keep the core's execution units busy.
+pub const ERK_LANES: usize = 4;
+
+/// One lane of [`OdeRhs::erk_attempt_lanes`]: a trajectory's step attempt.
+pub struct ErkLane<'s, 't, T, const D: usize> {
+    /// The attempt.
+    pub step: ErkAttempt<'s, T, D>,
+    /// The trajectory.
+    pub traj: &'s Traj<'t, T, D>,
+    /// The error norm (written).
+    pub err: T,
 }
 
 /// An [`OdeRhs`] made from a closure `|t, y, p, dy|` (see [`rhs_fn`]).

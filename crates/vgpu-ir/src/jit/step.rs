@@ -25,30 +25,70 @@ use crate::eval::{self, Dims, Fault};
 use crate::kernel::{Kernel, NodeId, Update, Variance};
 use crate::types::{ScalarType, Value as V};
 use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, UserFuncName, Value};
+use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData, UserFuncName, Value};
 use cranelift_frontend::FunctionBuilder;
 use cranelift_module::Module;
-use vgpu_field::adaptive::rhs::{ErkAttempt, TableauId};
+use vgpu_field::adaptive::rhs::{ErkAttempt, ErkLane, TableauId, ERK_LANES};
 use vgpu_field::adaptive::{bs3, dp5, tsit5, vern7, AdaptiveMethod, ErkTableau};
 
-/// The native signature: `t`, `h`, then pointers to the state `y`, the
-/// initial state, the stages (`S` rows of `D`, row 0 read, the others
-/// written), `atol`, `rtol`, the new state (written), the indices
-/// `[i, tid, bid, 0]`, the buffer table and the fault record; returns the
-/// error norm.
-type StepFn<T> = unsafe extern "C" fn(
-    T,
-    T,
-    *const T,
-    *const T,
-    *mut T,
-    *const T,
-    *const T,
-    *mut T,
-    *const [u32; 4],
-    *const BufRef,
-    *mut FaultRec,
-) -> T;
+/// One trajectory's step attempt as the native function reads it: pointers
+/// to its state `y`, its initial state, its stages (`S` rows of `D`, row 0
+/// read, the others written) and its new state (written), its indices
+/// `[i, tid, bid, 0]`, its fault record, `t` and `h`, and the error norm
+/// (written).
+#[repr(C)]
+struct LaneArgs<T> {
+    y: *const T,
+    y0: *const T,
+    k: *mut T,
+    y_new: *mut T,
+    ids: [u32; 4],
+    fault: FaultRec,
+    t: T,
+    h: T,
+    err: T,
+}
+
+/// Byte offsets of [`LaneArgs`]'s fields, and its size, for `T`.
+struct LaneLayout {
+    y: i32,
+    y0: i32,
+    k: i32,
+    y_new: i32,
+    ids: i32,
+    fault: i32,
+    t: i32,
+    h: i32,
+    err: i32,
+    size: i64,
+}
+
+impl LaneLayout {
+    fn of<T>() -> LaneLayout {
+        use std::mem::offset_of;
+        let o = |x: usize| x as i32;
+        LaneLayout {
+            y: o(offset_of!(LaneArgs<T>, y)),
+            y0: o(offset_of!(LaneArgs<T>, y0)),
+            k: o(offset_of!(LaneArgs<T>, k)),
+            y_new: o(offset_of!(LaneArgs<T>, y_new)),
+            ids: o(offset_of!(LaneArgs<T>, ids)),
+            fault: o(offset_of!(LaneArgs<T>, fault)),
+            t: o(offset_of!(LaneArgs<T>, t)),
+            h: o(offset_of!(LaneArgs<T>, h)),
+            err: o(offset_of!(LaneArgs<T>, err)),
+            size: std::mem::size_of::<LaneArgs<T>>() as i64,
+        }
+    }
+}
+
+/// The native signature: the lanes' records ([`LaneArgs`], one per lane),
+/// `atol`, `rtol` and the buffer table.
+type StepFn<T> = unsafe extern "C" fn(*mut LaneArgs<T>, *const T, *const T, *const BufRef);
+
+/// Trajectories whose step attempts the lanes function makes at once, their
+/// stages interleaved (the driver's [`ERK_LANES`]).
+pub(crate) const STEP_LANES: usize = ERK_LANES;
 
 /// The most nodes a whole step may lower (varying nodes of the rates times
 /// the stages after the first): beyond it, compile time and code size grow
@@ -96,7 +136,10 @@ impl Pair {
 
 /// A kernel's whole step attempt of one explicit pair, as native code.
 pub(crate) struct StepKernel<'a> {
+    /// One trajectory's attempt.
     native: Compiled<'a>,
+    /// [`STEP_LANES`] trajectories' attempts, interleaved.
+    lanes: Compiled<'a>,
     id: TableauId,
     ty: ScalarType,
     dim: usize,
@@ -154,10 +197,12 @@ impl<'a> StepKernel<'a> {
             ));
         }
         let mut jit = Jit::new(&k.name)?;
-        let id = build(&mut jit, k, args, dims, &pair, (&var, &reach))?;
-        let (code, ptrs) = jit.finish(&[id])?;
+        let one = build(&mut jit, k, args, dims, &pair, (&var, &reach), 1)?;
+        let lanes = build(&mut jit, k, args, dims, &pair, (&var, &reach), STEP_LANES)?;
+        let (code, ptrs) = jit.finish(&[one, lanes])?;
         Ok(StepKernel {
-            native: Compiled::new(code, ptrs[0], args, k.params.len()),
+            native: Compiled::new(code.clone(), ptrs[0], args, k.params.len()),
+            lanes: Compiled::new(code, ptrs[1], args, k.params.len()),
             id: pair.id,
             ty,
             dim,
@@ -186,34 +231,86 @@ impl<'a> StepKernel<'a> {
         y0: &[T; D],
         ids: [u32; 4],
     ) -> (T, Option<Fault>) {
+        let mut out = [(T::ZERO, None)];
+        self.run(&self.native, &mut [step], &[y0], &[ids], &mut out);
+        out[0]
+    }
+
+    /// [`StepKernel::call`] for [`STEP_LANES`] trajectories at once, their
+    /// stages interleaved: writes each lane's error norm and returns each
+    /// lane's first out-of-bounds read; `ids[l]` are lane `l`'s indices.
+    ///
+    /// # Panics
+    /// As [`StepKernel::call`].
+    #[inline]
+    pub(crate) fn call_lanes<T: IrFloat, const D: usize>(
+        &self,
+        lanes: &mut [ErkLane<'_, '_, T, D>; STEP_LANES],
+        ids: &[[u32; 4]; STEP_LANES],
+    ) -> [Option<Fault>; STEP_LANES] {
+        let y0 = lanes.each_ref().map(|l| l.traj.y0);
+        let mut out = [(T::ZERO, None); STEP_LANES];
+        let mut steps = lanes.each_mut().map(|l| &mut l.step);
+        self.run(&self.lanes, &mut steps, &y0, ids, &mut out);
+        for (l, o) in lanes.iter_mut().zip(&out) {
+            l.err = o.0;
+        }
+        out.map(|o| o.1)
+    }
+
+    fn run<T: IrFloat, const D: usize>(
+        &self,
+        f: &Compiled<'_>,
+        steps: &mut [&mut ErkAttempt<'_, T, D>],
+        y0: &[&[T; D]],
+        ids: &[[u32; 4]],
+        out: &mut [(T, Option<Fault>)],
+    ) {
+        let n = steps.len();
         assert!(
-            T::TYPE == self.ty && D == self.dim && step.k.len() >= self.stages,
+            T::TYPE == self.ty
+                && D == self.dim
+                && y0.len() == n
+                && ids.len() == n
+                && out.len() == n
+                && steps.iter().all(|s| s.k.len() >= self.stages),
             "native step called with the wrong shapes"
         );
-        let mut rec = FaultRec::default();
+        let (atol, rtol) = (steps[0].atol.as_ptr(), steps[0].rtol.as_ptr());
+        assert!(
+            steps
+                .iter()
+                .all(|s| s.atol.as_ptr() == atol && s.rtol.as_ptr() == rtol),
+            "the lanes of one call share their tolerances"
+        );
+        let mut recs: [LaneArgs<T>; STEP_LANES] = std::array::from_fn(|l| {
+            let s = &mut **steps.get_mut(l.min(n - 1)).expect("a lane");
+            LaneArgs {
+                y: s.y.as_ptr(),
+                y0: y0[l.min(n - 1)].as_ptr(),
+                k: s.k.as_mut_ptr().cast::<T>(),
+                y_new: s.y_new.as_mut_ptr(),
+                ids: ids[l.min(n - 1)],
+                fault: FaultRec::default(),
+                t: s.t,
+                h: s.h,
+                err: T::ZERO,
+            }
+        });
         // SAFETY: the code was compiled with this signature for `T` (checked
-        // above); it reads `D` values of `y`, `y0`, `atol`, `rtol` and of
-        // row 0 of `k`, writes rows `1..S` of `k` (at least `S` rows, checked
-        // above) and `D` values of `y_new`, reads `ids`, the buffer table of
-        // one entry per parameter (each within its length: the code checks
-        // every index) and writes only `rec`.
-        let err = unsafe {
-            let f = std::mem::transmute::<*const u8, StepFn<T>>(self.native.code);
-            f(
-                step.t,
-                step.h,
-                step.y.as_ptr(),
-                y0.as_ptr(),
-                step.k.as_mut_ptr().cast::<T>(),
-                step.atol.as_ptr(),
-                step.rtol.as_ptr(),
-                step.y_new.as_mut_ptr(),
-                &ids,
-                self.native.bufs.as_ptr(),
-                &mut rec,
-            )
-        };
-        (err, rec.fault(&self.native.lens))
+        // above) and for `n` lanes (`f` is the function of `n` lanes); lane
+        // `l` reads `D` values of its `y`, `y0`, row 0 of its `k`, `atol`
+        // and `rtol`, writes rows `1..S` of its `k` (at least `S` rows,
+        // checked above) and `D` values of its `y_new`, reads the buffer
+        // table of one entry per parameter (each within its length: the
+        // code checks every index) and writes only its record.
+        unsafe {
+            let fun = std::mem::transmute::<*const u8, StepFn<T>>(f.code);
+            fun(recs.as_mut_ptr(), atol, rtol, f.bufs.as_ptr());
+        }
+        for (o, r) in out.iter_mut().zip(&recs) {
+            *o = (r.err, r.fault.fault(&f.lens));
+        }
     }
 }
 
@@ -222,27 +319,115 @@ fn float(b: &mut FunctionBuilder<'_>, ty: ScalarType, v: f64) -> Value {
     lower::constant(b, V::F64(v).cast(ty))
 }
 
-/// `Σ_j w_j·k_j[d]` summed left to right from `w_0·k_0[d]`, every weight
-/// included (the driver's order).
-fn weighted(
-    b: &mut FunctionBuilder<'_>,
+/// The state-sized vectors of a step: a state of `D` values is
+/// `⌈D / W⌉` vectors of `W` lanes (`f32x4`, `f64x2`), the last one padded
+/// with copies of the state's last value. The stage combinations, the new
+/// state and the error norm's per-component terms are computed a vector at a
+/// time, each lane rounded exactly as the scalar operation; the rates are
+/// lowered on scalars taken out of the vectors.
+struct Rows {
     ty: ScalarType,
-    w: &[f64],
-    ks: &[Vec<Value>],
-    d: usize,
-) -> Value {
-    let mut s = None;
-    for (j, &wj) in w.iter().enumerate() {
-        let c = float(b, ty, wj);
-        let term = b.ins().fmul(c, ks[j][d]);
-        s = Some(match s {
-            None => term,
-            Some(acc) => b.ins().fadd(acc, term),
-        });
-    }
-    s.expect("a pair has stages")
+    vty: types::Type,
+    width: usize,
+    dim: usize,
 }
 
+impl Rows {
+    fn chunks(&self) -> usize {
+        self.dim.div_ceil(self.width)
+    }
+
+    /// `xs` (one scalar per component) as vectors.
+    fn pack(&self, b: &mut FunctionBuilder<'_>, xs: &[Value]) -> Vec<Value> {
+        xs.chunks(self.width)
+            .map(|c| {
+                let mut v = b.ins().splat(self.vty, c[c.len() - 1]);
+                for (j, &x) in c[..c.len() - 1].iter().enumerate() {
+                    v = b.ins().insertlane(v, x, j as u8);
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// The components of `vs` as scalars.
+    fn unpack(&self, b: &mut FunctionBuilder<'_>, vs: &[Value]) -> Vec<Value> {
+        (0..self.dim)
+            .map(|d| {
+                b.ins()
+                    .extractlane(vs[d / self.width], (d % self.width) as u8)
+            })
+            .collect()
+    }
+
+    /// A vector of `v` (rounded to the state type) in every lane.
+    fn constant(&self, b: &mut FunctionBuilder<'_>, v: f64) -> Value {
+        let one = match V::F64(v).cast(self.ty) {
+            V::F32(x) => x.to_le_bytes().to_vec(),
+            other => other.as_f64().to_le_bytes().to_vec(),
+        };
+        let bytes: Vec<u8> = one.repeat(self.width);
+        let c = b.func.dfg.constants.insert(bytes.into());
+        b.ins().vconst(self.vty, c)
+    }
+
+    /// `Σ_j w_j·k_j` summed left to right from `w_0·k_0`, every weight
+    /// included (the driver's order), for chunk `c`.
+    fn weighted(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        w: &[f64],
+        ks: &[Vec<Value>],
+        c: usize,
+    ) -> Value {
+        let mut s = None;
+        for (j, &wj) in w.iter().enumerate() {
+            let cv = self.constant(b, wj);
+            let term = b.ins().fmul(cv, ks[j][c]);
+            s = Some(match s {
+                None => term,
+                Some(acc) => b.ins().fadd(acc, term),
+            });
+        }
+        s.expect("a pair has stages")
+    }
+
+    /// `y + h·Σ_j w_j·k_j`, chunk by chunk.
+    fn combine(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        y: &[Value],
+        hv: Value,
+        w: &[f64],
+        ks: &[Vec<Value>],
+    ) -> Vec<Value> {
+        (0..self.chunks())
+            .map(|c| {
+                let s = self.weighted(b, w, ks, c);
+                let hs = b.ins().fmul(hv, s);
+                b.ins().fadd(y[c], hs)
+            })
+            .collect()
+    }
+}
+
+/// One lane's values while its step is lowered.
+struct Lane {
+    rec: Value,
+    t: Value,
+    h: Value,
+    hv: Value,
+    kp: Value,
+    yv: Vec<Value>,
+    base: Vec<Option<Value>>,
+    inputs: Inputs,
+    ks: Vec<Vec<Value>>,
+    tmp: (Vec<Value>, Vec<Value>),
+}
+
+/// Declares and defines the step function of `lanes` trajectories (see
+/// [`StepFn`]): lane by lane within each stage, so that the lanes' chains of
+/// dependent operations sit side by side.
 fn build(
     jit: &mut Jit,
     k: &Kernel,
@@ -250,105 +435,153 @@ fn build(
     dims: Dims,
     pair: &Pair,
     (var, reach): (&[Variance], &[NodeId]),
+    lanes: usize,
 ) -> Result<cranelift_module::FuncId, NotCompilable> {
     let uni = eval::uniform_values(k, reach, var, args, dims)
         .map_err(|e| NotCompilable::new(&k.name, e.to_string()))?;
     let ty = k.float_type();
     let (ft, ptr) = (clif(ty), types::I64);
-    let sig = jit.signature(
-        &[ft, ft, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr],
-        Some(ft),
-    );
-    let id = jit.declare("erk_step", &sig)?;
+    let sig = jit.signature(&[ptr, ptr, ptr, ptr], None);
+    let id = jit.declare(&format!("erk_step_{lanes}"), &sig)?;
     jit.ctx.func.signature = sig;
     jit.ctx.func.name = UserFuncName::user(0, id.as_u32());
     let calls = lower::imports(jit, k, reach)?;
     let config = jit.module.target_config();
     let (dim, stages, sz) = (k.states.len(), pair.stages(), size(ty));
     let updates = &k.phases[0].updates;
+    let width = (16 / sz) as usize;
+    let rows = Rows {
+        ty,
+        vty: ft
+            .by(width as u32)
+            .ok_or_else(|| NotCompilable::new(&k.name, "no vector type"))?,
+        width,
+        dim,
+    };
+    let lay = match ty {
+        ScalarType::F64 => LaneLayout::of::<f64>(),
+        _ => LaneLayout::of::<f32>(),
+    };
     {
         let mut b = FunctionBuilder::new(&mut jit.ctx.func, &mut jit.fctx);
         let p = lower::entry(&mut b);
-        let (t, h, y, kp, atol, rtol, y_new) = (p[0], p[1], p[2], p[4], p[5], p[6], p[7]);
+        let (recs, atol, rtol, bufs) = (p[0], p[1], p[2], p[3]);
         let flags = MemFlagsData::trusted();
         let at = |d: usize| (d as i64 * sz) as i32;
-        let inputs = |t: Value, states: Vec<Value>| Inputs {
-            t,
-            y,
-            y0: p[3],
-            lane: p[8],
-            bufs: p[9],
-            fault: p[10],
-            states,
+        let load = |b: &mut FunctionBuilder<'_>, base: Value, d: usize| {
+            b.ins().load(ft, flags, base, at(d))
         };
-        let ys: Vec<Value> = (0..dim)
-            .map(|d| b.ins().load(ft, flags, y, at(d)))
-            .collect();
-        let k0: Vec<Value> = (0..dim)
-            .map(|d| b.ins().load(ft, flags, kp, at(d)))
-            .collect();
-        // Uniform and per-trajectory nodes once; the varying ones per stage.
-        let mut base = vec![None; k.nodes.len()];
-        let once = inputs(t, ys.clone());
-        lower::lower_some(&mut b, k, reach, false, var, &uni, &calls, &once, &mut base)?;
-        let mut ks = vec![k0];
-        let mut tmp = ys.clone();
-        for i in 1..stages {
-            for (d, slot) in tmp.iter_mut().enumerate() {
-                let s = weighted(&mut b, ty, &pair.a[i][..i], &ks, d);
-                let hs = b.ins().fmul(h, s);
-                *slot = b.ins().fadd(ys[d], hs);
-            }
-            let ci = float(&mut b, ty, pair.c[i]);
-            let chi = b.ins().fmul(ci, h);
-            let ti = b.ins().fadd(t, chi);
-            let mut vals = base.clone();
-            let inp = inputs(ti, tmp.clone());
-            lower::lower_some(&mut b, k, reach, true, var, &uni, &calls, &inp, &mut vals)?;
-            let mut row = Vec::with_capacity(dim);
-            for (d, u) in updates.iter().enumerate() {
-                let v = match u {
-                    Update::Rate(n) => vals[n.index()].expect("roots are lowered"),
-                    _ => float(&mut b, ty, 0.0),
-                };
-                b.ins().store(flags, v, kp, at(i * dim + d));
-                row.push(v);
-            }
-            ks.push(row);
-        }
-        let yn: Vec<Value> = if pair.fsal {
-            tmp
-        } else {
-            (0..dim)
-                .map(|d| {
-                    let s = weighted(&mut b, ty, &pair.b, &ks, d);
-                    let hs = b.ins().fmul(h, s);
-                    b.ins().fadd(ys[d], hs)
-                })
-                .collect()
-        };
-        let mut acc = float(&mut b, ty, 0.0);
-        for d in 0..dim {
-            b.ins().store(flags, yn[d], y_new, at(d));
-            let s = weighted(&mut b, ty, &pair.bt, &ks, d);
-            let e = b.ins().fmul(h, s);
-            let (u, v) = (b.ins().fabs(ys[d]), b.ins().fabs(yn[d]));
-            let gt = b.ins().fcmp(FloatCC::GreaterThan, u, v);
-            let m = b.ins().select(gt, u, v);
-            let (ad, rd) = (
-                b.ins().load(ft, flags, atol, at(d)),
-                b.ins().load(ft, flags, rtol, at(d)),
+        let mut ls = Vec::with_capacity(lanes);
+        for l in 0..lanes {
+            let rec = b.ins().iadd_imm_s(recs, l as i64 * lay.size);
+            let field = |b: &mut FunctionBuilder<'_>, off: i32| b.ins().load(ptr, flags, rec, off);
+            let (y, y0, kp) = (
+                field(&mut b, lay.y),
+                field(&mut b, lay.y0),
+                field(&mut b, lay.k),
             );
-            let rm = b.ins().fmul(rd, m);
-            let sc = b.ins().fadd(ad, rm);
-            let r = b.ins().fdiv(e, sc);
-            let rr = b.ins().fmul(r, r);
-            acc = b.ins().fadd(acc, rr);
+            let t = b.ins().load(ft, flags, rec, lay.t);
+            let h = b.ins().load(ft, flags, rec, lay.h);
+            let ids = b.ins().iadd_imm_s(rec, i64::from(lay.ids));
+            let fault = b.ins().iadd_imm_s(rec, i64::from(lay.fault));
+            let ys: Vec<Value> = (0..dim).map(|d| load(&mut b, y, d)).collect();
+            let k0: Vec<Value> = (0..dim).map(|d| load(&mut b, kp, d)).collect();
+            let yv = rows.pack(&mut b, &ys);
+            let hv = b.ins().splat(rows.vty, h);
+            let inputs = Inputs {
+                t,
+                y,
+                y0,
+                lane: ids,
+                bufs,
+                fault,
+                states: ys.clone(),
+            };
+            // Uniform and per-trajectory nodes once; the varying ones per stage.
+            let mut base = vec![None; k.nodes.len()];
+            lower::lower_some(
+                &mut b, k, reach, false, var, &uni, &calls, &inputs, &mut base,
+            )?;
+            let ks = vec![rows.pack(&mut b, &k0)];
+            ls.push(Lane {
+                rec,
+                t,
+                h,
+                hv,
+                kp,
+                tmp: (yv.clone(), ys),
+                yv,
+                base,
+                inputs,
+                ks,
+            });
         }
-        let n = float(&mut b, ty, dim as f64);
-        let mean = b.ins().fdiv(acc, n);
-        let err = b.ins().sqrt(mean);
-        b.ins().return_(&[err]);
+        for i in 1..stages {
+            for ln in ls.iter_mut() {
+                let sv = rows.combine(&mut b, &ln.yv, ln.hv, &pair.a[i][..i], &ln.ks);
+                ln.tmp = (sv.clone(), rows.unpack(&mut b, &sv));
+                let ci = float(&mut b, ty, pair.c[i]);
+                let chi = b.ins().fmul(ci, ln.h);
+                ln.inputs.t = b.ins().fadd(ln.t, chi);
+                ln.inputs.states = ln.tmp.1.clone();
+                let mut vals = ln.base.clone();
+                lower::lower_some(
+                    &mut b, k, reach, true, var, &uni, &calls, &ln.inputs, &mut vals,
+                )?;
+                let mut row = Vec::with_capacity(dim);
+                for (d, u) in updates.iter().enumerate() {
+                    let v = match u {
+                        Update::Rate(n) => vals[n.index()].expect("roots are lowered"),
+                        _ => float(&mut b, ty, 0.0),
+                    };
+                    b.ins().store(flags, v, ln.kp, at(i * dim + d));
+                    row.push(v);
+                }
+                ln.ks.push(rows.pack(&mut b, &row));
+            }
+        }
+        let atols: Vec<Value> = (0..dim).map(|d| load(&mut b, atol, d)).collect();
+        let rtols: Vec<Value> = (0..dim).map(|d| load(&mut b, rtol, d)).collect();
+        let (av, rv) = (rows.pack(&mut b, &atols), rows.pack(&mut b, &rtols));
+        let lanewise = MemFlagsData::new().with_endianness(Endianness::Little);
+        for ln in ls {
+            let (ynv, yn) = if pair.fsal {
+                ln.tmp
+            } else {
+                let v = rows.combine(&mut b, &ln.yv, ln.hv, &pair.b, &ln.ks);
+                let s = rows.unpack(&mut b, &v);
+                (v, s)
+            };
+            let y_new = b.ins().load(ptr, flags, ln.rec, lay.y_new);
+            for (d, &v) in yn.iter().enumerate() {
+                b.ins().store(flags, v, y_new, at(d));
+            }
+            // The scaled error terms (e_d / (atol_d + rtol_d·max(|y_d|,
+            // |y₁_d|)))², then their sum in component order.
+            let terms: Vec<Value> = (0..rows.chunks())
+                .map(|c| {
+                    let s = rows.weighted(&mut b, &pair.bt, &ln.ks, c);
+                    let e = b.ins().fmul(ln.hv, s);
+                    let (u, v) = (b.ins().fabs(ln.yv[c]), b.ins().fabs(ynv[c]));
+                    let gt = b.ins().fcmp(FloatCC::GreaterThan, u, v);
+                    let mask = b.ins().bitcast(rows.vty, lanewise, gt);
+                    let m = b.ins().bitselect(mask, u, v);
+                    let rm = b.ins().fmul(rv[c], m);
+                    let sc = b.ins().fadd(av[c], rm);
+                    let r = b.ins().fdiv(e, sc);
+                    b.ins().fmul(r, r)
+                })
+                .collect();
+            let mut acc = float(&mut b, ty, 0.0);
+            for rr in rows.unpack(&mut b, &terms) {
+                acc = b.ins().fadd(acc, rr);
+            }
+            let n = float(&mut b, ty, dim as f64);
+            let mean = b.ins().fdiv(acc, n);
+            let err = b.ins().sqrt(mean);
+            b.ins().store(flags, err, ln.rec, lay.err);
+        }
+        b.ins().return_(&[]);
         b.seal_all_blocks();
         b.finalize(config);
     }
