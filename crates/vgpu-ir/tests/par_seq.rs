@@ -1,10 +1,12 @@
 //! `Par::Seq` runs on the calling thread only: with rayon's global pool busy
 //! (its one worker blocked), a sequential run still completes. A run that used
-//! rayon anywhere (initial states, blocks) would wait for the blocked worker.
+//! rayon anywhere (initial states, blocks, adaptive groups) would wait for the blocked worker.
 
 use std::sync::mpsc;
 use std::time::Duration;
-use vgpu_ir::{compile, run_cpu, Args, Integration, Par};
+use vgpu_field::adaptive::{AdaptiveEnsemble, AdaptiveMethod};
+use vgpu_ir::adaptive::{run_adaptive_cpu_on, AdaptiveRun};
+use vgpu_ir::{compile, run_cpu, Args, Engine, Integration, Par};
 
 #[test]
 fn par_seq_never_waits_for_rayon() {
@@ -43,6 +45,23 @@ fn par_seq_never_waits_for_rayon() {
             .block(64)
             .par(Par::Seq);
         let phased = run_cpu(&k, &args, &integ).map(|o| o.flux("total").map(|b| b.get(0).as_f64()));
+        // An adaptive ensemble (the lanes of native whole steps, in groups).
+        let k = compile(
+            "lorenz.field",
+            include_str!("../../../examples/lorenz.field"),
+        )
+        .unwrap();
+        let mut args = Args::new(&k);
+        args.buffer("rho", vec![28.0f32; 100]).unwrap();
+        let run = AdaptiveRun {
+            n: 100,
+            spans: vec![(0.0, 1.0)],
+            u0: None,
+            options: AdaptiveEnsemble::new(AdaptiveMethod::Tsit5).par(Par::Seq),
+            slice: None,
+        };
+        let adaptive = run_adaptive_cpu_on(&k, &args, &run, Engine::Jit).map(|o| o.stats.len());
+        assert_eq!(adaptive.ok(), Some(100));
         let _ = done.send(unphased.and_then(|n| phased.map(|t| (n, t))));
     });
     let got = finished.recv_timeout(Duration::from_secs(20));

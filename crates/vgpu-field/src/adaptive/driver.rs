@@ -18,10 +18,10 @@ use crate::adaptive::status::{EnsembleSolution, TrajectoryStats};
 use crate::adaptive::tableaus::{bs3, dp5, tsit5, ErkTableau};
 use crate::adaptive::trajectory::{run_one, Plan};
 use crate::adaptive::vern7::vern7;
+use crate::blocks::run_blocks;
 use crate::executor::Progress;
 use crate::par::Par;
 use crate::real::Real;
-use rayon::prelude::*;
 
 /// The inputs of an ensemble of `n` trajectories: initial states `(N, D)`,
 /// time spans (one per trajectory, or one shared by all) and parameters
@@ -313,40 +313,29 @@ impl AdaptiveEnsemble {
         if let Some(p) = progress {
             p.add_total(n as u64);
         }
-        let one = |g: usize, e: &mut [T], s: &mut [T], st: &mut [TrajectoryStats]| {
-            many(g * group, e, s, st);
-            if let Some(p) = progress {
-                p.advance(st.len() as u64);
-            }
-        };
+        // Each group's rows of the three outputs, scheduled as the blocks of
+        // the one block scheduler (a group per block).
         let (ge, gs) = (group * D, group * k * D);
-        self.par.run(|parallel| {
-            match (parallel, k) {
-                (true, 0) => end
-                    .par_chunks_mut(ge)
-                    .zip(stats.par_chunks_mut(group))
-                    .enumerate()
-                    .for_each(|(g, (e, st))| one(g, e, &mut [], st)),
-                (true, _) => end
-                    .par_chunks_mut(ge)
-                    .zip(saved.par_chunks_mut(gs))
-                    .zip(stats.par_chunks_mut(group))
-                    .enumerate()
-                    .for_each(|(g, ((e, s), st))| one(g, e, s, st)),
-                (false, 0) => end
-                    .chunks_mut(ge)
-                    .zip(stats.chunks_mut(group))
-                    .enumerate()
-                    .for_each(|(g, (e, st))| one(g, e, &mut [], st)),
-                (false, _) => end
-                    .chunks_mut(ge)
-                    .zip(saved.chunks_mut(gs))
-                    .zip(stats.chunks_mut(group))
-                    .enumerate()
-                    .for_each(|(g, ((e, s), st))| one(g, e, s, st)),
-            }
-            Ok(())
-        })?;
+        let mut saved_rows = saved.chunks_mut(gs.max(1));
+        let mut groups: Vec<_> = end
+            .chunks_mut(ge)
+            .zip(stats.chunks_mut(group))
+            .map(|(e, st)| (e, saved_rows.next().unwrap_or_default(), st))
+            .collect();
+        run_blocks(
+            self.par,
+            &mut groups,
+            1,
+            || (),
+            |_, g, piece| {
+                let (e, s, st) = &mut piece[0];
+                many(g * group, e, s, st);
+                if let Some(p) = progress {
+                    p.advance(st.len() as u64);
+                }
+            },
+        )?;
+        drop(groups);
         Ok(EnsembleSolution {
             n,
             dim: D,
