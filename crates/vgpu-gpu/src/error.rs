@@ -140,3 +140,12 @@ pub enum GpuError {
         message: String,
     },
 }
+
+impl From<vgpu_ir::wgsl::matmul_tile::BadTile> for GpuError {
+    fn from(e: vgpu_ir::wgsl::matmul_tile::BadTile) -> Self {
+        GpuError::BadTile {
+            tile: e.tile,
+            reason: e.reason,
+        }
+    }
+}

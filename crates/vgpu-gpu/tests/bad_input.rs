@@ -110,7 +110,8 @@ fn bad_backend_names_are_typed() {
     assert!(e.to_string().contains("VGPU_BACKEND=\"tpu\""), "{e}");
     assert_eq!("GPU".parse::<BackendChoice>().unwrap(), BackendChoice::Gpu);
     let e = "128x128x16x8".parse::<vgpu_gpu::Tile>().unwrap_err();
-    assert!(matches!(e, GpuError::BadTile { .. }));
+    assert!(e.reason.contains("five positive integers"), "{e}");
+    assert!(matches!(GpuError::from(e), GpuError::BadTile { .. }));
     let e = "128x128x16x8x6".parse::<vgpu_gpu::Tile>().unwrap_err();
     assert!(e.to_string().contains("multiples of 4"), "{e}");
 }

@@ -1,8 +1,12 @@
-//! Matrix multiplication: shape checks, the WGSL kernels, the CPU GEMM fallback.
+//! Matrix multiplication: shape checks, the CPU GEMM fallback; the WGSL
+//! kernels and their tiles are generated in vgpu-ir's WGSL room
+//! ([`vgpu_ir::wgsl::matmul`]).
 
 pub mod cpu;
-pub mod tile;
-pub mod wgsl;
+/// The matmul kernels' WGSL (in the WGSL room, vgpu-ir).
+pub use vgpu_ir::wgsl::matmul as wgsl;
+/// The register-blocked kernel's tile configuration (in the WGSL room, vgpu-ir).
+pub use vgpu_ir::wgsl::matmul_tile as tile;
 
 use crate::GpuError;
 

@@ -1,6 +1,6 @@
-//! The tile configuration of the register-blocked matmul kernel.
+//! The tile configuration of the register-blocked matmul kernel
+//! ([`super::matmul::blocked`]).
 
-use crate::GpuError;
 use std::fmt;
 use std::str::FromStr;
 
@@ -19,6 +19,16 @@ pub struct Tile {
     pub tm: u32,
     /// Columns of C per invocation.
     pub tn: u32,
+}
+
+/// A tile configuration the generator cannot build, or one written wrongly.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("matmul tile {tile:?}: {reason}")]
+pub struct BadTile {
+    /// The tile as given.
+    pub tile: String,
+    /// What is wrong.
+    pub reason: String,
 }
 
 impl Default for Tile {
@@ -57,8 +67,8 @@ impl Tile {
 
     /// Checks that the kernel generator can build this tile and that it fits the
     /// usual device limits (≤ 256 invocations, ≤ 16 KiB of workgroup memory).
-    pub fn validate(&self) -> Result<(), GpuError> {
-        let bad = |reason: &str| GpuError::BadTile {
+    pub fn validate(&self) -> Result<(), BadTile> {
+        let bad = |reason: &str| BadTile {
             tile: self.to_string(),
             reason: reason.to_string(),
         };
@@ -104,8 +114,8 @@ impl fmt::Display for Tile {
 }
 
 impl FromStr for Tile {
-    type Err = GpuError;
-    fn from_str(s: &str) -> Result<Self, GpuError> {
+    type Err = BadTile;
+    fn from_str(s: &str) -> Result<Self, BadTile> {
         let parts: Result<Vec<u32>, _> = s.split('x').map(|p| p.trim().parse::<u32>()).collect();
         match parts.as_deref() {
             Ok([bm, bn, bk, tm, tn]) => {
@@ -119,7 +129,7 @@ impl FromStr for Tile {
                 t.validate()?;
                 Ok(t)
             }
-            _ => Err(GpuError::BadTile {
+            _ => Err(BadTile {
                 tile: s.to_string(),
                 reason: "expected BMxBNxBKxTMxTN, five positive integers".into(),
             }),

@@ -39,6 +39,8 @@ mod adaptive_events;
 mod adaptive_rosenbrock;
 pub mod cfg;
 pub mod jumps;
+pub mod matmul;
+pub mod matmul_tile;
 pub mod phased;
 
 /// Index of the first buffer binding.

@@ -84,7 +84,7 @@ pub(crate) fn run(args: MatmulArgs) -> Result<ExitCode, vgpu::Error> {
     let t_init = Instant::now();
     let mut cache = VgpuCache::with_backend(choice)?;
     if let Some(t) = &args.tile {
-        cache = cache.with_tile(t.parse::<Tile>()?)?;
+        cache = cache.with_tile(t.parse::<Tile>().map_err(vgpu::gpu::GpuError::from)?)?;
     }
     let init_s = t_init.elapsed().as_secs_f64();
     let a = data(n * n, 1);
