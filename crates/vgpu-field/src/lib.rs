@@ -39,6 +39,7 @@ pub mod par;
 pub mod phase;
 pub mod real;
 pub mod resources;
+pub mod scalar;
 pub mod stepper;
 pub mod tableau;
 
@@ -52,5 +53,6 @@ pub use launch::{Dim3, LaunchConfig, MAX_THREADS_PER_BLOCK};
 pub use par::Par;
 pub use phase::{Barrier, PhaseKernel, PhaseOut, PhaseReport, PhasedLaunch};
 pub use real::Real;
+pub use scalar::{Buffer, ScalarType, Value};
 pub use stepper::Stepper;
 pub use tableau::{Method, Tableau};

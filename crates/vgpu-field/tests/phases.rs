@@ -2,12 +2,12 @@
 //! for attractor phases (`PhaseKernel`) and flow phases (`FlowKernel`).
 
 use vgpu_field::phase::{
-    Elem, FlowKernel, FlowPhase, FluxBuffer, RegisterUpdate, SharedDecl, SharedSlice, StageAt,
-    StageIn, StageOut,
+    FlowKernel, FlowPhase, FluxBuffer, RegisterUpdate, SharedDecl, SharedSlice, StageAt, StageIn,
+    StageOut,
 };
 use vgpu_field::{
     field_fn, Barrier, BlockCtx, Ctx, FieldError, Launch, LaunchConfig, Method, Par, PhaseKernel,
-    PhaseOut, PhaseReport, PhasedLaunch,
+    PhaseOut, PhaseReport, PhasedLaunch, Value,
 };
 
 /// Each lane stores `h` into `s[lane]`; after the barrier reads its neighbour
@@ -365,12 +365,12 @@ impl Decay {
                 SharedDecl {
                     name: "acc".into(),
                     len: lanes,
-                    init: Elem::F64(0.0),
+                    init: Value::F64(0.0),
                 },
                 SharedDecl {
                     name: "hits".into(),
                     len: 2,
-                    init: Elem::I32(i32::MAX),
+                    init: Value::I32(i32::MAX),
                 },
             ],
             phases: vec![
@@ -421,18 +421,18 @@ impl FlowKernel<f64> for Decay {
                 out.rates()[l] = -h;
                 let bad = self.misuse == Misuse::OutOfBounds && ctx.first() + l == 6;
                 let v = match self.misuse {
-                    Misuse::WrongType => Elem::F32(h as f32),
-                    _ => Elem::F64(h),
+                    Misuse::WrongType => Value::F32(h as f32),
+                    _ => Value::F64(h),
                 };
                 out.drive(0, l, if bad { acc.len() } else { l }, v)?;
                 if out.first_stage() || self.misuse != Misuse::DropsEmissions {
-                    out.emit(0, l, ctx.first() + l, Elem::F64(h))?;
+                    out.emit(0, l, ctx.first() + l, Value::F64(h))?;
                 }
             } else {
                 out.jumps()[lanes + l] = acc[l];
-                out.drive(1, l, at.rep % 2, Elem::I32(1))?;
+                out.drive(1, l, at.rep % 2, Value::I32(1))?;
                 if l == 0 {
-                    out.emit(1, l, 0, Elem::I32(hits[0] as i32))?;
+                    out.emit(1, l, 0, Value::I32(hits[0] as i32))?;
                 }
             }
         }
@@ -453,7 +453,7 @@ fn decay(
     let n = cfg.total_threads();
     let mut h: Vec<f64> = (0..n).flat_map(|i| [1.0 + i as f64 / 8.0, 0.0]).collect();
     let mut flux = vec![
-        FluxBuffer::zeros(vgpu_field::phase::ElemType::F64, n).unwrap(),
+        FluxBuffer::zeros(vgpu_field::ScalarType::F64, n).unwrap(),
         FluxBuffer::I32(vec![0]),
     ];
     let barrier = Barrier {

@@ -17,8 +17,8 @@ use crate::slice::Slice;
 use crate::types::{ScalarType, Value};
 use std::sync::Mutex;
 use vgpu_field::phase::{
-    Elem, ElemType, FlowKernel, FlowPhase, FluxBuffer, RegisterUpdate, SharedDecl, SharedSlice,
-    StageAt, StageIn, StageOut,
+    FlowKernel, FlowPhase, FluxBuffer, RegisterUpdate, SharedDecl, SharedSlice, StageAt, StageIn,
+    StageOut,
 };
 use vgpu_field::{BlockCtx, FieldError};
 
@@ -65,26 +65,6 @@ struct Target<'n> {
     len: usize,
     name: &'n str,
     site: u32,
-}
-
-fn elem_type(t: ScalarType) -> ElemType {
-    match t {
-        ScalarType::F32 => ElemType::F32,
-        ScalarType::F64 => ElemType::F64,
-        ScalarType::I32 => ElemType::I32,
-        ScalarType::U32 => ElemType::U32,
-        ScalarType::Bool => ElemType::Bool,
-    }
-}
-
-fn elem(v: Value) -> Elem {
-    match v {
-        Value::F32(x) => Elem::F32(x),
-        Value::F64(x) => Elem::F64(x),
-        Value::I32(x) => Elem::I32(x),
-        Value::U32(x) => Elem::U32(x),
-        Value::Bool(x) => Elem::Bool(x),
-    }
 }
 
 /// The number of whole steps `dt` in `span`.
@@ -190,7 +170,7 @@ impl<'a> IrPhased<'a> {
                 Ok(SharedDecl {
                     name: s.name.clone(),
                     len: len as usize,
-                    init: elem(init),
+                    init,
                 })
             })
             .collect::<Result<_, IrError>>()?;
@@ -265,7 +245,7 @@ impl<'a> IrPhased<'a> {
             .fluxes
             .iter()
             .zip(&self.flux_lens)
-            .filter_map(|(f, &len)| FluxBuffer::zeros(elem_type(f.ty), len))
+            .filter_map(|(f, &len)| FluxBuffer::zeros(f.ty, len))
             .collect()
     }
 
@@ -275,15 +255,7 @@ impl<'a> IrPhased<'a> {
             .fluxes
             .iter()
             .zip(bufs)
-            .map(|(f, b)| {
-                let b = match b {
-                    FluxBuffer::F32(v) => Buffer::F32(v.into()),
-                    FluxBuffer::F64(v) => Buffer::F64(v.into()),
-                    FluxBuffer::I32(v) => Buffer::I32(v.into()),
-                    FluxBuffer::U32(v) => Buffer::U32(v.into()),
-                };
-                (f.name.clone(), b)
-            })
+            .map(|(f, b)| (f.name.clone(), b.into()))
             .collect()
     }
 
@@ -409,9 +381,9 @@ impl<T: IrFloat> FlowKernel<T> for IrPhased<'_> {
                 .shared
                 .iter()
                 .map(|s| match s.init {
-                    Elem::F32(_) => SharedCol::F32(vec![0.0; s.len]),
-                    Elem::F64(_) => SharedCol::F64(vec![0.0; s.len]),
-                    Elem::Bool(_) => SharedCol::Bool(vec![false; s.len]),
+                    Value::F32(_) => SharedCol::F32(vec![0.0; s.len]),
+                    Value::F64(_) => SharedCol::F64(vec![0.0; s.len]),
+                    Value::Bool(_) => SharedCol::Bool(vec![false; s.len]),
                     _ => SharedCol::Int(vec![0; s.len]),
                 })
                 .collect(),
@@ -486,7 +458,7 @@ impl<T: IrFloat> FlowKernel<T> for IrPhased<'_> {
             };
             for l in 0..lanes {
                 if let Some((i, v)) = self.target(plan, &sc.pools, &fr, &t, l).map_err(bad)? {
-                    out.drive(d.shared as usize, l, i, elem(v))?;
+                    out.drive(d.shared as usize, l, i, v)?;
                 }
             }
         }
@@ -506,7 +478,7 @@ impl<T: IrFloat> FlowKernel<T> for IrPhased<'_> {
                 for l in 0..lanes {
                     if let Some((i, v)) = self.target(plan, &sc.pools, &fr, &t, l).map_err(bad)? {
                         sc.slots.push((ei, l, i));
-                        out.emit(e.flux as usize, l, i, elem(v))?;
+                        out.emit(e.flux as usize, l, i, v)?;
                     }
                 }
             }
@@ -515,7 +487,7 @@ impl<T: IrFloat> FlowKernel<T> for IrPhased<'_> {
                 let e = &p.emits[ei];
                 let ty = k.fluxes[e.flux as usize].ty;
                 let v = eval::read_src(src(&e.value), ty, &sc.pools, &fr, l);
-                out.emit(e.flux as usize, l, i, elem(v))?;
+                out.emit(e.flux as usize, l, i, v)?;
             }
         }
         Ok(())

@@ -33,13 +33,14 @@
 //! the previous one ended (the barrier between them).
 
 use super::memory::TypedLog;
-use super::memory::{Elem, ElemType, FluxBuffer, Layout, SharedDecl, SharedMem, SharedView};
+use super::memory::{FluxBuffer, Layout, SharedDecl, SharedMem, SharedView};
 use super::{check_finite, out_of_bounds, BlockOutcome, PhasedLaunch};
 use crate::error::FieldError;
 use crate::executor::{gather_soa, scatter_soa};
 use crate::field::BlockCtx;
 use crate::launch::{Dim3, LaunchConfig};
 use crate::real::Real;
+use crate::scalar::{ScalarType, Value};
 use crate::stepper::Stepper;
 
 /// What a phase does to one register.
@@ -145,7 +146,7 @@ pub struct StageOut<'a, T> {
     d32: &'a mut [f32],
     d64: &'a mut [f64],
     dints: &'a mut [u32],
-    flux_types: &'a [(ElemType, usize)],
+    flux_types: &'a [(ScalarType, usize)],
     emits: &'a mut Emits,
 }
 
@@ -153,7 +154,7 @@ pub struct StageOut<'a, T> {
 #[derive(Default)]
 struct Emits {
     slots: Vec<(usize, usize)>,
-    values: Vec<Vec<Elem>>,
+    values: Vec<Vec<Value>>,
 }
 
 impl<T: Real> StageOut<'_, T> {
@@ -195,7 +196,7 @@ impl<T: Real> StageOut<'_, T> {
         array: usize,
         lane: usize,
         index: usize,
-        value: Elem,
+        value: Value,
     ) -> Result<(), FieldError> {
         let p = self.layout.places[array];
         if index >= p.len {
@@ -203,9 +204,9 @@ impl<T: Real> StageOut<'_, T> {
         }
         let at = p.offset + index;
         match (p.ty, value) {
-            (ElemType::F32, Elem::F32(v)) => self.d32[at] += v,
-            (ElemType::F64, Elem::F64(v)) => self.d64[at] += v,
-            (ElemType::I32, Elem::I32(_)) | (ElemType::U32, Elem::U32(_)) => {
+            (ScalarType::F32, Value::F32(v)) => self.d32[at] += v,
+            (ScalarType::F64, Value::F64(v)) => self.d64[at] += v,
+            (ScalarType::I32, Value::I32(_)) | (ScalarType::U32, Value::U32(_)) => {
                 if self.stage == 0 {
                     let v = value.int_bits().unwrap_or(0);
                     self.dints[at] = self.dints[at].wrapping_add(v);
@@ -233,7 +234,7 @@ impl<T: Real> StageOut<'_, T> {
         flux: usize,
         lane: usize,
         index: usize,
-        value: Elem,
+        value: Value,
     ) -> Result<(), FieldError> {
         let Some(&(ty, len)) = self.flux_types.get(flux) else {
             return Err(self.mismatch(format!("flux buffer {flux} of {}", self.flux_types.len())));
@@ -266,13 +267,13 @@ impl<T: Real> StageOut<'_, T> {
 /// The flux amount of one emission over a step: `Σ_i (dt·b_i)·v_i` (floats,
 /// summed left to right as the stepper's update), the first-stage value
 /// (integers).
-fn quadrature(b: &[(usize, f64)], dt: f64, values: &[Vec<Elem>], slot: usize) -> Elem {
+fn quadrature(b: &[(usize, f64)], dt: f64, values: &[Vec<Value>], slot: usize) -> Value {
     macro_rules! sum {
         ($t:ty, $var:ident) => {{
             let mut acc: Option<$t> = None;
             for &(i, bi) in b {
                 let v = match values[i][slot] {
-                    Elem::$var(v) => v,
+                    Value::$var(v) => v,
                     _ => unreachable!("types checked at emission"),
                 };
                 let term = ((dt as $t) * (bi as $t)) * v;
@@ -281,12 +282,12 @@ fn quadrature(b: &[(usize, f64)], dt: f64, values: &[Vec<Elem>], slot: usize) ->
                     Some(a) => a + term,
                 });
             }
-            Elem::$var(acc.unwrap_or(0.0))
+            Value::$var(acc.unwrap_or(0.0))
         }};
     }
     match values[0][slot] {
-        Elem::F32(_) => sum!(f32, F32),
-        Elem::F64(_) => sum!(f64, F64),
+        Value::F32(_) => sum!(f32, F32),
+        Value::F64(_) => sum!(f64, F64),
         v => v,
     }
 }
@@ -310,7 +311,7 @@ pub(super) struct FlowJob<'a, T: Real, K: FlowKernel<T> + ?Sized> {
     pub params: &'a K::Params,
     pub launch: &'a PhasedLaunch,
     pub layout: Layout,
-    pub flux_types: Vec<(ElemType, usize)>,
+    pub flux_types: Vec<(ScalarType, usize)>,
     pub logs: Vec<TypedLog>,
     pub _t: std::marker::PhantomData<T>,
 }
@@ -491,7 +492,7 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
 }
 
 /// Zeroed flux buffers' types and lengths, and an empty log for each.
-pub(super) fn flux_shapes(flux: &[FluxBuffer]) -> (Vec<(ElemType, usize)>, Vec<TypedLog>) {
+pub(super) fn flux_shapes(flux: &[FluxBuffer]) -> (Vec<(ScalarType, usize)>, Vec<TypedLog>) {
     (
         flux.iter().map(|b| (b.ty(), b.len())).collect(),
         flux.iter().map(TypedLog::for_buffer).collect(),

@@ -9,76 +9,16 @@
 //! registers; integer entries move only by unit flows.
 
 use crate::flux::FluxLog;
+use crate::scalar::{ScalarType, Value};
 
-/// The element type of a shared array or a flux accumulator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ElemType {
-    /// `f32`
-    F32,
-    /// `f64`
-    F64,
-    /// `i32` (wrapping arithmetic)
-    I32,
-    /// `u32` (wrapping arithmetic)
-    U32,
-    /// `bool`
-    Bool,
-}
-
-impl ElemType {
-    /// The type's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ElemType::F32 => "f32",
-            ElemType::F64 => "f64",
-            ElemType::I32 => "i32",
-            ElemType::U32 => "u32",
-            ElemType::Bool => "bool",
-        }
-    }
-    fn kind(self) -> usize {
-        match self {
-            ElemType::F32 => 0,
-            ElemType::F64 => 1,
-            ElemType::I32 | ElemType::U32 => 2,
-            ElemType::Bool => 3,
-        }
-    }
-}
-
-/// One value of an [`ElemType`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Elem {
-    /// `f32`
-    F32(f32),
-    /// `f64`
-    F64(f64),
-    /// `i32`
-    I32(i32),
-    /// `u32`
-    U32(u32),
-    /// `bool`
-    Bool(bool),
-}
-
-impl Elem {
-    /// The value's type.
-    pub fn ty(self) -> ElemType {
-        match self {
-            Elem::F32(_) => ElemType::F32,
-            Elem::F64(_) => ElemType::F64,
-            Elem::I32(_) => ElemType::I32,
-            Elem::U32(_) => ElemType::U32,
-            Elem::Bool(_) => ElemType::Bool,
-        }
-    }
-    /// An integer as its `u32` bits (two's complement for `i32`); `None` otherwise.
-    pub fn int_bits(self) -> Option<u32> {
-        match self {
-            Elem::I32(x) => Some(x as u32),
-            Elem::U32(x) => Some(x),
-            _ => None,
-        }
+/// The kind of a type's storage in a [`SharedMem`]: f32, f64, integers (as
+/// `u32` bits), bool.
+fn kind(ty: ScalarType) -> usize {
+    match ty {
+        ScalarType::F32 => 0,
+        ScalarType::F64 => 1,
+        ScalarType::I32 | ScalarType::U32 => 2,
+        ScalarType::Bool => 3,
     }
 }
 
@@ -91,13 +31,13 @@ pub struct SharedDecl {
     /// Its length.
     pub len: usize,
     /// Every element's initial value (its type is the array's).
-    pub init: Elem,
+    pub init: Value,
 }
 
 /// Where a shared array lives in a [`SharedMem`]: its kind's vector and offset.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Place {
-    pub ty: ElemType,
+    pub ty: ScalarType,
     pub offset: usize,
     pub len: usize,
 }
@@ -117,8 +57,8 @@ impl Layout {
             .iter()
             .map(|d| {
                 let ty = d.init.ty();
-                let offset = sizes[ty.kind()];
-                sizes[ty.kind()] += d.len;
+                let offset = sizes[kind(ty)];
+                sizes[kind(ty)] += d.len;
                 Place {
                     ty,
                     offset,
@@ -140,9 +80,9 @@ impl Layout {
         for (p, d) in self.places.iter().zip(decls) {
             let r = p.offset..p.offset + p.len;
             match d.init {
-                Elem::F32(x) => m.f32s[r].fill(x),
-                Elem::F64(x) => m.f64s[r].fill(x),
-                Elem::Bool(x) => m.bools[r].fill(x),
+                Value::F32(x) => m.f32s[r].fill(x),
+                Value::F64(x) => m.f64s[r].fill(x),
+                Value::Bool(x) => m.bools[r].fill(x),
                 v => m.ints[r].fill(v.int_bits().unwrap_or(0)),
             }
         }
@@ -198,11 +138,11 @@ impl<'a> SharedView<'a> {
         let p = self.layout.places[a];
         let r = p.offset..p.offset + p.len;
         match p.ty {
-            ElemType::F32 => SharedSlice::F32(&self.f32s[r]),
-            ElemType::F64 => SharedSlice::F64(&self.f64s[r]),
-            ElemType::I32 => SharedSlice::I32(&self.ints[r]),
-            ElemType::U32 => SharedSlice::U32(&self.ints[r]),
-            ElemType::Bool => SharedSlice::Bool(&self.bools[r]),
+            ScalarType::F32 => SharedSlice::F32(&self.f32s[r]),
+            ScalarType::F64 => SharedSlice::F64(&self.f64s[r]),
+            ScalarType::I32 => SharedSlice::I32(&self.ints[r]),
+            ScalarType::U32 => SharedSlice::U32(&self.ints[r]),
+            ScalarType::Bool => SharedSlice::Bool(&self.bools[r]),
         }
     }
 }
@@ -222,22 +162,22 @@ pub enum FluxBuffer {
 
 impl FluxBuffer {
     /// `len` zeros of type `ty` (`None` for `bool`, which cannot accumulate).
-    pub fn zeros(ty: ElemType, len: usize) -> Option<FluxBuffer> {
+    pub fn zeros(ty: ScalarType, len: usize) -> Option<FluxBuffer> {
         Some(match ty {
-            ElemType::F32 => FluxBuffer::F32(vec![0.0; len]),
-            ElemType::F64 => FluxBuffer::F64(vec![0.0; len]),
-            ElemType::I32 => FluxBuffer::I32(vec![0; len]),
-            ElemType::U32 => FluxBuffer::U32(vec![0; len]),
-            ElemType::Bool => return None,
+            ScalarType::F32 => FluxBuffer::F32(vec![0.0; len]),
+            ScalarType::F64 => FluxBuffer::F64(vec![0.0; len]),
+            ScalarType::I32 => FluxBuffer::I32(vec![0; len]),
+            ScalarType::U32 => FluxBuffer::U32(vec![0; len]),
+            ScalarType::Bool => return None,
         })
     }
     /// Its element type.
-    pub fn ty(&self) -> ElemType {
+    pub fn ty(&self) -> ScalarType {
         match self {
-            FluxBuffer::F32(_) => ElemType::F32,
-            FluxBuffer::F64(_) => ElemType::F64,
-            FluxBuffer::I32(_) => ElemType::I32,
-            FluxBuffer::U32(_) => ElemType::U32,
+            FluxBuffer::F32(_) => ScalarType::F32,
+            FluxBuffer::F64(_) => ScalarType::F64,
+            FluxBuffer::I32(_) => ScalarType::I32,
+            FluxBuffer::U32(_) => ScalarType::U32,
         }
     }
     /// Its length.
@@ -274,12 +214,12 @@ impl TypedLog {
         }
     }
     /// Records `amount` (of the log's type, checked by the caller) for `index`.
-    pub(crate) fn push(&mut self, index: usize, amount: Elem) {
+    pub(crate) fn push(&mut self, index: usize, amount: Value) {
         match (self, amount) {
-            (TypedLog::F32(l), Elem::F32(a)) => l.push(index, a),
-            (TypedLog::F64(l), Elem::F64(a)) => l.push(index, a),
-            (TypedLog::I32(l), Elem::I32(a)) => l.push(index, a),
-            (TypedLog::U32(l), Elem::U32(a)) => l.push(index, a),
+            (TypedLog::F32(l), Value::F32(a)) => l.push(index, a),
+            (TypedLog::F64(l), Value::F64(a)) => l.push(index, a),
+            (TypedLog::I32(l), Value::I32(a)) => l.push(index, a),
+            (TypedLog::U32(l), Value::U32(a)) => l.push(index, a),
             (log, a) => unreachable!("{a:?} into a {log:?}: types are checked at emission"),
         }
     }

@@ -24,7 +24,7 @@ pub mod memory;
 
 pub use collapse::{PhaseKernel, PhaseOut};
 pub use flow::{FlowKernel, FlowPhase, RegisterUpdate, StageAt, StageIn, StageOut};
-pub use memory::{Elem, ElemType, FluxBuffer, SharedDecl, SharedMem, SharedSlice, SharedView};
+pub use memory::{FluxBuffer, SharedDecl, SharedMem, SharedSlice, SharedView};
 
 use crate::blocks::run_blocks;
 use crate::error::{check_len, FieldError};
