@@ -7,7 +7,7 @@
 //! dimension folded into two dimensions), the fault record read back.
 
 use crate::{Binding, GpuError, KernelCache, KernelSpec};
-use vgpu_ir::cfg::CfgKernel;
+use vgpu_ir::cfg::{reserved_smem, CfgKernel};
 use vgpu_ir::wgsl::cfg::{
     emit_cfg_wgsl, fault, meta, warp_exchange_bytes, CfgWgslOptions, GLOBAL_BASE,
 };
@@ -165,11 +165,13 @@ fn check_limits(
     } else {
         0
     };
-    let shared = (k.shared_static as u64 + l.dyn_shared as u64).next_multiple_of(4) + 8 + warp;
+    let user = k.shared_static as u64 + l.dyn_shared as u64;
+    let end = reserved_smem(user).1;
+    let shared = end + 8 + warp;
     if shared > limits.max_compute_workgroup_storage_size as u64 {
         return e(format!(
-            "{shared} bytes of shared memory per block (static {}, dynamic {}, 8 for barriers, {warp} for warp operations); the adapter's max_compute_workgroup_storage_size is {}",
-            k.shared_static, l.dyn_shared, limits.max_compute_workgroup_storage_size
+            "{shared} bytes of shared memory per block (static {}, dynamic {}, {} for the padding and region reserved for system software, 8 for barriers, {warp} for warp operations); the adapter's max_compute_workgroup_storage_size is {}",
+            k.shared_static, l.dyn_shared, end - user, limits.max_compute_workgroup_storage_size
         ));
     }
     let max_binding = limits

@@ -60,7 +60,8 @@ pub enum Val {
 pub enum Space {
     /// Global memory: byte addresses of the launch's allocations.
     Global,
-    /// The block's shared memory (static, then dynamic): byte offsets.
+    /// The block's shared memory (static, then dynamic, then the region
+    /// reserved for system software: [`reserved_smem`]): byte offsets.
     Shared,
     /// The thread's local memory: byte offsets.
     Local,
@@ -93,8 +94,39 @@ pub enum Special {
     /// `%total_smem_size`: static plus dynamic shared bytes, rounded up to
     /// the 128-byte allocation unit.
     TotalSmem,
+    /// `%reserved_smem_offset_begin` (and `_0`, `_1`): where the shared
+    /// memory reserved for system software begins ([`reserved_smem`]).
+    ReservedSmemBegin,
+    /// `%reserved_smem_offset_end`: the end of the reserved region's usable
+    /// bytes.
+    ReservedSmemEnd,
+    /// `%reserved_smem_offset_cap` and `%aggr_smem_size`: the end of the
+    /// reserved region's capacity.
+    ReservedSmemCap,
     /// A constant (`WARP_SZ`, `%nsmid`, the cluster registers …).
     Const(u64),
+}
+
+/// Shared memory's allocation unit on sm_80 and later, in bytes.
+pub const SMEM_UNIT: u64 = 128;
+/// Bytes of the region reserved for system software, from its beginning,
+/// that a block has (cooperative groups' multi-warp scratch fits in them).
+pub const RESERVED_SMEM_USABLE: u64 = 288;
+/// The reserved region's capacity per block on sm_80 and later.
+pub const RESERVED_SMEM_CAP: u64 = 1024;
+
+/// The shared memory reserved for system software in a block whose kernel
+/// uses `user` bytes of shared memory (static plus dynamic): `(begin, end,
+/// cap)` byte offsets. The block's shared memory is its `user` bytes, padding
+/// up to `begin` (out of bounds), and the `begin..end` usable reserved bytes
+/// (zeroed at the block's start); the PTX interpreter lays it out the same.
+pub fn reserved_smem(user: u64) -> (u64, u64, u64) {
+    let begin = user.div_ceil(SMEM_UNIT) * SMEM_UNIT;
+    (
+        begin,
+        begin + RESERVED_SMEM_USABLE,
+        begin + RESERVED_SMEM_CAP,
+    )
 }
 
 /// One instruction.

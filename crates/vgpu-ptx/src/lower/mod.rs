@@ -445,13 +445,10 @@ impl<'a> Lowering<'a> {
                             "a clock (the interpreter counts the warp's instructions, which the GPU does not)",
                         ))
                     }
-                    Special::AggrSmem
-                    | Special::ReservedSmemOffset
-                    | Special::ReservedSmemEnd
-                    | Special::ReservedSmemCap => {
-                        return Err(self.unsupported(at,
-                            "the shared memory reserved for system software (cooperative groups' multi-warp scratch)",
-                        ))
+                    Special::ReservedSmemOffset => cfg::Special::ReservedSmemBegin,
+                    Special::ReservedSmemEnd => cfg::Special::ReservedSmemEnd,
+                    Special::ReservedSmemCap | Special::AggrSmem => {
+                        cfg::Special::ReservedSmemCap
                     }
                 },
             },
@@ -855,5 +852,21 @@ impl<'a> Lowering<'a> {
             }
             _ => return Ok(None),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The GPU path's layout of the shared memory reserved for system
+    /// software is the interpreter's.
+    #[test]
+    fn reserved_region_is_the_interpreters() {
+        for user in [0u64, 1, 100, 127, 128, 129, 1000, 49_152] {
+            assert_eq!(
+                crate::special::reserved_region(user),
+                vgpu_ir::cfg::reserved_smem(user),
+                "{user} bytes"
+            );
+        }
     }
 }

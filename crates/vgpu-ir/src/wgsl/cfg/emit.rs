@@ -33,7 +33,7 @@ fn unsupported(k: &CfgKernel, reason: String) -> IrError {
 pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrError> {
     check_cfg_wgsl(k, o)?;
     let shared = (k.shared_static as u64) + (o.dyn_shared as u64);
-    if shared > u32::MAX as u64 / 2 {
+    if reserved_smem(shared).1 > u32::MAX as u64 / 2 {
         return Err(unsupported(k, format!("{shared} bytes of shared memory")));
     }
     if k.blocks.len() as u64 >= BACK as u64 {
@@ -112,7 +112,9 @@ impl KernelWriter<'_> {
         let s_atomic = needs_atomic_words(k, Space::Shared);
         let gty = if g_atomic { "atomic<u32>" } else { "u32" };
         let sty = if s_atomic { "atomic<u32>" } else { "u32" };
-        let swords = shared.div_ceil(4).max(1);
+        // The kernel's bytes, padding, and the reserved region's usable bytes.
+        let (rbegin, rend, _) = reserved_smem(shared as u64);
+        let swords = rend.div_ceil(4).max(1);
         let lwords = k.local_bytes.div_ceil(4).max(1);
         let _ = write!(
             out,
@@ -132,6 +134,8 @@ var<private> g_lid: vec3<u32>;
 var<private> opq: bool;
 const GB: u32 = {gb}u;
 const SHARED_BYTES: u32 = {shared}u;
+const RSMEM_BEGIN: u32 = {rbegin}u;
+const RSMEM_END: u32 = {rend}u;
 const LOCAL_BYTES: u32 = {local}u;
 const PARAM_BYTES: u32 = {param}u;
 
@@ -162,9 +166,12 @@ fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool) -> u32 {{
   raise({oob}u, line, a);
   return {BAD};
 }}
-// A shared, local or parameter offset checked against the space's size.
-fn saddr(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32) -> u32 {{
-  if (a.y != 0u || a.x > limit || limit - a.x < size) {{ raise({oob}u, line, a); return {BAD}; }}
+// A shared, local or parameter offset checked against the space's size
+// (shared memory: or in the reserved region's usable bytes rb..re).
+fn saddr(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32, rb: u32, re: u32) -> u32 {{
+  let own = a.x <= limit && limit - a.x >= size;
+  let rsv = a.x >= rb && a.x <= re && re - a.x >= size;
+  if (a.y != 0u || !(own || rsv)) {{ raise({oob}u, line, a); return {BAD}; }}
   if ((a.x % align) != 0u) {{ raise({mis}u, line, a); return {BAD}; }}
   return a.x;
 }}
@@ -447,9 +454,15 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         if self.o.checked {
             let call = match space {
                 Space::Global => format!("gaddr({a}, {size}u, {align}u, {line}u, {write})"),
-                Space::Shared => format!("saddr({a}, {size}u, {align}u, {line}u, SHARED_BYTES)"),
-                Space::Local => format!("saddr({a}, {size}u, {align}u, {line}u, LOCAL_BYTES)"),
-                Space::Param => format!("saddr({a}, {size}u, {align}u, {line}u, PARAM_BYTES)"),
+                Space::Shared => format!(
+                    "saddr({a}, {size}u, {align}u, {line}u, SHARED_BYTES, RSMEM_BEGIN, RSMEM_END)"
+                ),
+                Space::Local => {
+                    format!("saddr({a}, {size}u, {align}u, {line}u, LOCAL_BYTES, 0u, 0u)")
+                }
+                Space::Param => {
+                    format!("saddr({a}, {size}u, {align}u, {line}u, PARAM_BYTES, 0u, 0u)")
+                }
             };
             let _ = writeln!(
                 code,
@@ -562,6 +575,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             }
             Inst::Special { d, s } => {
                 let [bx, by, bz] = self.o.block;
+                let rsv = reserved_smem(self.k.shared_static as u64 + self.o.dyn_shared as u64);
                 let e = match s {
                     Special::Tid(i) => format!("lid[{i}]"),
                     Special::Ntid(i) => format!("{}u", [bx, by, bz][(*i as usize).min(2)]),
@@ -579,11 +593,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         _ => "(~((1u << (lidx & 31u)) - 1u))".into(),
                     },
                     Special::DynSmem => format!("{}u", self.o.dyn_shared),
-                    Special::TotalSmem => format!(
-                        "{}u",
-                        (self.k.shared_static as u64 + self.o.dyn_shared as u64)
-                            .next_multiple_of(128)
-                    ),
+                    Special::TotalSmem | Special::ReservedSmemBegin => format!("{}u", rsv.0),
+                    Special::ReservedSmemEnd => format!("{}u", rsv.1),
+                    Special::ReservedSmemCap => format!("{}u", rsv.2),
                     Special::Const(v) => {
                         return Ok(format!(
                             "        {}\n",
