@@ -3,7 +3,13 @@
 //! the kernel's rates inlined, the stage combinations, the new state, the
 //! embedded error estimate and its scaled norm, the state kept in registers
 //! from the first stage to the norm. The adaptive driver calls it through
-//! [`vgpu_field::adaptive::OdeRhs::erk_attempt`].
+//! [`vgpu_field::adaptive::OdeRhs::erk_attempt`]. A second function makes
+//! the attempts of [`STEP_LANES`] trajectories at once, their stages
+//! interleaved (one trajectory's step is a chain of dependent operations;
+//! independent chains side by side keep the core busy), called through
+//! [`vgpu_field::adaptive::OdeRhs::erk_attempt_lanes`]. The stage
+//! combinations, the new state and the error terms are computed as
+//! `f32x4`/`f64x2` vectors over the state's components.
 //!
 //! The arithmetic is the driver's own, operation for operation (documented
 //! in `vgpu_field::adaptive::erk` and [`vgpu_field::adaptive::error_norm`]),
