@@ -249,18 +249,17 @@ impl AdaptiveEnsemble {
         let plan = self.plan::<T, D>(tab.order, prob)?;
         let core = ErkCore::<T, S>::new(tab)?;
         rhs.check(prob.n, prob.n_params)?;
-        let span = |i: usize| plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
         if plan.fixed.is_none() && rhs.erk_lanes(core.id) {
             let traj = |i: usize| {
                 let (y0, p) = prob.row::<D>(i);
-                (y0, p, span(i))
+                (y0, p, plan.span(i))
             };
             return self.run_groups::<T, D>(prob, plan.saveat.len(), LANE_GROUP, |i0, e, s, st| {
                 run_lanes(&plan, &core, rhs, traj, i0, e, s, st)
             });
         }
         self.run_all(prob, plan.saveat.len(), |i, y0, p, e, s| {
-            let (t0, t1) = span(i);
+            let (t0, t1) = plan.span(i);
             let stepper = ErkStep::<T, D, S>::new(&core);
             run_one(&plan, stepper, rhs, i, y0, p, t0, t1, e, s)
         })
@@ -335,7 +334,6 @@ impl AdaptiveEnsemble {
                 }
             },
         )?;
-        drop(groups);
         Ok(EnsembleSolution {
             n,
             dim: D,
@@ -630,7 +628,7 @@ fn solve_rosenbrock<T: Real, const D: usize, R: OdeRhs<T, D>>(
     let plan = opts.plan::<T, D>(2, prob)?;
     rhs.check(prob.n, prob.n_params)?;
     opts.run_all(prob, plan.saveat.len(), |i, y0, p, e, s| {
-        let (t0, t1) = plan.spans[if plan.spans.len() == 1 { 0 } else { i }];
+        let (t0, t1) = plan.span(i);
         let stepper = RosenbrockStep::new();
         run_one(&plan, stepper, rhs, i, y0, p, t0, t1, e, s)
     })

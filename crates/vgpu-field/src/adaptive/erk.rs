@@ -243,44 +243,32 @@ impl<T: Real, const D: usize, const S: usize> Stepper<T, D> for ErkStep<'_, T, D
 // The lanes path names each of its lanes (`run_lanes`).
 const _: () = assert!(ERK_LANES == 4);
 
+/// A lane's trajectory in flight, if any.
+type Slot<'a, 'o, T, const D: usize, const S: usize, R> =
+    Option<Flight<'a, 'o, T, D, ErkStep<'a, T, D, S>, R>>;
+
 /// The lane of the trajectory in flight in `slot`, attempting `at`.
 #[inline(always)]
-fn lane<'s, 'a, T: Real, const D: usize, St, R: OdeRhs<T, D>>(
-    slot: &'s mut Option<(usize, Flight<'a, '_, T, D, St, R>)>,
+fn lane<'s, 'a, T: Real, const D: usize, const S: usize, R: OdeRhs<T, D>>(
+    slot: &'s mut Slot<'a, '_, T, D, S, R>,
     at: Pending<T>,
-    tableau: TableauId,
     (atol, rtol): (&'s [T; D], &'s [T; D]),
     y_new: &'s mut [T; D],
-) -> ErkLane<'s, 'a, T, D>
-where
-    St: StagesOf<T, D>,
-{
-    let (_, f) = slot.as_mut().expect("every lane live");
+) -> ErkLane<'s, 'a, T, D> {
+    let f = slot.as_mut().expect("every lane live");
     ErkLane {
         step: ErkAttempt {
-            tableau,
+            tableau: f.stepper.core.id,
             t: f.t,
             h: at.h,
             y: &f.y,
-            k: f.stepper.stages(),
+            k: &mut f.stepper.st.k[..],
             atol,
             rtol,
             y_new,
         },
         traj: &f.cx,
         err: T::ZERO,
-    }
-}
-
-/// A stepper whose stages an [`ErkAttempt`] writes.
-trait StagesOf<T, const D: usize> {
-    fn stages(&mut self) -> &mut [[T; D]];
-}
-
-impl<T: Real, const D: usize, const S: usize> StagesOf<T, D> for ErkStep<'_, T, D, S> {
-    #[inline(always)]
-    fn stages(&mut self) -> &mut [[T; D]] {
-        &mut self.st.k[..]
     }
 }
 
@@ -307,8 +295,6 @@ pub(super) fn run_lanes<'a, T: Real, const D: usize, const S: usize, R: OdeRhs<T
     saved: &mut [T],
     stats: &mut [TrajectoryStats],
 ) {
-    type Slot<'a, 'o, T, const D: usize, const S: usize, R> =
-        Option<(usize, Flight<'a, 'o, T, D, ErkStep<'a, T, D, S>, R>)>;
     let (g, kd) = (stats.len(), plan.saveat.len() * D);
     let mut rest = saved;
     let mut next = 0;
@@ -326,18 +312,16 @@ pub(super) fn run_lanes<'a, T: Real, const D: usize, const S: usize, R: OdeRhs<T
                     let (row, tail) = std::mem::take(&mut rest).split_at_mut(kd);
                     rest = tail;
                     let step = ErkStep::new(core);
-                    *slot = Some((
-                        next,
-                        Flight::new(plan, step, rhs, i0 + next, y0, p, span, row),
-                    ));
+                    *slot = Some(Flight::new(plan, step, rhs, i0 + next, y0, p, span, row));
                     next += 1;
                 }
-                let (_, f) = slot.as_mut().expect("a trajectory in flight");
+                let f = slot.as_mut().expect("a trajectory in flight");
                 if let Some(at) = f.next() {
                     *pd = Some(at);
                     break;
                 }
-                let (j, f) = slot.take().expect("a trajectory in flight");
+                let f = slot.take().expect("a trajectory in flight");
+                let j = f.cx.index - i0;
                 stats[j] = f.end(&mut end[j * D..][..D]);
             }
         }
@@ -345,22 +329,22 @@ pub(super) fn run_lanes<'a, T: Real, const D: usize, const S: usize, R: OdeRhs<T
         if live == 0 {
             break;
         }
-        let tol = slots[0].as_ref().and_then(|(_, f)| f.tol());
+        let tol = slots[0].as_ref().and_then(|f| f.tol());
         if let (ERK_LANES, Some((atol, rtol))) = (live, tol) {
             let mut y_new = [[T::ZERO; D]; ERK_LANES];
             let [a0, a1, a2, a3] = pend.map(|p| p.expect("every lane live"));
             let [y0, y1, y2, y3] = y_new.each_mut();
             let [s0, s1, s2, s3] = slots.each_mut();
             let mut lanes = [
-                lane(s0, a0, core.id, (atol, rtol), y0),
-                lane(s1, a1, core.id, (atol, rtol), y1),
-                lane(s2, a2, core.id, (atol, rtol), y2),
-                lane(s3, a3, core.id, (atol, rtol), y3),
+                lane(s0, a0, (atol, rtol), y0),
+                lane(s1, a1, (atol, rtol), y1),
+                lane(s2, a2, (atol, rtol), y2),
+                lane(s3, a3, (atol, rtol), y3),
             ];
             if rhs.erk_attempt_lanes(&mut lanes) {
                 let errs = lanes.map(|l| l.err);
                 for (l, slot) in slots.iter_mut().enumerate() {
-                    let (_, f) = slot.as_mut().expect("every lane live");
+                    let f = slot.as_mut().expect("every lane live");
                     f.st.evaluations += S as u64 - 1;
                     let at = pend[l].expect("every lane live");
                     f.finish(at, Some((y_new[l], errs[l].to_f64())));
@@ -369,7 +353,7 @@ pub(super) fn run_lanes<'a, T: Real, const D: usize, const S: usize, R: OdeRhs<T
             }
         }
         for (slot, pd) in slots.iter_mut().zip(&pend) {
-            if let (Some((_, f)), Some(at)) = (slot.as_mut(), pd) {
+            if let (Some(f), Some(at)) = (slot.as_mut(), pd) {
                 let tried = f.attempt(at);
                 f.finish(*at, tried);
             }

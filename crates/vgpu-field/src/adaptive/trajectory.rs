@@ -45,6 +45,14 @@ pub(super) struct Plan<T, const D: usize> {
     pub(super) spans: Vec<(T, T)>,
 }
 
+impl<T: Real, const D: usize> Plan<T, D> {
+    /// `(t0, t1)` of trajectory `i` (one span shared by all, or one each).
+    #[inline]
+    pub(super) fn span(&self, i: usize) -> (T, T) {
+        self.spans[if self.spans.len() == 1 { 0 } else { i }]
+    }
+}
+
 /// How one method takes a step of one trajectory; its value holds the
 /// trajectory's stages between the calls of [`run_one`].
 pub(super) trait Stepper<T: Real, const D: usize> {
