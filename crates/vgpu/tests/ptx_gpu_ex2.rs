@@ -12,20 +12,14 @@
 
 mod common;
 
-use common::ptx_gpu::{assert_same_bytes, in_out, line, word, Kernel, Rng, IN_OUT};
+use common::ptx_gpu::{assert_same_bytes, in_out, line, word, Kernel, Rng, F32_SPECIALS, IN_OUT};
 use vgpu::ir::cfg::EX2_NEAR_TIES;
 
 /// `n` inputs (a multiple of 128): the specials, edges and near ties with
 /// their neighbours first, then structured and random words.
 fn inputs(n: usize) -> Vec<u32> {
-    let mut v = vec![
-        0,
-        0x8000_0000,
-        0x7f80_0000,
-        0xff80_0000,
-        0x7fc0_0000,
-        0x7f80_0001,
-        0xffc0_1234,
+    let mut v = F32_SPECIALS.to_vec();
+    v.extend([
         0x0000_0001,
         0x8000_0001,
         0x007f_ffff,
@@ -45,7 +39,7 @@ fn inputs(n: usize) -> Vec<u32> {
         0x3f80_0000,
         0x3f00_0000,
         0xbf00_0000,
-    ];
+    ]);
     for c in EX2_NEAR_TIES.iter().copied().chain([0x3b42_9d37]) {
         v.extend([c - 1, c, c + 1]);
     }

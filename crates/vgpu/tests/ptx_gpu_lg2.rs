@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::ptx_gpu::{assert_same_bytes, in_out, line, word, Kernel, Rng, IN_OUT};
+use common::ptx_gpu::{assert_same_bytes, in_out, line, word, Kernel, Rng, F32_SPECIALS, IN_OUT};
 
 /// The f32 inputs whose f64 log2 lies within 8 f64 ulps of an f32 rounding
 /// boundary (the closest, `0x3ea07ab9`, 3 ulps).
@@ -183,14 +183,8 @@ const HARD: [u32; 162] = [
 /// `n` inputs (a multiple of 128): the specials and [`HARD`] first, then
 /// neighbours of 1, of √2 and of powers of two, subnormals and random words.
 fn inputs(n: usize) -> Vec<u32> {
-    let mut v = vec![
-        0,
-        0x8000_0000,
-        0x7f80_0000,
-        0xff80_0000,
-        0x7fc0_0000,
-        0x7f80_0001,
-        0xffc0_1234,
+    let mut v = F32_SPECIALS.to_vec();
+    v.extend([
         0xbf80_0000,
         0x8000_0001,
         0x0000_0001,
@@ -202,7 +196,7 @@ fn inputs(n: usize) -> Vec<u32> {
         0x3fb5_04f4,
         0x3f35_04f3,
         0x3f35_04f4,
-    ];
+    ]);
     v.extend(HARD);
     let mut r = Rng(0x3c6e_f372_fe94_f82b);
     while v.len() < n {

@@ -32,6 +32,18 @@ pub(crate) fn line(grid: u32, block: u32, shared: u32) -> LaunchConfig {
 }
 
 /// The arguments `Buffer(0), Buffer(1)`: an input and an output.
+/// The f32 specials every exactness test starts from: ±0, ±∞, a quiet NaN,
+/// a signalling NaN and a negative NaN with payload.
+pub(crate) const F32_SPECIALS: [u32; 7] = [
+    0,
+    0x8000_0000,
+    0x7f80_0000,
+    0xff80_0000,
+    0x7fc0_0000,
+    0x7f80_0001,
+    0xffc0_1234,
+];
+
 pub(crate) const IN_OUT: [KernelArg; 2] = [KernelArg::Buffer(0), KernelArg::Buffer(1)];
 
 /// Launches `entry` of `m` on `backend` over `bufs` (a fresh runner, default
