@@ -287,7 +287,25 @@ impl Prepared {
             });
         }
         let wg = unphased_workgroup(cache, k, integ)?;
-        let spec = ensemble_spec(k, integ, limits, wg)?;
+        // SAFETY: the shader `emit_wgsl` writes stays in bounds and terminates
+        // with the bindings and launch words this launch gives it, so wgpu's
+        // own checks (index clamping, a counter in every loop: 6-7 % of the
+        // kernel's time on the H200, docs/BENCHMARKS.md) are not needed:
+        // - its loops count a u32 `step` up to the launch word `steps`;
+        // - `launch` is read at constant indices below `meta_words` +
+        //   `slice_words`, the words written below;
+        // - parameter buffers are read only through `ld{j}`, which reports and
+        //   returns 0 for an index at or past the buffer's length word, the
+        //   length of the buffer `run_ensemble_gpu_with` binds (bindings are
+        //   at least one element; a length over u32::MAX is written u32::MAX);
+        // - `out[local * dim + j]` runs only for `local < ` the slice's count,
+        //   and `out` is bound with count × dim elements (fewer than 2^32:
+        //   storage bindings are at most 4 GiB);
+        // - `fault` is a fixed array of 4 read at constant indices; integer
+        //   division and shifts are total (`idiv_*`, masked shifts).
+        // The spec is built here, not by the public `ensemble_spec`, so that
+        // no caller can dispatch it with other bindings.
+        let spec = unsafe { ensemble_spec(k, integ, limits, wg)?.without_runtime_checks() };
         let steps = integ.steps(&k.name)?;
         if integ.n == 0 || integ.n > u32::MAX as usize {
             return Err(IrError::Launch {
@@ -565,5 +583,35 @@ mod tests {
         });
         assert!(refused.cpu_can_run() && lost.cpu_can_run());
         assert!(!nan.cpu_can_run() && !launch.cpu_can_run());
+    }
+
+    /// The fixed-step shader runs without wgpu's runtime checks (its own
+    /// bounds are the ones that matter: see `Prepared::unphased`), and only
+    /// when built for the launch here: the public spec keeps them.
+    #[test]
+    fn the_fixed_step_launch_alone_drops_the_runtime_checks() {
+        let cache = match KernelCache::new() {
+            Ok(c) => c,
+            Err(e) => {
+                let required = std::env::var("VGPU_REQUIRE_GPU").is_ok_and(|v| v == "1");
+                assert!(!required, "VGPU_REQUIRE_GPU=1 but no GPU: {e}");
+                eprintln!("skipped: no GPU adapter ({e})");
+                return;
+            }
+        };
+        let k = vgpu_ir::compile(
+            "k.field",
+            "field k(a: f32[]) { state x = 1.0; d(x)/dt = a[i] - x; }",
+        )
+        .unwrap();
+        let mut args = Args::new(&k);
+        args.buffer("a", vec![1.0f32; 8]).unwrap();
+        let integ = Integration::new(8, 0.0, 1.0, 0.1);
+        let limits = Limits::default();
+        let p = Prepared::unphased(&cache, &k, &args, &integ, &limits).unwrap();
+        assert!(!p.spec.runtime_checks());
+        assert!(ensemble_spec(&k, &integ, &limits, 64)
+            .unwrap()
+            .runtime_checks());
     }
 }

@@ -169,6 +169,12 @@ impl KernelSpec {
         self
     }
 
+    /// Whether wgpu's runtime checks are on (the default; see
+    /// [`KernelSpec::without_runtime_checks`]).
+    pub fn runtime_checks(&self) -> bool {
+        self.runtime_checks
+    }
+
     fn rehash(&mut self) {
         let wg: Vec<u8> = self
             .workgroup_size
