@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # Issue 16 item 1 and issue 13 on a many-core host (the H200 machine's CPU):
 # the `.field` CPU path against the hand-written loops, whole processes
-# alternating (5 pairs, medians), plus the in-process tables of
+# alternating (PAIRS pairs, default 5; medians), plus the in-process tables of
 # `vgpu bench lorenz` and `vgpu bench adaptive`. Results under $OUT.
-# Usage: bash benchmarks/device/cpu_field.sh [THREADS]   (default: all cores)
+# Usage: [PAIRS=9] bash benchmarks/device/cpu_field.sh [THREADS]   (default: all cores)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source benchmarks/device/env.sh
 V=${VGPU:-target/release/vgpu}
 T=${1:-$(nproc)}
+export PAIRS=${PAIRS:-5}
 pairs() { # label, command A (.field), command B (hand)
   python3 - "$@" <<'PY'
-import subprocess, sys, time, statistics, json
+import os, subprocess, sys, time, statistics, json
 label, a, b = sys.argv[1], sys.argv[2], sys.argv[3]
 ta, tb = [], []
-for _ in range(5):
+for _ in range(int(os.environ['PAIRS'])):
     for cmd, acc in ((a, ta), (b, tb)):
         t = time.perf_counter(); subprocess.run(cmd, shell=True, check=True, stdout=subprocess.DEVNULL); acc.append(time.perf_counter() - t)
 ra = statistics.median(x / y for x, y in zip(tb, ta))

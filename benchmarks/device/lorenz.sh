@@ -11,7 +11,8 @@
 # device + check), set-up (adapter + device) apart, the .npy output, and the
 # process's wall time. At 2^23 the command runs three times in a row (fresh
 # processes: the driver's own shader cache warms). CUDA: kernel time (CUDA events,
-# mean of 20 back-to-back launches) and host in/out with the module loaded.
+# shortest and mean of 20 launches, an event pair each) and host in/out with the
+# module loaded.
 #
 # Run through the device tool from the repository root, carrying
 #   [".gl", "target/release/vgpu"]

@@ -5,7 +5,7 @@ use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use vgpu::dispatch::Backend;
 use vgpu::ir::{compile, Args, Buffer, Integration, Kernel, Method, Par, ScalarType, Value};
 use vgpu::{Dispatcher, EnsembleJob, EnsembleRun};
@@ -153,17 +153,20 @@ fn buffer<'py>(
         }
     }
     let flat = np.call_method1("ascontiguousarray", (arr.call_method0("ravel")?, target))?;
-    fn read<T: numpy::Element + Copy>(flat: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
+    // One copy, straight into the buffer's shared allocation (`ascontiguousarray`
+    // made the array contiguous, so `as_slice` holds).
+    fn read<T: numpy::Element + Copy>(flat: &Bound<'_, PyAny>) -> PyResult<Arc<[T]>> {
         let a: PyReadonlyArray1<'_, T> = flat.extract()?;
-        Ok(a.as_slice()
-            .map(|s| s.to_vec())
-            .unwrap_or_else(|_| a.to_vec().unwrap_or_default()))
+        Ok(match a.as_slice() {
+            Ok(s) => Arc::from(s),
+            Err(_) => Arc::from(a.to_vec()?),
+        })
     }
     Ok(match ty {
-        ScalarType::F32 => Buffer::from(read::<f32>(&flat)?),
-        ScalarType::F64 => Buffer::from(read::<f64>(&flat)?),
-        ScalarType::I32 => Buffer::from(read::<i32>(&flat)?),
-        _ => Buffer::from(read::<u32>(&flat)?),
+        ScalarType::F32 => Buffer::F32(read(&flat)?),
+        ScalarType::F64 => Buffer::F64(read(&flat)?),
+        ScalarType::I32 => Buffer::I32(read(&flat)?),
+        _ => Buffer::U32(read(&flat)?),
     })
 }
 
@@ -220,17 +223,58 @@ pub(crate) fn prepare(
     })
 }
 
-/// A buffer as a numpy array of the given shape.
+/// The owner of a result's memory while numpy arrays view it: the base
+/// object of the arrays [`buffer_to_numpy`] returns without a copy.
+#[pyclass(frozen)]
+struct ResultMemory {
+    /// Held, never read: dropping it frees the memory numpy views.
+    _buffer: Buffer,
+}
+
+/// A buffer as a numpy array of the given shape. A buffer nothing else holds
+/// (a run's results) becomes the array's memory as it is, without a copy (an
+/// ensemble's 2^23 × 3 endpoints are 100 MB); a shared one is copied.
 pub(crate) fn buffer_to_numpy(py: Python<'_>, b: Buffer, shape: &[usize]) -> PyResult<Py<PyAny>> {
-    fn arr<T: numpy::Element>(py: Python<'_>, v: Vec<T>, shape: &[usize]) -> PyResult<Py<PyAny>> {
-        let a = v.into_pyarray(py);
-        Ok(a.reshape(shape)?.into_any().unbind())
+    fn arr<T: numpy::Element + Clone>(
+        py: Python<'_>,
+        mut data: Arc<[T]>,
+        shape: &[usize],
+        wrap: fn(Arc<[T]>) -> Buffer,
+    ) -> PyResult<Py<PyAny>> {
+        if shape.iter().product::<usize>() != data.len() {
+            return Err(vgpu_error(format!(
+                "a result of {} values cannot have the shape {shape:?}",
+                data.len()
+            )));
+        }
+        let Some(unique) = Arc::get_mut(&mut data) else {
+            let a = data.to_vec().into_pyarray(py);
+            return Ok(a.reshape(shape)?.into_any().unbind());
+        };
+        let ptr = unique.as_mut_ptr();
+        // Moving the Arc moves no data: `ptr` stays valid while the owner lives.
+        let owner = Bound::new(
+            py,
+            ResultMemory {
+                _buffer: wrap(data),
+            },
+        )?;
+        // SAFETY: `ptr` points to the product of `shape` elements (checked
+        // above), held by the owner's Arc alone, which is never read, written
+        // or reallocated from Rust again; the owner becomes the array's base
+        // object, so the memory lives as long as the array (and its views).
+        let a = unsafe {
+            let view =
+                numpy::ndarray::ArrayViewMut::from_shape_ptr(numpy::ndarray::IxDyn(shape), ptr);
+            numpy::PyArrayDyn::<T>::borrow_from_array(&view, owner.into_any())
+        };
+        Ok(a.into_any().unbind())
     }
     match b {
-        Buffer::F32(v) => arr(py, v.to_vec(), shape),
-        Buffer::F64(v) => arr(py, v.to_vec(), shape),
-        Buffer::I32(v) => arr(py, v.to_vec(), shape),
-        Buffer::U32(v) => arr(py, v.to_vec(), shape),
+        Buffer::F32(v) => arr(py, v, shape, Buffer::F32),
+        Buffer::F64(v) => arr(py, v, shape, Buffer::F64),
+        Buffer::I32(v) => arr(py, v, shape, Buffer::I32),
+        Buffer::U32(v) => arr(py, v, shape, Buffer::U32),
     }
 }
 

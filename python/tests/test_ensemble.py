@@ -83,6 +83,36 @@ def test_scale_is_bit_exact():
     assert np.array_equal(y[:, 0], np.float32(-1.75) * x)
 
 
+def test_results_are_numpy_owned_memory_without_a_copy():
+    """The endpoints become the array's memory as computed (no copy): the array
+    views memory owned by its base object, stays valid after everything else of
+    the run is gone, and is an ordinary writable array."""
+    import gc
+
+    x = np.arange(6000, dtype=np.float32)
+
+    def run():
+        return vgpu.VGPU().ensemble(
+            EXAMPLES / "scale.field", n=6000, t=(0, 1), dt=1, method="euler",
+            params={"a": 2.0, "x": x}, backend="cpu",
+        )
+
+    y = run()
+    assert type(y.base).__name__ == "ResultMemory"
+    assert y.shape == (6000, 1) and y.dtype == np.float32 and y.flags.c_contiguous
+    assert y.flags.writeable and y.flags.owndata is False
+    gc.collect()
+    z = run()  # a second run must not reuse or free the first one's memory
+    del z
+    gc.collect()
+    assert np.array_equal(y[:, 0], 2.0 * x)
+    y[0, 0] = -1.0
+    view = y[1:]
+    del y
+    gc.collect()
+    assert np.array_equal(view[:, 0], 2.0 * x[1:])  # the view keeps the memory alive
+
+
 def test_matmul_field_equals_the_sequential_loop():
     rng = np.random.default_rng(0)
     m, k, cols = 6, 9, 5
@@ -253,6 +283,8 @@ def test_gpu_backend_agrees_with_cpu(require_gpu):
     gpu = v.ensemble(EXAMPLES / "lorenz.field", backend="gpu", **kw)
     cpu = v.ensemble(EXAMPLES / "lorenz.field", backend="cpu", **kw)
     assert gpu.shape == cpu.shape == (n, 3) and gpu.dtype == np.float32
+    # The download is the array's memory (no copy on the way to numpy).
+    assert type(gpu.base).__name__ == "ResultMemory"
     # Same arithmetic up to the GPU compiler's fma contraction: f32 rounding only.
     np.testing.assert_allclose(gpu, cpu, rtol=0, atol=1e-4)
     # Phased kernels run on the GPU too, with either integrator.
