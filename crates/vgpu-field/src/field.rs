@@ -190,6 +190,18 @@ pub trait BlockField<T: Real>: Sync {
     /// Fresh scratch for blocks of `lanes` trajectories.
     fn scratch(&self, lanes: usize) -> Self::Scratch;
 
+    /// Whether evaluating the field does nothing but write `dh` apart from
+    /// what the launch alone decides: no fault, panic or record whose
+    /// occurrence depends on the states or the time (an index computed from
+    /// them, say). Then steps run past the one where a state became NaN or
+    /// infinite change nothing the launch reports, and the executor checks
+    /// for non-finite states once per stride of steps (replaying a stride
+    /// that ends non-finite step by step) instead of after every step. The
+    /// default, `false`, checks every step.
+    fn faults_ignore_state(&self) -> bool {
+        false
+    }
+
     /// Checks the parameters against the launch (buffer lengths against the
     /// index space), before anything runs.
     ///

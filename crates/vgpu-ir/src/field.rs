@@ -7,7 +7,7 @@ use crate::error::IrError;
 pub use crate::eval::IrFloat;
 use crate::eval::{self, Dims, Fault, Frame, Io, Plan, Pools, Program, Resolved, Src, CHUNK};
 use crate::jit::{Engine, NotCompilable};
-use crate::kernel::{Kernel, Update, Variance};
+use crate::kernel::{Kernel, Node, Update, Variance};
 use crate::slice::Slice;
 use crate::types::Value;
 use std::sync::Mutex;
@@ -40,6 +40,10 @@ pub struct IrField<'a> {
     fallback: Option<NotCompilable>,
     gdim: u32,
     total: u32,
+    /// Whether every buffer read's index is fixed for the launch (no read
+    /// whose index follows the state or the time): then which reads fault
+    /// does not depend on the states ([`BlockField::faults_ignore_state`]).
+    fixed_reads: bool,
 }
 
 /// Per-worker memory of an [`IrField`]: the columns of one block, the fused
@@ -131,6 +135,9 @@ impl<'a> IrField<'a> {
             });
         }
         let plan = Plan::build(&prog, &rates, k.float_type());
+        let fixed_reads = reach.iter().all(|n| {
+            !matches!(k.nodes[n.index()], Node::Load { .. }) || var[n.index()] != Variance::Varying
+        });
         Ok(IrField {
             k,
             args,
@@ -148,6 +155,7 @@ impl<'a> IrField<'a> {
             fallback: None,
             gdim,
             total: slice.total as u32,
+            fixed_reads,
         })
     }
 
@@ -233,6 +241,12 @@ impl<T: IrFloat> BlockField<T> for IrField<'_> {
 
     fn dim(&self) -> usize {
         self.k.states.len()
+    }
+
+    /// Reads fault by trajectory and site alone when no read's index varies
+    /// in time or with the state (`rho[i]`, `a[0]`); `x[int(h)]` does not.
+    fn faults_ignore_state(&self) -> bool {
+        self.fixed_reads
     }
 
     fn scratch(&self, lanes: usize) -> IrScratch<T> {

@@ -2,7 +2,10 @@
 //! errors name the variable; launch errors name the parameter, buffer,
 //! trajectory or state.
 
-use vgpu_ir::{compile, run_cpu, Args, Buffer, Integration, IrError, Method, Value};
+use vgpu_ir::{
+    compile, run_cpu, run_cpu_on, Args, Buffer, Engine, Integration, IrError, IrField, Limits,
+    Method, Value,
+};
 
 fn err(src: &str) -> String {
     compile("k.field", src).unwrap_err().to_string()
@@ -145,6 +148,35 @@ fn nan_states_are_reported_with_their_name() {
         "{e}"
     );
     assert!(e.to_string().contains("state `y` of trajectory 2"), "{e}");
+}
+
+/// A state that turns infinite is reported at that step even when the next
+/// step would read out of bounds at an index computed from it: the read's
+/// fault depends on the state, so the executor checks after every step (and
+/// `faults_ignore_state` says so), where `rho[i]`-style reads let it check
+/// once per stride.
+#[test]
+fn a_blow_up_is_reported_before_the_read_it_would_cause() {
+    use vgpu_field::BlockField;
+    let src = "field k(a: f32[]) { state x = 1.0, y = 0.0; d(x)/dt = x * x * 1e30; d(y)/dt = a[select(x < 1e38, 0u, 9u)]; }";
+    let k = compile("k.field", src).unwrap();
+    let mut args = Args::new(&k);
+    args.buffer("a", vec![1.0f32; 8]).unwrap();
+    let integ = Integration::new(4, 0.0, 1.0, 0.01).method(Method::Euler);
+    for engine in [Engine::Eval, Engine::Jit] {
+        let e = run_cpu_on(&k, &args, &integ, &Limits::default(), engine).unwrap_err();
+        assert!(
+            matches!(&e, IrError::NonFinite { state, .. } if state == "x"),
+            "{engine:?}: {e}"
+        );
+    }
+    let field = IrField::new(&k, &args, 4, 4, 1).unwrap();
+    assert!(!BlockField::<f32>::faults_ignore_state(&field));
+    let l = lorenz();
+    let mut la = Args::new(&l);
+    la.buffer("rho", vec![1.0f32; 4]).unwrap();
+    let field = IrField::new(&l, &la, 4, 4, 1).unwrap();
+    assert!(BlockField::<f32>::faults_ignore_state(&field));
 }
 
 #[test]
