@@ -3,11 +3,12 @@
 //! buffer ([`GlobalLayout`]), the launch's limits checked against the
 //! adapter's before anything is dispatched, the WGSL compiled once per
 //! (source, block shape, dynamic shared memory, checks, features) through the
-//! [`KernelCache`], one dispatch (a grid over the adapter's workgroups per
+//! [`KernelCache`] (the WGSL differs where f32 `fma` is the device's own,
+//! fused one: [`crate::fma_probe`]), one dispatch (a grid over the adapter's workgroups per
 //! dimension folded into two dimensions), the fault record read back.
 
-use crate::{Binding, GpuError, KernelCache, KernelSpec};
-use vgpu_ir::cfg::{reserved_smem, CfgKernel};
+use crate::{Binding, FmaF32Path, GpuError, KernelCache, KernelSpec};
+use vgpu_ir::cfg::{reserved_smem, CfgKernel, Inst, TernOp};
 use vgpu_ir::wgsl::cfg::{
     emit_cfg_wgsl, fault, meta, warp_exchange_bytes, CfgWgslOptions, GLOBAL_BASE,
 };
@@ -89,6 +90,8 @@ pub struct CfgLaunch<'a> {
     /// After the launch, also time this many dispatches of the kernel alone
     /// (on the state the launch left; nothing more is read back). 0: none.
     pub time_iterations: u32,
+    /// How `fma.rn.f32` runs: the device's fused `fma` or the f64 emulation.
+    pub fma_f32: FmaF32Path,
 }
 
 /// The first fault a checked launch recorded.
@@ -115,6 +118,9 @@ pub struct CfgRun {
     pub compiled: bool,
     /// Seconds per dispatch of the kernel alone, when timing was asked.
     pub kernel_seconds: Option<f64>,
+    /// How the kernel's f32 fma ran: `Some(true)` the device's own `fma`,
+    /// `Some(false)` the exact f64 emulation, `None` it has none.
+    pub native_fma_f32: Option<bool>,
 }
 
 fn launch_err(k: &CfgKernel, msg: String) -> GpuError {
@@ -246,12 +252,22 @@ pub fn run_cfg_kernel(
     let gmem_len = layout.total.max(4).next_multiple_of(4);
     check_limits(k, launch, ctx.limits(), gmem_len)?;
     let (dispatch, folded) = dispatch_shape(k, launch.grid, ctx.limits())?;
+    let has_fma = k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
+        matches!(
+            s.inst,
+            Inst::Tern {
+                op: TernOp::FmaF32 { .. },
+                ..
+            }
+        )
+    });
     let opts = CfgWgslOptions {
         block: launch.block,
         dyn_shared: launch.dyn_shared,
         checked: launch.checked,
         f64: ctx.has_f64(),
         int64: ctx.has_int64(),
+        native_fma_f32: has_fma && launch.fma_f32.native(ctx)?,
     };
     let wgsl = emit_cfg_wgsl(k, &opts).map_err(|e| launch_err(k, e.to_string()))?;
     let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
@@ -322,6 +338,7 @@ pub fn run_cfg_kernel(
             }),
             compiled,
             kernel_seconds,
+            native_fma_f32: has_fma.then_some(opts.native_fma_f32),
         });
     }
     for (b, &a) in buffers.iter_mut().zip(&layout.buffer_addrs) {
@@ -333,5 +350,6 @@ pub fn run_cfg_kernel(
         fault: None,
         compiled,
         kernel_seconds,
+        native_fma_f32: has_fma.then_some(opts.native_fma_f32),
     })
 }

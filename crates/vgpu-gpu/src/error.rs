@@ -130,6 +130,12 @@ pub enum GpuError {
         /// What is wrong, with the limit or instruction named.
         msg: String,
     },
+    /// `VGPU_PTX_EXACT_FMA` holds none of its values.
+    #[error("VGPU_PTX_EXACT_FMA={value:?}: expected one of auto, emulate, native")]
+    BadFmaEnv {
+        /// The value found.
+        value: String,
+    },
     /// A fused kernel's IR could not be built or run (its generated code, not
     /// the caller's data: a VGPU bug).
     #[error("fused kernel {op}: {message}")]

@@ -11,6 +11,8 @@
 //!   `VGPU_BACKEND=auto|gpu|cpu` ([`BackendChoice`]); and the [`fused`] kernels
 //!   generated from the IR: `relu`, `bias_add`, row-wise `softmax` and
 //!   `matmul_bias_relu` (the IR's epilogue spliced into the matmul's store).
+//! * [`cfg_kernel`]: compiled PTX's control-flow kernels, their f32 fma on the
+//!   device's own `fma` where [`fma_probe`] found it fused.
 #![deny(missing_docs)]
 
 pub mod adaptive;
@@ -18,6 +20,7 @@ mod backend;
 pub mod cfg_kernel;
 pub mod ensemble;
 mod error;
+pub mod fma_probe;
 pub mod fused;
 mod hash;
 pub mod kernel_cache;
@@ -34,6 +37,7 @@ pub use ensemble::{
     run_ensemble_gpu, run_ensemble_gpu_with, EnsembleError, GpuEnsemble, GpuPhases,
 };
 pub use error::GpuError;
+pub use fma_probe::{fma_f32_fused, probe_fma_f32, FmaF32Path, FmaProbe};
 pub use kernel_cache::{Binding, KernelCache, KernelKey, KernelSpec, RunTiming};
 pub use matmul::tile::Tile;
 pub use matmul::{check_shapes, matmul_cpu};

@@ -51,6 +51,8 @@ pub struct GpuContext {
     init_time: Duration,
     features: wgpu::Features,
     pipeline_cache: Option<DiskPipelineCache>,
+    /// Whether WGSL's f32 `fma` is fused here ([`crate::fma_probe`]), once probed.
+    pub(crate) fma_f32_fused: OnceLock<bool>,
 }
 
 impl fmt::Debug for GpuContext {
@@ -168,6 +170,7 @@ impl GpuContext {
         ]);
         let pipeline_cache = DiskPipelineCache::open(&device, &info, features);
         Ok(GpuContext {
+            fma_f32_fused: OnceLock::new(),
             pipeline_cache,
             device,
             queue,

@@ -315,6 +315,7 @@ fn every_operation_validates_checked_and_unchecked() {
             checked,
             f64: true,
             int64: true,
+            native_fma_f32: false,
         };
         validate(&emit_cfg_wgsl(&k, &o).unwrap(), true);
     }
@@ -329,6 +330,7 @@ fn f32_exact_operations_need_f64_and_name_the_line() {
         checked: true,
         f64: false,
         int64: false,
+        native_fma_f32: false,
     };
     let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("line 7") && e.contains("SHADER_F64"), "{e}");
@@ -343,6 +345,7 @@ fn f64_registers_need_int64_and_name_the_line() {
         checked: true,
         f64: true,
         int64: false,
+        native_fma_f32: false,
     };
     let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("line 11") && e.contains("SHADER_INT64"), "{e}");
@@ -358,7 +361,67 @@ fn malformed_kernels_are_refused() {
         checked: true,
         f64: true,
         int64: true,
+        native_fma_f32: false,
     };
     let e = emit_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("block 99 out of range"), "{e}");
+}
+
+/// One `fma.rn.f32` with both negations: `d = -(a b) - c`.
+fn one_fma() -> CfgKernel {
+    use Val::Reg as R;
+    CfgKernel {
+        name: "one_fma".into(),
+        regs: vec![RegTy::B32; 4],
+        blocks: vec![Block {
+            stmts: vec![st(Inst::Tern {
+                op: TernOp::FmaF32 {
+                    neg_ab: true,
+                    neg_c: true,
+                },
+                d: 3,
+                a: R(0),
+                b: R(1),
+                c: R(2),
+            })],
+            term: Term::Return,
+        }],
+        param_bytes: 0,
+        shared_static: 0,
+        local_bytes: 0,
+        globals: vec![],
+    }
+}
+
+#[test]
+fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
+    let k = one_fma();
+    let mut o = CfgWgslOptions {
+        block: [32, 1, 1],
+        dyn_shared: 0,
+        checked: true,
+        f64: false,
+        int64: false,
+        native_fma_f32: true,
+    };
+    check_cfg_wgsl(&k, &o).unwrap();
+    let native = emit_cfg_wgsl(&k, &o).unwrap();
+    validate(&native, false);
+    assert!(
+        native.contains("bitcast<u32>(fma(f(r0 ^ 0x80000000u), f(r1), f(r2 ^ 0x80000000u)))"),
+        "{native}"
+    );
+    assert!(!native.contains("fma_f32"), "{native}");
+    // Off: the f64 emulation, which needs SHADER_F64.
+    o.native_fma_f32 = false;
+    let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
+    assert!(e.contains("line 7") && e.contains("SHADER_F64"), "{e}");
+    o.f64 = true;
+    let emulated = emit_cfg_wgsl(&k, &o).unwrap();
+    validate(&emulated, true);
+    assert!(
+        emulated.contains("fma_f32(r0 ^ 0x80000000u, r1, r2 ^ 0x80000000u)"),
+        "{emulated}"
+    );
+    assert!(!emulated.contains("(fma("), "{emulated}");
 }

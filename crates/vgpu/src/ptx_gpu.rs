@@ -6,7 +6,7 @@
 //! falls back: what cannot run there is an error naming the instruction and
 //! its PTX line, or the adapter limit.
 
-use vgpu_gpu::{run_cfg_kernel, CfgFault, CfgLaunch, GlobalLayout, KernelCache};
+use vgpu_gpu::{run_cfg_kernel, CfgFault, CfgLaunch, FmaF32Path, GlobalLayout, KernelCache};
 use vgpu_ir::wgsl::cfg::fault;
 use vgpu_ptx::{
     ExecOptions, Fault, FaultClass, KernelArg, LaunchConfig, LaunchStats, Module, PtxError,
@@ -31,6 +31,12 @@ pub struct PtxRunner {
     pub time_iterations: u32,
     /// Seconds per dispatch of the last timed kernel.
     pub kernel_seconds: Option<f64>,
+    /// GPU: how `fma.rn.f32` runs (default: `VGPU_PTX_EXACT_FMA`, else the
+    /// device's fused `fma` where vgpu-gpu's probe found it fused).
+    pub fma_f32: FmaF32Path,
+    /// How the last GPU kernel with an f32 fma ran it: `Some(true)` the
+    /// device's `fma`, `Some(false)` the exact f64 emulation.
+    pub native_fma_f32: Option<bool>,
 }
 
 fn gpu_err(entry: &str, msg: String) -> PtxError {
@@ -62,6 +68,8 @@ impl PtxRunner {
             fallbacks: Vec::new(),
             time_iterations: 0,
             kernel_seconds: None,
+            fma_f32: FmaF32Path::Auto,
+            native_fma_f32: None,
         }
     }
 
@@ -147,12 +155,14 @@ impl PtxRunner {
             // so the count cannot wrap).
             watchdog: opts.watchdog.min(i32::MAX as u64) as u32,
             time_iterations: self.time_iterations,
+            fma_f32: self.fma_f32,
         };
         let run = run_cfg_kernel(cache, &ck, &layout, &launch, bufs)
             .map_err(|e| gpu_err(entry, e.to_string()))?;
         self.gpu_launches += 1;
         self.gpu_compiles += run.compiled as u64;
         self.kernel_seconds = run.kernel_seconds.or(self.kernel_seconds);
+        self.native_fma_f32 = run.native_fma_f32.or(self.native_fma_f32);
         if let Some(f) = run.fault {
             let CfgFault {
                 class,

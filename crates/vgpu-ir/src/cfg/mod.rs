@@ -347,12 +347,18 @@ impl CfgKernel {
     }
 
     /// Whether any operation computes in `f64` (the adapter needs `SHADER_F64`
-    /// for the WGSL form), with the first such statement's line.
-    pub fn f64_line(&self) -> Option<u32> {
+    /// for the WGSL form), with the first such statement's line. With
+    /// `native_fma_f32` the f32 fma is the adapter's own fused `fma` and needs
+    /// no f64.
+    pub fn f64_line(&self, native_fma_f32: bool) -> Option<u32> {
         self.blocks.iter().flat_map(|b| &b.stmts).find_map(|s| {
             let uses = match &s.inst {
                 Inst::Un { op, .. } => op.uses_f64(),
                 Inst::Bin { op, .. } => op.uses_f64(),
+                Inst::Tern {
+                    op: TernOp::FmaF32 { .. },
+                    ..
+                } => !native_fma_f32,
                 Inst::Tern { op, .. } => op.uses_f64(),
                 Inst::Cvt { op, .. } => matches!(op, CvtOp::F64(_)),
                 _ => false,

@@ -405,6 +405,14 @@ fn report_backend(r: &PtxRunner) {
     for f in &r.fallbacks {
         println!("  fallback: {f}");
     }
+    if let Some(native) = r.native_fma_f32 {
+        let how = if native {
+            "native (the device's fma, fused)"
+        } else {
+            "emulated (exact, in f64)"
+        };
+        println!("fma_f32 {how}");
+    }
     if let Some(t) = r.kernel_seconds {
         println!("kernel_seconds {t:e}");
         println!("compile_seconds {:e}", r.compile_seconds());

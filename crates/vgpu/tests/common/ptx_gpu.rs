@@ -3,6 +3,7 @@
 //! path, and the word-by-word comparison of what the two wrote.
 
 use std::path::Path;
+use vgpu::gpu::FmaF32Path;
 use vgpu::ptx::{ExecOptions, KernelArg, LaunchConfig, Module};
 use vgpu::ptx_gpu::PtxRunner;
 use vgpu::BackendChoice;
@@ -47,18 +48,22 @@ pub(crate) const F32_SPECIALS: [u32; 7] = [
 pub(crate) const IN_OUT: [KernelArg; 2] = [KernelArg::Buffer(0), KernelArg::Buffer(1)];
 
 /// Launches `entry` of `m` on `backend` over `bufs` (a fresh runner, default
-/// options); panics naming the backend when the launch fails, and prints how
-/// long it took (a GPU launch of a new shape includes its shader compile).
+/// options but `fma` for the GPU's f32 fma); panics naming the backend when
+/// the launch fails, and prints how long it took (a GPU launch of a new shape
+/// includes its shader compile). Returns the runner.
 fn launch(
     backend: BackendChoice,
+    fma: FmaF32Path,
     m: &Module,
     entry: &str,
     cfg: &LaunchConfig,
     args: &[KernelArg],
     bufs: &mut [Vec<u8>],
-) {
+) -> PtxRunner {
     let t = std::time::Instant::now();
-    PtxRunner::new(backend, true)
+    let mut runner = PtxRunner::new(backend, true);
+    runner.fma_f32 = fma;
+    runner
         .launch(m, entry, cfg, args, bufs, &ExecOptions::default())
         .unwrap_or_else(|e| panic!("{backend:?}: {e}"));
     eprintln!(
@@ -67,6 +72,7 @@ fn launch(
         cfg.block,
         t.elapsed().as_secs_f64()
     );
+    runner
 }
 
 /// A kernel of `tests/kernels/`: the file `ENTRY.ptx` and its entry `ENTRY`.
@@ -115,13 +121,28 @@ impl Kernel {
         bufs: &[Vec<u8>],
         out: usize,
     ) -> (Vec<u8>, Vec<u8>) {
+        let (cpu, gpu, _) = self.on_both_fma(FmaF32Path::Auto, cfg, args, bufs, out);
+        (cpu, gpu)
+    }
+
+    /// [`Kernel::on_both`] with the GPU's f32 fma run as `fma` says; also
+    /// returns how the GPU ran it (the runner's `native_fma_f32`).
+    pub(crate) fn on_both_fma(
+        &self,
+        fma: FmaF32Path,
+        cfg: &LaunchConfig,
+        args: &[KernelArg],
+        bufs: &[Vec<u8>],
+        out: usize,
+    ) -> (Vec<u8>, Vec<u8>, Option<bool>) {
         let go = |backend| {
             let mut b = bufs.to_vec();
-            launch(backend, &self.module, self.entry, cfg, args, &mut b);
-            b.swap_remove(out)
+            let r = launch(backend, fma, &self.module, self.entry, cfg, args, &mut b);
+            (b.swap_remove(out), r.native_fma_f32)
         };
-        let cpu = go(BackendChoice::Cpu);
-        (cpu, go(BackendChoice::Gpu))
+        let (cpu, _) = go(BackendChoice::Cpu);
+        let (gpu, native) = go(BackendChoice::Gpu);
+        (cpu, gpu, native)
     }
 }
 

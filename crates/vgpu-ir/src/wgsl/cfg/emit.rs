@@ -102,7 +102,7 @@ impl KernelWriter<'_> {
         if k.blocks.iter().flat_map(|b| &b.stmts).any(exp2::uses) {
             out.push_str(&exp2::ex2_prelude());
         }
-        if o.f64 && k.f64_line().is_some() {
+        if o.f64 && k.f64_line(o.native_fma_f32).is_some() {
             out.push_str(F64_PRELUDE);
         }
         if o.f64 && o.int64 && k.f64_reg_line().is_some() {
@@ -805,10 +805,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             TernOp::FmaF32 { neg_ab, neg_c } => {
                 let na = if neg_ab { " ^ 0x80000000u" } else { "" };
                 let nc = if neg_c { " ^ 0x80000000u" } else { "" };
-                (
-                    format!("fma_f32({a32}{na}, {b32}, {c32}{nc})"),
-                    ExprWidth::B32,
-                )
+                let e = if self.o.native_fma_f32 {
+                    format!("bitcast<u32>(fma(f({a32}{na}), f({b32}), f({c32}{nc})))")
+                } else {
+                    format!("fma_f32({a32}{na}, {b32}, {c32}{nc})")
+                };
+                (e, ExprWidth::B32)
             }
             TernOp::MadLo(bits) if bits > 32 => (
                 format!(

@@ -109,6 +109,11 @@ pub struct CfgWgslOptions {
     /// The adapter has `SHADER_INT64` (with `f64`: f64 registers, whose bits
     /// move through `u64`).
     pub int64: bool,
+    /// The adapter's WGSL `fma` on f32 is fused (one rounding, as a probe of
+    /// the device found: vgpu-gpu's `fma_probe`): `fma.rn.f32` (and `mad.rn`,
+    /// contracted `mul`+`add`) becomes that `fma` instead of the exact f64
+    /// emulation `fma_f32`, and needs no `SHADER_F64`. Off: the emulation.
+    pub native_fma_f32: bool,
 }
 
 /// Whether `k` can become WGSL under `o`, and why not (the first statement it
@@ -120,7 +125,7 @@ pub fn check_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<(), IrError> 
         reason,
     };
     k.validate().map_err(refuse)?;
-    if let Some(line) = k.f64_line().filter(|_| !o.f64) {
+    if let Some(line) = k.f64_line(o.native_fma_f32).filter(|_| !o.f64) {
         return Err(refuse(format!(
             "line {line}: a correctly rounded f32 division, square root, reciprocal or fma needs an adapter with SHADER_F64, which this one lacks"
         )));
