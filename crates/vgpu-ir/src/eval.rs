@@ -267,40 +267,6 @@ impl Program {
     }
 }
 
-/// One element of a shared sub-field's storage in a block.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum SharedCol {
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    Int(Vec<u32>),
-    Bool(Vec<bool>),
-}
-
-impl SharedCol {
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            SharedCol::F32(v) => v.len(),
-            SharedCol::F64(v) => v.len(),
-            SharedCol::Int(v) => v.len(),
-            SharedCol::Bool(v) => v.len(),
-        }
-    }
-    pub(crate) fn get(&self, i: usize, ty: ScalarType) -> Value {
-        match self {
-            SharedCol::F32(v) => Value::F32(v[i]),
-            SharedCol::F64(v) => Value::F64(v[i]),
-            SharedCol::Int(v) => {
-                if ty == ScalarType::I32 {
-                    Value::I32(v[i] as i32)
-                } else {
-                    Value::U32(v[i])
-                }
-            }
-            SharedCol::Bool(v) => Value::Bool(v[i]),
-        }
-    }
-}
-
 /// Everything a block evaluation reads.
 #[allow(dead_code)] // `k` and `bdim` document the frame; faults use them via the caller.
 pub(crate) struct Frame<'a> {
@@ -314,7 +280,7 @@ pub(crate) struct Frame<'a> {
     pub h: StateCols<'a>,
     pub h0: StateCols<'a>,
     pub t: Value,
-    pub shared: &'a [SharedCol],
+    pub shared: Option<vgpu_field::phase::SharedView<'a>>,
     /// Lanes at or past this one are padding: their global index is clamped to
     /// the last real trajectory.
     pub last: usize,
@@ -516,14 +482,17 @@ fn exec(ins: &Instr, pools: &mut Pools, fr: &Frame<'_>, fault: &mut Option<Fault
             );
         }
         Op::SharedLoad { shared, site } => {
-            let s = &fr.shared[shared as usize];
+            let s = fr
+                .shared
+                .expect("shared loads are compiled for phased stages only")
+                .array(shared as usize);
             let at = |l| index_of(read(ins.a, ins.ty, l));
             let place = (site, true, shared);
             gather(
                 n,
                 s.len(),
                 at,
-                |i| s.get(i, ins.rty),
+                |i| s.get(i),
                 ins.rty,
                 place,
                 &mut out,

@@ -310,7 +310,7 @@ impl IrField<'_> {
             h: T::cols(h),
             h0: T::cols(h0),
             t: Value::F64(t.to_f64()).cast(T::TYPE),
-            shared: &[],
+            shared: None,
             last: active,
         };
         let mut fault = None;

@@ -9,7 +9,7 @@
 
 use crate::args::{Args, Buffer};
 use crate::error::IrError;
-use crate::eval::{self, Dims, Frame, Pools, Program, SharedCol, Src};
+use crate::eval::{self, Dims, Frame, Pools, Program, Src};
 use crate::field::IrFloat;
 use crate::kernel::{Kernel, NodeId, Phase, Update};
 use crate::limits::Limits;
@@ -17,8 +17,7 @@ use crate::slice::Slice;
 use crate::types::{ScalarType, Value};
 use std::sync::Mutex;
 use vgpu_field::phase::{
-    FlowKernel, FlowPhase, FluxBuffer, RegisterUpdate, SharedDecl, SharedSlice, StageAt, StageIn,
-    StageOut,
+    FlowKernel, FlowPhase, FluxBuffer, RegisterUpdate, SharedDecl, StageAt, StageIn, StageOut,
 };
 use vgpu_field::{BlockCtx, FieldError};
 
@@ -45,13 +44,13 @@ pub(crate) struct IrPhased<'a> {
     fault: Mutex<Option<(usize, IrError)>>,
 }
 
-/// Per-worker memory: the columns of the current segment and block, the shared
-/// arrays as the evaluator reads them, and the step's emissions.
+/// Per-worker memory: the columns of the current segment and block and the
+/// step's emissions (the evaluator reads the shared arrays where the executor
+/// keeps them).
 pub(crate) struct PhasedScratch {
     pools: Pools,
     /// The (block, segment) whose per-lane nodes `pools` holds.
     key: Option<(usize, usize)>,
-    cols: Vec<SharedCol>,
     /// Emissions of the step: (emit statement, lane, index), from its first stage.
     slots: Vec<(usize, usize, usize)>,
 }
@@ -344,19 +343,6 @@ fn column<T: IrFloat>(src: Src, pools: &Pools, h: &[T], h0: &[T], t: T, out: &mu
     }
 }
 
-/// Copies the stage's shared arrays into the evaluator's columns.
-fn load_shared(cols: &mut [SharedCol], view: &vgpu_field::phase::SharedView<'_>) {
-    for (a, col) in cols.iter_mut().enumerate() {
-        match (view.array(a), col) {
-            (SharedSlice::F32(s), SharedCol::F32(c)) => c.copy_from_slice(s),
-            (SharedSlice::F64(s), SharedCol::F64(c)) => c.copy_from_slice(s),
-            (SharedSlice::I32(s) | SharedSlice::U32(s), SharedCol::Int(c)) => c.copy_from_slice(s),
-            (SharedSlice::Bool(s), SharedCol::Bool(c)) => c.copy_from_slice(s),
-            _ => unreachable!("the columns are made from the same declarations"),
-        }
-    }
-}
-
 impl<T: IrFloat> FlowKernel<T> for IrPhased<'_> {
     type Params = ();
     type Scratch = PhasedScratch;
@@ -377,16 +363,6 @@ impl<T: IrFloat> FlowKernel<T> for IrPhased<'_> {
         PhasedScratch {
             pools: Pools::new([0; 4], lanes),
             key: None,
-            cols: self
-                .shared
-                .iter()
-                .map(|s| match s.init {
-                    Value::F32(_) => SharedCol::F32(vec![0.0; s.len]),
-                    Value::F64(_) => SharedCol::F64(vec![0.0; s.len]),
-                    Value::Bool(_) => SharedCol::Bool(vec![false; s.len]),
-                    _ => SharedCol::Int(vec![0; s.len]),
-                })
-                .collect(),
             slots: vec![],
         }
     }
@@ -404,7 +380,6 @@ impl<T: IrFloat> FlowKernel<T> for IrPhased<'_> {
         let p = &k.phases[plan.phase];
         let block = ctx.block_linear();
         let first = self.offset + ctx.first();
-        load_shared(&mut sc.cols, &input.shared);
         let fr = Frame {
             k,
             args: self.args,
@@ -415,7 +390,7 @@ impl<T: IrFloat> FlowKernel<T> for IrPhased<'_> {
             h: T::cols(input.h),
             h0: T::cols(input.h0),
             t: Value::F64(at.t.to_f64()).cast(T::TYPE),
-            shared: &sc.cols,
+            shared: Some(input.shared),
             last: lanes,
         };
         let mut fault = None;

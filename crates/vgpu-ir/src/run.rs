@@ -254,7 +254,7 @@ fn initial_states<T: IrFloat>(
             h: T::cols(&empty),
             h0: T::cols(&empty),
             t: Value::F64(0.0).cast(T::TYPE),
-            shared: &[],
+            shared: None,
             last: n.saturating_sub(first).min(lanes),
         };
         let mut fault = None;

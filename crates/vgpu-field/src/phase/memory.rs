@@ -147,6 +147,34 @@ impl<'a> SharedView<'a> {
     }
 }
 
+impl SharedSlice<'_> {
+    /// Elements of the array.
+    pub fn len(&self) -> usize {
+        match self {
+            SharedSlice::F32(s) => s.len(),
+            SharedSlice::F64(s) => s.len(),
+            SharedSlice::I32(s) | SharedSlice::U32(s) => s.len(),
+            SharedSlice::Bool(s) => s.len(),
+        }
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` as a value of the array's type (panics if `i ≥ len()`).
+    pub fn get(&self, i: usize) -> Value {
+        match self {
+            SharedSlice::F32(s) => Value::F32(s[i]),
+            SharedSlice::F64(s) => Value::F64(s[i]),
+            SharedSlice::I32(s) => Value::I32(s[i] as i32),
+            SharedSlice::U32(s) => Value::U32(s[i]),
+            SharedSlice::Bool(s) => Value::Bool(s[i]),
+        }
+    }
+}
+
 /// A flux accumulator buffer of its own type (CUDA: the target of `atomicAdd`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum FluxBuffer {
