@@ -4,35 +4,24 @@
 //! WGSL (and Vulkan's `Fma`) allow `fma` to be a multiply and an add with two
 //! roundings, so compiled PTX's `fma.rn.f32` runs on an exact f64 emulation
 //! (`fma_f32` in vgpu-ir's WGSL prelude) unless this probe shows that the
-//! device's own `fma` is fused: a small kernel computes `fma(a, b, c)` on
-//! [`fma_f32_triples`] read from a storage buffer (so no compiler can fold
-//! them) and every result is compared with Rust's correctly rounded
-//! [`f32::mul_add`], bit for bit (NaN as "is NaN"). The triples are chosen so
-//! that a multiply-then-add, a double rounding through f64, a flush of
-//! subnormals or an overflow of the product alone each give a different
-//! answer on many of them. The verdict is taken once per device and kept in
-//! its [`GpuContext`].
+//! device's own `fma` is fused: a small kernel (vgpu-ir's `fma_probe_wgsl`)
+//! computes the fma on [`fma_f32_triples`] read from a storage buffer (so no
+//! compiler can fold them) exactly as the control-flow kernels would on the
+//! native path (with SHADER_F64: `fma_native_f32`, whose zero or subnormal
+//! operands and results take the emulation, since NVIDIA's driver flushes
+//! subnormals; without: the bare `fma`), and every result is compared with
+//! Rust's correctly rounded [`f32::mul_add`], bit for bit (NaN as "is NaN").
+//! The triples are chosen so that a multiply-then-add, a double rounding
+//! through f64, a flush of subnormals or an overflow of the product alone
+//! each give a different answer on many of them. The verdict is taken once
+//! per device and kept in its [`GpuContext`].
 //!
 //! `VGPU_PTX_EXACT_FMA` chooses for the whole process: `auto` (or unset) the
 //! probe's verdict, `emulate` the emulation everywhere, `native` the device's
 //! `fma` without the probe (exact only on a fused device: for measurements).
 
 use crate::{Binding, GpuContext, GpuError, KernelCache, KernelSpec};
-
-/// The probe's kernel: `out[i] = fma(a, b, c)` on the bits of triple `i`.
-const PROBE_WGSL: &str = "
-@group(0) @binding(0) var<storage, read> abc: array<u32>;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-  let i = id.x;
-  if (i >= arrayLength(&out)) { return; }
-  let a = bitcast<f32>(abc[3u * i]);
-  let b = bitcast<f32>(abc[3u * i + 1u]);
-  let c = bitcast<f32>(abc[3u * i + 2u]);
-  out[i] = bitcast<u32>(fma(a, b, c));
-}
-";
+use vgpu_ir::wgsl::cfg::fma_probe_wgsl;
 
 /// How compiled PTX's `fma.rn.f32` (and `mad.rn.f32`, contracted `mul`+`add`)
 /// runs on the GPU.
@@ -86,6 +75,8 @@ pub struct FmaMismatch {
 pub struct FmaProbe {
     /// Triples computed.
     pub triples: usize,
+    /// In the guarded form (`fma_native_f32`, see [`fma_on_device`]).
+    pub guarded: bool,
     /// How many differ from the correctly rounded result.
     pub mismatches: usize,
     /// The first that differs.
@@ -113,16 +104,19 @@ pub fn fma_f32_fused(ctx: &'static GpuContext) -> Result<bool, GpuError> {
 }
 
 /// Runs the probe now on `ctx` (uncached; its own kernel cache, so no
-/// caller's counts change): [`fma_on_device`] over [`fma_f32_triples`].
+/// caller's counts change): [`fma_on_device`] over [`fma_f32_triples`], in
+/// the form the kernels use on this device (guarded where it has
+/// SHADER_F64).
 ///
 /// # Errors
 /// Compilation and dispatch errors.
 pub fn probe_fma_f32(ctx: &'static GpuContext) -> Result<FmaProbe, GpuError> {
     let mut cache = KernelCache::with_context(ctx);
     let triples = fma_f32_triples();
-    let got = fma_on_device(&mut cache, &triples)?;
+    let got = fma_on_device(&mut cache, &triples, ctx.has_f64())?;
     let mut probe = FmaProbe {
         triples: triples.len(),
+        guarded: ctx.has_f64(),
         mismatches: 0,
         first: None,
     };
@@ -141,18 +135,27 @@ fn same(x: u32, y: u32) -> bool {
     x == y || (f32::from_bits(x).is_nan() && f32::from_bits(y).is_nan())
 }
 
-/// The bits of the device's `fma(a, b, c)` for each triple, computed by the
-/// probe's kernel.
+/// The bits of the device's fma of each triple, computed by the probe's
+/// kernel: `guarded` (the device needs SHADER_F64) `fma_native_f32`, whose
+/// zero or subnormal operands and results take the exact emulation; else the
+/// bare WGSL `fma`.
 ///
 /// # Errors
 /// Compilation and dispatch errors.
-pub fn fma_on_device(cache: &mut KernelCache, triples: &[[f32; 3]]) -> Result<Vec<u32>, GpuError> {
+pub fn fma_on_device(
+    cache: &mut KernelCache,
+    triples: &[[f32; 3]],
+    guarded: bool,
+) -> Result<Vec<u32>, GpuError> {
     if triples.is_empty() {
         return Ok(Vec::new());
     }
-    let abc: Vec<u32> = triples.iter().flatten().map(|x| x.to_bits()).collect();
+    // The triples' bits, then the 0 word the emulation's opaque flag reads.
+    let mut abc: Vec<u32> = triples.iter().flatten().map(|x| x.to_bits()).collect();
+    abc.push(0);
     let mut out = vec![0u32; triples.len()];
-    let spec = KernelSpec::new("fma_probe", PROBE_WGSL, "main").workgroup_size([64, 1, 1]);
+    let spec =
+        KernelSpec::new("fma_probe", fma_probe_wgsl(guarded), "main").workgroup_size([64, 1, 1]);
     let groups = (triples.len() as u32).div_ceil(64);
     cache.dispatch(
         &spec,

@@ -412,8 +412,19 @@ fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
         "{native}"
     );
     assert!(!native.contains("fma_f32"), "{native}");
+    // With f64: the guarded form, zero or subnormal cases on the emulation.
+    o.f64 = true;
+    let guarded = emit_cfg_wgsl(&k, &o).unwrap();
+    validate(&guarded, true);
+    assert!(
+        guarded.contains("fma_native_f32(r0 ^ 0x80000000u, r1, r2 ^ 0x80000000u)")
+            && guarded.contains("fn fma_native_f32(")
+            && guarded.contains("fn fma_f32("),
+        "{guarded}"
+    );
     // Off: the f64 emulation, which needs SHADER_F64.
     o.native_fma_f32 = false;
+    o.f64 = false;
     let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("line 7") && e.contains("SHADER_F64"), "{e}");
     o.f64 = true;
@@ -423,5 +434,8 @@ fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
         emulated.contains("fma_f32(r0 ^ 0x80000000u, r1, r2 ^ 0x80000000u)"),
         "{emulated}"
     );
-    assert!(!emulated.contains("(fma("), "{emulated}");
+    assert!(
+        !emulated.contains("fma_native_f32(r") && !emulated.contains("fma(f(r"),
+        "{emulated}"
+    );
 }

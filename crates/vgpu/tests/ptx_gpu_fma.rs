@@ -3,9 +3,10 @@
 //! (chosen by vgpu-gpu's probe, `vgpu_gpu::fma_probe`). Each equals the
 //! interpreter bit for bit (NaN as NaN) where it is used: the emulation and
 //! the probe's choice on the probe's own adversarial triples, the forced
-//! native form on inputs where fused and unfused agree (and, on the ties, it
-//! gives the device's `fma` exactly as the probe saw it). Skipped without an
-//! adapter unless `VGPU_REQUIRE_GPU=1`.
+//! native form on inputs where fused and unfused agree and (with SHADER_F64,
+//! where zero results take the emulation) on cancellations `c = -RN(a b)`;
+//! on ties it gives the device's `fma` exactly as the probe saw it. Skipped
+//! without an adapter unless `VGPU_REQUIRE_GPU=1`.
 
 mod common;
 
@@ -124,6 +125,16 @@ fn native_fma_is_the_devices_fma() {
         };
         t.push([v(12, -11), v(12, -11), v(24, -23)]);
     }
+    let ctx = GpuContext::get().unwrap();
+    if ctx.has_f64() {
+        // A multiply-then-add makes these 0, which the guard sends to the
+        // emulation; so does a device that flushes a subnormal result.
+        let mut m = || f32::from_bits(0x3f80_0000 | (r.next32() & 0x7f_ffff));
+        for i in 0..1024 {
+            let (a, b) = (m() * 2f32.powi(i % 200 - 100), m());
+            t.push([a, b, -(a * b)]);
+        }
+    }
     let (cpu, gpu, native) = run(&k, FmaF32Path::Native, &t);
     assert_eq!(native, Some(true));
     assert_same(&cpu, &gpu, &t);
@@ -138,7 +149,7 @@ fn native_fma_is_the_devices_fma() {
     ];
     let (_, gpu, _) = run(&k, FmaF32Path::Native, &ties);
     let mut cache = KernelCache::new().unwrap();
-    let device = fma_on_device(&mut cache, &ties).unwrap();
+    let device = fma_on_device(&mut cache, &ties, ctx.has_f64()).unwrap();
     for (i, d) in device.iter().enumerate() {
         assert_eq!(word(&gpu, 4 * i), *d, "{:?}", ties[i]);
     }

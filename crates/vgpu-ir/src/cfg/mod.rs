@@ -67,7 +67,20 @@ pub enum Space {
     Local,
     /// The kernel's parameter buffer: byte offsets.
     Param,
+    /// A generic address: the space is decided at run time from the address,
+    /// as the interpreter decides it. `[GENERIC_SHARED_WINDOW, +4 GiB)` is
+    /// shared memory and `[GENERIC_LOCAL_WINDOW, +4 GiB)` local memory (offset
+    /// = address - window), anything else global memory.
+    Generic,
 }
+
+/// Generic addresses `[GENERIC_SHARED_WINDOW, +4 GiB)` are shared memory
+/// (`cvta.shared` adds it, `cvta.to.shared` subtracts it): the high word
+/// `0x1000`.
+pub const GENERIC_SHARED_WINDOW: u64 = 1 << 44;
+/// Generic addresses `[GENERIC_LOCAL_WINDOW, +4 GiB)` are local memory: the
+/// high word `0x2000`.
+pub const GENERIC_LOCAL_WINDOW: u64 = 2 << 44;
 
 /// A special register's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -212,9 +225,11 @@ pub enum Inst {
         off: i64,
     },
     /// An atomic read-modify-write of the 32-bit word at `base + off` in
-    /// global or shared memory; `d` receives the old value (`red`: none).
+    /// global or shared memory (or a generic address, which faults where it
+    /// is local memory, as the interpreter's atomics do); `d` receives the
+    /// old value (`red`: none).
     Atom {
-        /// The state space (global or shared).
+        /// The state space (global, shared or generic).
         space: Space,
         /// The operation.
         op: AtomOp,
@@ -272,6 +287,13 @@ pub enum Term {
     Trap {
         /// The source line.
         line: u32,
+    },
+    /// The thread lets the other threads of its block run before it goes on
+    /// at `next` (after a strong load, where it may be spinning on a flag
+    /// another warp sets; the interpreter's warp yields there too).
+    Yield {
+        /// The block after it.
+        next: BlockId,
     },
     /// A warp operation ([`WarpOp`]): when the guard holds, the thread waits
     /// for its warp's group (module `warp`), takes part, and goes on at
@@ -337,6 +359,13 @@ impl CfgKernel {
         self.blocks
             .iter()
             .any(|b| matches!(b.term, Term::Barrier { .. }))
+    }
+
+    /// Whether any block ends in a yield.
+    pub fn has_yields(&self) -> bool {
+        self.blocks
+            .iter()
+            .any(|b| matches!(b.term, Term::Yield { .. }))
     }
 
     /// Whether any block ends in a warp operation.
@@ -445,7 +474,7 @@ impl CfgKernel {
                         c,
                         ..
                     } => {
-                        if !matches!(space, Space::Global | Space::Shared) {
+                        if !matches!(space, Space::Global | Space::Shared | Space::Generic) {
                             return Err(format!("line {}: an atomic in {space:?} memory", s.line));
                         }
                         if let Some(r) = d {
@@ -484,7 +513,7 @@ impl CfgKernel {
                     blk(then)?;
                     blk(els)?;
                 }
-                Term::Barrier { next, .. } => blk(next)?,
+                Term::Barrier { next, .. } | Term::Yield { next } => blk(next)?,
                 Term::Warp {
                     op, guard, next, ..
                 } => {

@@ -64,6 +64,18 @@ fn val(s: Src) -> Val {
     }
 }
 
+/// The IR's space of an access to `s` (a generic address's space is decided
+/// at run time, by the interpreter's windows).
+fn ir_space(s: Space) -> cfg::Space {
+    match s {
+        Space::Global | Space::Const => cfg::Space::Global,
+        Space::Shared => cfg::Space::Shared,
+        Space::Local => cfg::Space::Local,
+        Space::Param => cfg::Space::Param,
+        Space::Generic => cfg::Space::Generic,
+    }
+}
+
 fn bits_of(mask: u64) -> u8 {
     mask.count_ones() as u8
 }
@@ -211,6 +223,8 @@ impl<'a> Lowering<'a> {
                     leader[i + 1] = true;
                 }
                 Op::Exit | Op::Trap | Op::Bar { .. } => leader[i + 1] = true,
+                // A strong load ends its block: the thread yields there.
+                Op::Ld { .. } if inst.yields => leader[i + 1] = true,
                 _ if is_warp_op(&inst.op) => {
                     // A warp operation is a block of its own (its id orders it).
                     leader[i] = true;
@@ -286,7 +300,12 @@ impl<'a> Lowering<'a> {
                         guard,
                         line,
                     });
-                    None
+                    // After a strong load (where a warp may spin on a flag
+                    // another sets) the thread lets the others run, as the
+                    // interpreter's warp does.
+                    inst.yields.then(|| cfg::Term::Yield {
+                        next: target(i + 1),
+                    })
                 }
             };
             let ends = term.is_some() || leader[i + 1];
@@ -337,20 +356,6 @@ impl<'a> Lowering<'a> {
         Ok(ck)
     }
 
-    fn space(&self, s: Space, at: usize) -> Result<cfg::Space, PtxError> {
-        Ok(match s {
-            Space::Global | Space::Const => cfg::Space::Global,
-            Space::Shared => cfg::Space::Shared,
-            Space::Local => cfg::Space::Local,
-            Space::Param => cfg::Space::Param,
-            Space::Generic => {
-                return Err(self.unsupported(
-                    at,
-                    "a generic address (a state space the kernel decides at run time)",
-                ))
-            }
-        })
-    }
 
     fn inst(&self, op: &Op, at: usize) -> Result<Inst, PtxError> {
         Ok(match op {
@@ -460,7 +465,7 @@ impl<'a> Lowering<'a> {
                 addr,
                 ..
             } => Inst::Load {
-                space: self.space(*space, at)?,
+                space: ir_space(*space),
                 size: *size,
                 sign: *sign,
                 d: d.iter().map(|&r| (r != u32::MAX).then_some(r)).collect(),
@@ -474,7 +479,7 @@ impl<'a> Lowering<'a> {
                 addr,
                 ..
             } => Inst::Store {
-                space: self.space(*space, at)?,
+                space: ir_space(*space),
                 size: *size,
                 src: src.iter().map(|&s| val(s)).collect(),
                 base: val(addr.base),
@@ -493,8 +498,11 @@ impl<'a> Lowering<'a> {
                 if *size != 4 {
                     return Err(self.unsupported(at, "atomics on other than 32-bit words"));
                 }
-                let space = self.space(*space, at)?;
-                if !matches!(space, cfg::Space::Global | cfg::Space::Shared) {
+                let space = ir_space(*space);
+                if !matches!(
+                    space,
+                    cfg::Space::Global | cfg::Space::Shared | cfg::Space::Generic
+                ) {
                     return Err(self.unsupported(at, "atomics outside global and shared memory"));
                 }
                 Inst::Atom {
@@ -857,6 +865,14 @@ impl<'a> Lowering<'a> {
 
 #[cfg(test)]
 mod tests {
+    /// The GPU path's generic windows are the interpreter's.
+    #[test]
+    fn generic_windows_are_the_interpreters() {
+        use crate::memory::{LOCAL_WINDOW, SHARED_WINDOW};
+        assert_eq!(vgpu_ir::cfg::GENERIC_SHARED_WINDOW, SHARED_WINDOW);
+        assert_eq!(vgpu_ir::cfg::GENERIC_LOCAL_WINDOW, LOCAL_WINDOW);
+    }
+
     /// The GPU path's layout of the shared memory reserved for system
     /// software is the interpreter's.
     #[test]

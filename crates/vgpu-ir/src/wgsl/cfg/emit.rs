@@ -1,20 +1,21 @@
 //! The emitter proper: declarations, memory helpers, the state machine and
 //! one WGSL statement list per basic block.
 
+use super::access::{self, needs_atomic_words, space_letter, Rw};
 use super::bits::{self, BITS_PRELUDE};
 use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
 use super::half::{self, HALF_PRELUDE};
 use super::prelude::{F64_PRELUDE, INT_PRELUDE};
 use super::warp;
-use super::writer::{ExprWidth, KernelWriter, BACK, RET, WAIT, WARP};
+use super::writer::{ExprWidth, KernelWriter, BACK, RET, WAIT, WARP, YIELD};
 use super::{check_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
 use crate::cfg::*;
 use crate::error::IrError;
 use std::fmt::Write;
 
 /// What an address check returns after recording a fault.
-const BAD: &str = "0xffffffffu";
+pub(super) const BAD: &str = "0xffffffffu";
 
 fn unsupported(k: &CfgKernel, reason: String) -> IrError {
     IrError::Unsupported {
@@ -49,19 +50,6 @@ pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrErro
     e.header(shared as u32);
     e.main()?;
     Ok(e.out)
-}
-
-/// Whether the space's words must be atomic: sub-word stores (an and/or pair
-/// keeps the neighbouring bytes) or atomics there.
-fn needs_atomic_words(k: &CfgKernel, sp: Space) -> bool {
-    k.blocks
-        .iter()
-        .flat_map(|b| &b.stmts)
-        .any(|s| match &s.inst {
-            Inst::Store { space, size, .. } => *space == sp && *size < 4,
-            Inst::Atom { space, .. } => *space == sp,
-            _ => false,
-        })
 }
 
 /// The operation's code in the prelude's `atom_new`, and the native WGSL
@@ -102,7 +90,7 @@ impl KernelWriter<'_> {
         if k.blocks.iter().flat_map(|b| &b.stmts).any(exp2::uses) {
             out.push_str(&exp2::ex2_prelude());
         }
-        if o.f64 && k.f64_line(o.native_fma_f32).is_some() {
+        if o.f64 && k.f64_line(false).is_some() {
             out.push_str(F64_PRELUDE);
         }
         if o.f64 && o.int64 && k.f64_reg_line().is_some() {
@@ -270,6 +258,7 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
 "
             );
         }
+        out.push_str(&access::generic_prelude(k));
     }
 
     fn main(&mut self) -> Result<(), IrError> {
@@ -312,7 +301,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             self.out
                 .push_str("  var rnd: u32 = 0u;\n  var bt: u32 = 0u;\n");
         }
-        let rounds = k.has_barriers() || self.warps;
+        let rounds = k.has_barriers() || self.warps || k.has_yields();
         if rounds {
             self.out.push_str("  loop {\n");
         }
@@ -325,7 +314,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let ts: Vec<BlockId> = match b.term {
                 Term::Jump(t) => vec![t],
                 Term::Branch { then, els, .. } => vec![then, els],
-                Term::Barrier { next, .. } | Term::Warp { next, .. } => vec![next],
+                Term::Barrier { next, .. } | Term::Warp { next, .. } | Term::Yield { next } => {
+                    vec![next]
+                }
                 _ => vec![],
             };
             for t in ts {
@@ -385,6 +376,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     }
                 }
                 Term::Barrier { next, .. } => format!("pc = {}u;", next | WAIT),
+                Term::Yield { next } => format!("pc = {}u;", next | YIELD),
                 Term::Warp { guard, next, .. } => {
                     let stop = i as u32 | WARP;
                     match guard {
@@ -411,71 +403,22 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             self.warp_round(RET, WAIT);
             self.out.push_str("  }\n");
         } else if rounds {
+            // Threads at a barrier count 1, yielded ones 0x10000: the
+            // barriers are released in a round where none yielded.
             let _ = write!(
                 self.out,
-                "  if (pc != {RET}u) {{ atomicAdd(&wg_waiting, 1u); }}
+                "  if (pc != {RET}u) {{ atomicAdd(&wg_waiting, select(1u, 0x10000u, (pc & {YIELD}u) != 0u)); }}
   workgroupBarrier();
   if (lidx == 0u) {{ wg_round = atomicLoad(&wg_waiting); atomicStore(&wg_waiting, 0u); }}
   let waiting = workgroupUniformLoad(&wg_round);
   if (waiting == 0u) {{ break; }}
-  if (pc != {RET}u) {{ pc = pc & ~{WAIT}u; }}
+  if (pc != {RET}u) {{ pc = pc & select(~{WAIT}u, ~{YIELD}u, waiting >= 0x10000u); }}
   }}
 "
             );
         }
         self.out.push_str("}\n");
         Ok(())
-    }
-
-    fn addr(&self, base: Val, off: i64) -> String {
-        let b = self.v64(base);
-        if off == 0 {
-            b
-        } else {
-            format!("add64({b}, {})", self.v64(Val::Imm(off as u64)))
-        }
-    }
-
-    /// Statements computing the checked offset of one access into `t{n}`.
-    fn access(
-        &mut self,
-        space: Space,
-        base: Val,
-        off: i64,
-        (size, align): (u8, u32),
-        line: u32,
-        write: bool,
-    ) -> (String, String) {
-        let n = self.tmp;
-        self.tmp += 1;
-        let a = self.addr(base, off);
-        let name = format!("t{n}");
-        let mut code = String::new();
-        if self.o.checked {
-            let call = match space {
-                Space::Global => format!("gaddr({a}, {size}u, {align}u, {line}u, {write})"),
-                Space::Shared => format!(
-                    "saddr({a}, {size}u, {align}u, {line}u, SHARED_BYTES, RSMEM_BEGIN, RSMEM_END)"
-                ),
-                Space::Local => {
-                    format!("saddr({a}, {size}u, {align}u, {line}u, LOCAL_BYTES, 0u, 0u)")
-                }
-                Space::Param => {
-                    format!("saddr({a}, {size}u, {align}u, {line}u, PARAM_BYTES, 0u, 0u)")
-                }
-            };
-            let _ = writeln!(
-                code,
-                "        let {name} = {call};\n        if ({name} == {BAD}) {{ pc = {RET}u; break; }}"
-            );
-        } else {
-            let e = match space {
-                Space::Global => format!("({a}).x - GB"),
-                _ => format!("({a}).x"),
-            };
-            let _ = writeln!(code, "        let {name} = {e};");
-        }
-        (code, name)
     }
 
     fn stmt(&mut self, s: &Stmt) -> Result<String, IrError> {
@@ -500,7 +443,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         off + (i as i64) * (*size as i64),
                         (*size, align),
                         line,
-                        false,
+                        Rw::Read,
                     );
                     code.push_str(&c);
                     if let Some(r) = r {
@@ -534,7 +477,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         off + (i as i64) * (*size as i64),
                         (*size, align),
                         line,
-                        true,
+                        Rw::Write,
                     );
                     code.push_str(&c);
                     let _ = writeln!(code, "        st_{sp}({t}, {size}u, {});", self.v64(*v));
@@ -551,10 +494,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 c,
             } => {
                 let (code, native) = atom_code(*op);
-                let (mut out, t) = self.access(*space, *base, *off, (4, 4), line, true);
+                let (mut out, t) = self.access(*space, *base, *off, (4, 4), line, Rw::Atomic);
                 let (arr, n) = match space {
                     Space::Global => ("gmem", "g"),
                     Space::Shared => ("smem", "s"),
+                    // By the space its check found (access.rs).
+                    Space::Generic => ("", "x"),
                     _ => {
                         return Err(unsupported(
                             self.k,
@@ -563,7 +508,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     }
                 };
                 let (b, c) = (self.v32(*b), self.v32(*c));
-                let e = match native {
+                let e = match native.filter(|_| *space != Space::Generic) {
                     Some(f) => format!("{f}(&{arr}[{t} >> 2u], {b})"),
                     None => format!("atom_{n}({t} >> 2u, {code}u, {b}, {c})"),
                 };
@@ -805,7 +750,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             TernOp::FmaF32 { neg_ab, neg_c } => {
                 let na = if neg_ab { " ^ 0x80000000u" } else { "" };
                 let nc = if neg_c { " ^ 0x80000000u" } else { "" };
-                let e = if self.o.native_fma_f32 {
+                let e = if self.o.native_fma_f32 && self.o.f64 {
+                    format!("fma_native_f32({a32}{na}, {b32}, {c32}{nc})")
+                } else if self.o.native_fma_f32 {
                     format!("bitcast<u32>(fma(f({a32}{na}), f({b32}), f({c32}{nc})))")
                 } else {
                     format!("fma_f32({a32}{na}, {b32}, {c32}{nc})")
@@ -900,14 +847,5 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             CvtOp::F16ToF32 => (format!("f16_to_f32({a32})"), ExprWidth::B32),
             CvtOp::F64(op) => self.f64_cvt(op, a),
         }
-    }
-}
-
-fn space_letter(s: Space) -> &'static str {
-    match s {
-        Space::Global => "g",
-        Space::Shared => "s",
-        Space::Local => "l",
-        Space::Param => "p",
     }
 }

@@ -10,7 +10,10 @@
 //!   leave the outer loop together when none is (the count made uniform with
 //!   `workgroupUniformLoad`). A thread that has returned keeps taking part in
 //!   the rounds and does nothing in them, as an exited CUDA thread does not
-//!   hold a `bar.sync` back.
+//!   hold a `bar.sync` back. A thread ends its round early after a strong
+//!   load ([`crate::cfg::Term::Yield`]), so one spinning on a flag lets the
+//!   others run to the store that sets it; barriers are released only in a
+//!   round where no thread yielded.
 //! * Warp operations: 32 lanes by workgroup-memory emulation (warp.rs): each is
 //!   a meeting point of the rounds, like a barrier, at which each warp's group
 //!   (the interpreter's min-PC rule) exchanges values through workgroup arrays.
@@ -19,7 +22,8 @@
 //!   sub-word loads shift and mask, sub-word stores are an atomic and/or pair
 //!   so neighbouring bytes of other threads survive. Shared memory is a
 //!   workgroup array, local memory a private array, parameters a storage
-//!   buffer. 64-bit integers are `vec2<u32>` (low, high).
+//!   buffer; a generic address goes to one of the first three by its window
+//!   (access.rs). 64-bit integers are `vec2<u32>` (low, high).
 //! * Checks (unless [`CfgWgslOptions::checked`] is off): every global access is
 //!   looked up in the launch's region table (bounds, read-only, alignment),
 //!   every shared, local and parameter access bounded, and the number of block
@@ -31,10 +35,12 @@
 //! as (start, end, writable) byte offsets),
 //! `2` parameters (words), `3` the fault record ([`fault`] layout).
 
+mod access;
 mod bits;
 mod emit;
 mod exp2;
 mod float64;
+mod fma_probe;
 mod half;
 mod prelude;
 mod warp;
@@ -44,6 +50,7 @@ use crate::cfg::CfgKernel;
 use crate::error::IrError;
 
 pub use emit::emit_cfg_wgsl;
+pub use fma_probe::fma_probe_wgsl;
 pub use warp::warp_exchange_bytes;
 
 /// The byte address that global memory's offset 0 has (module variables sit
@@ -110,9 +117,13 @@ pub struct CfgWgslOptions {
     /// move through `u64`).
     pub int64: bool,
     /// The adapter's WGSL `fma` on f32 is fused (one rounding, as a probe of
-    /// the device found: vgpu-gpu's `fma_probe`): `fma.rn.f32` (and `mad.rn`,
-    /// contracted `mul`+`add`) becomes that `fma` instead of the exact f64
-    /// emulation `fma_f32`, and needs no `SHADER_F64`. Off: the emulation.
+    /// the device found: vgpu-gpu's `fma_probe`, which runs
+    /// [`fma_probe_wgsl`]): `fma.rn.f32` (and `mad.rn`, contracted
+    /// `mul`+`add`) becomes that `fma` instead of the exact f64 emulation
+    /// `fma_f32`. With `f64` it is `fma_native_f32`, whose zero or subnormal
+    /// operands and results take the emulation (for devices that flush
+    /// subnormals); without, the bare `fma`, needing no `SHADER_F64`. Off:
+    /// the emulation.
     pub native_fma_f32: bool,
 }
 

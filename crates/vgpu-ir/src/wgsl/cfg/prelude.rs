@@ -320,6 +320,16 @@ fn fma_f32(a: u32, b: u32, c: u32) -> u32 {
   let s = p + cc;
   return bitcast<u32>(round_sum_f32(s, two_sum_err(p, cc, s)));
 }
+// fma.rn.f32 on the device's own fma, found fused by vgpu-gpu's probe except
+// where it flushes subnormals (as NVIDIA's Vulkan driver does): an operand or
+// result that is zero or subnormal takes the emulation instead. Flushing
+// changes nothing else, so the rest is the device's one rounding.
+fn fma_native_f32(a: u32, b: u32, c: u32) -> u32 {
+  let r = bitcast<u32>(fma(f(a), f(b), f(c)));
+  let e = 0x7f800000u;
+  if (min(min(a & e, b & e), min(c & e, r & e)) != 0u) { return r; }
+  return fma_f32(a, b, c);
+}
 fn div_f32(a: u32, b: u32) -> u32 { return bitcast<u32>(f32(f64(f(a)) / f64(f(b)))); }
 fn sqrt_f32(a: u32) -> u32 {
   if ((a >> 31u) != 0u && (a & 0x7fffffffu) != 0u) { return 0x7fffffffu; }

@@ -22,9 +22,12 @@
 //! compute the result from their partners' slots and go on; a group stopped
 //! at a backward jump takes it. The slots are double-buffered by the
 //! round's parity, so a thread writing the next round's slots never overwrites
-//! what a slower thread still reads. Barriers are released only in a round
-//! where no thread stopped at a warp point, so a warp operation never passes a
-//! `bar.sync` of its own warp's threads.
+//! what a slower thread still reads. A thread that yielded (a strong load:
+//! `Term::Yield`) counts with those at warp points and goes on in the next
+//! round. Barriers are released only in a round where no thread stopped at a
+//! warp point or yielded, so a warp operation never passes a `bar.sync` of
+//! its own warp's threads, and a warp spinning on a flag lets the others run
+//! to the store that sets it (the interpreter's rounds of yielding warps).
 //!
 //! A lane that does not take part publishes no operand (its slot holds its own
 //! stopped operation's operand, or 0); a `shfl` reading such a lane is
@@ -32,7 +35,7 @@
 
 use std::fmt::Write;
 
-use super::writer::{ExprWidth, KernelWriter, BACK, WARP};
+use super::writer::{ExprWidth, KernelWriter, BACK, WARP, YIELD};
 use crate::cfg::{ReduxOp, Reg, ShflMode, Term, VoteMode, WarpOp};
 
 /// No warp point (`wg_wpc` of a thread that is not at one).
@@ -194,7 +197,8 @@ impl KernelWriter<'_> {
             "    default: {{}}
   }}
   wg_wv[pb + lidx] = pv;
-  if (at_warp) {{ atomicAdd(&wg_waiting, 0x10000u); }} else if (pc != {ret}u) {{ atomicAdd(&wg_waiting, 1u); }}
+  let at_yield = pc != {ret}u && (pc & {YIELD}u) != 0u;
+  if (at_warp || at_yield) {{ atomicAdd(&wg_waiting, 0x10000u); }} else if (pc != {ret}u) {{ atomicAdd(&wg_waiting, 1u); }}
   workgroupBarrier();
   if (lidx == 0u) {{ wg_round = atomicLoad(&wg_waiting); atomicStore(&wg_waiting, 0u); }}
   let cnt = workgroupUniformLoad(&wg_round);
@@ -203,6 +207,7 @@ impl KernelWriter<'_> {
     if (pc != {ret}u) {{ pc = pc & ~{wait}u; }}
     continue;
   }}
+  if (at_yield) {{ pc = pc & ~{YIELD}u; }}
   if (at_warp) {{
     wbase = pb + (lidx & ~31u);
     wend = min(wbase + 32u, pb + NT);

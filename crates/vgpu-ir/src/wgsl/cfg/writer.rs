@@ -10,6 +10,9 @@ use crate::cfg::{Block, BlockId, CfgKernel, Reg, RegTy, Term, Val};
 
 /// The `pc` of a thread that has returned (or faulted).
 pub(super) const RET: u32 = 0xffff_ffff;
+/// Set in `pc` while the thread has yielded for the rest of the round
+/// ([`crate::cfg::Term::Yield`]); `next` in the low bits.
+pub(super) const YIELD: u32 = 0x8000_0000;
 /// Set in `pc` while the thread waits at a barrier.
 pub(super) const WAIT: u32 = 0x4000_0000;
 /// Set in `pc` while the thread waits at a warp point (warp.rs).

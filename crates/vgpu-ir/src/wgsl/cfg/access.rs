@@ -1,0 +1,209 @@
+//! Memory accesses: the checked offset of one access in its state space, and
+//! generic addresses, whose space each access decides at run time from the
+//! address as the interpreter does (vgpu-ptx `memory::generic_window`): the
+//! high word [`GENERIC_SHARED_WINDOW`]` >> 32` is shared memory, the high
+//! word [`GENERIC_LOCAL_WINDOW`]` >> 32` local memory (the low word the
+//! offset there), anything else global memory. Each space then has the
+//! bounds, alignment and read-only checks (and fault records) of an access
+//! that names it; an atomic on local memory faults out of bounds after the
+//! alignment check, as the interpreter's does.
+
+use std::fmt::Write;
+
+use super::emit::BAD;
+use super::writer::{KernelWriter, RET};
+use super::fault;
+use crate::cfg::{CfgKernel, Inst, Space, Val, GENERIC_LOCAL_WINDOW, GENERIC_SHARED_WINDOW};
+
+/// What an access does with its bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Rw {
+    /// A load.
+    Read = 0,
+    /// A store.
+    Write = 1,
+    /// An atomic read-modify-write.
+    Atomic = 2,
+}
+
+/// The letter of a space's word readers and writers (`ld_g`, `st_s`, …);
+/// `x` is a generic address's (by the space its check found).
+pub(super) fn space_letter(s: Space) -> &'static str {
+    match s {
+        Space::Global => "g",
+        Space::Shared => "s",
+        Space::Local => "l",
+        Space::Param => "p",
+        Space::Generic => "x",
+    }
+}
+
+/// Whether the space's words must be atomic: sub-word stores (an and/or pair
+/// keeps the neighbouring bytes) or atomics there, generic ones included
+/// (global and shared memory; local memory is the thread's own).
+pub(super) fn needs_atomic_words(k: &CfgKernel, sp: Space) -> bool {
+    let here = |s: &Space| *s == sp || (*s == Space::Generic && sp != Space::Local);
+    k.blocks
+        .iter()
+        .flat_map(|b| &b.stmts)
+        .any(|s| match &s.inst {
+            Inst::Store { space, size, .. } => here(space) && *size < 4,
+            Inst::Atom { space, .. } => here(space),
+            _ => false,
+        })
+}
+
+/// Whether the kernel accesses memory through a generic address (and
+/// whether through a generic atomic).
+fn generic_uses(k: &CfgKernel) -> (bool, bool) {
+    let mut any = (false, false);
+    for s in k.blocks.iter().flat_map(|b| &b.stmts) {
+        match &s.inst {
+            Inst::Load { space, .. } | Inst::Store { space, .. } => {
+                any.0 |= *space == Space::Generic;
+            }
+            Inst::Atom { space, .. } if *space == Space::Generic => any = (true, true),
+            _ => {}
+        }
+    }
+    any
+}
+
+/// The helpers of generic accesses (after the spaces' readers and writers),
+/// when the kernel has any: `xaddr` checks a generic address in the space it
+/// names and leaves that space in `gsp` (0 global, 1 shared, 2 local), `xoff`
+/// is its offset unchecked, and `ld_x`, `st_x`, `atom_x` access that space.
+pub(super) fn generic_prelude(k: &CfgKernel) -> String {
+    let (any, atomic) = generic_uses(k);
+    if !any {
+        return String::new();
+    }
+    let mut out = format!(
+        "
+const SHARED_TAG: u32 = {stag}u;
+const LOCAL_TAG: u32 = {ltag}u;
+// The space of the last generic access: 0 global, 1 shared, 2 local.
+var<private> gsp: u32;
+// A generic address -> its checked offset in the space its high word names
+// (left in gsp), or {BAD} after a fault. mode: 0 load, 1 store, 2 atomic.
+fn xaddr(a: vec2<u32>, size: u32, align: u32, line: u32, mode: u32) -> u32 {{
+  let o = vec2<u32>(a.x, 0u);
+  if (a.y == SHARED_TAG) {{
+    gsp = 1u;
+    return saddr(o, size, align, line, SHARED_BYTES, RSMEM_BEGIN, RSMEM_END);
+  }}
+  if (a.y == LOCAL_TAG) {{
+    gsp = 2u;
+    if (mode == 2u) {{
+      // No atomics on local memory: the interpreter checks the alignment, then faults.
+      raise(select({oob}u, {mis}u, (a.x % align) != 0u), line, o);
+      return {BAD};
+    }}
+    return saddr(o, size, align, line, LOCAL_BYTES, 0u, 0u);
+  }}
+  gsp = 0u;
+  return gaddr(a, size, align, line, mode != 0u);
+}}
+// The same, unchecked.
+fn xoff(a: vec2<u32>) -> u32 {{
+  if (a.y == SHARED_TAG) {{ gsp = 1u; return a.x; }}
+  if (a.y == LOCAL_TAG) {{ gsp = 2u; return a.x; }}
+  gsp = 0u;
+  return a.x - GB;
+}}
+fn ld_x(o: u32, size: u32, sign: bool) -> vec2<u32> {{
+  switch gsp {{
+    case 1u: {{ return ld_s(o, size, sign); }}
+    case 2u: {{ return ld_l(o, size, sign); }}
+    default: {{ return ld_g(o, size, sign); }}
+  }}
+}}
+fn st_x(o: u32, size: u32, v: vec2<u32>) {{
+  switch gsp {{
+    case 1u: {{ st_s(o, size, v); }}
+    case 2u: {{ st_l(o, size, v); }}
+    default: {{ st_g(o, size, v); }}
+  }}
+}}
+",
+        stag = GENERIC_SHARED_WINDOW >> 32,
+        ltag = GENERIC_LOCAL_WINDOW >> 32,
+        oob = fault::CLASS_OUT_OF_BOUNDS,
+        mis = fault::CLASS_MISALIGNED,
+    );
+    if atomic {
+        // Unchecked, a local word is updated in place (checked, it faulted).
+        out.push_str(
+            "fn atom_x(i: u32, op: u32, b: u32, c: u32) -> u32 {
+  switch gsp {
+    case 1u: { return atom_s(i, op, b, c); }
+    case 2u: { let old = lmem[i]; lmem[i] = atom_new(op, old, b, c); return old; }
+    default: { return atom_g(i, op, b, c); }
+  }
+}
+",
+        );
+    }
+    out
+}
+
+impl KernelWriter<'_> {
+    /// The 64-bit address `base + off` as WGSL.
+    pub(super) fn addr(&self, base: Val, off: i64) -> String {
+        let b = self.v64(base);
+        if off == 0 {
+            b
+        } else {
+            format!("add64({b}, {})", self.v64(Val::Imm(off as u64)))
+        }
+    }
+
+    /// Statements computing the checked offset of one access into `t{n}`
+    /// (for a generic address, also its space into `gsp`).
+    pub(super) fn access(
+        &mut self,
+        space: Space,
+        base: Val,
+        off: i64,
+        (size, align): (u8, u32),
+        line: u32,
+        rw: Rw,
+    ) -> (String, String) {
+        let n = self.tmp;
+        self.tmp += 1;
+        let a = self.addr(base, off);
+        let name = format!("t{n}");
+        let mut code = String::new();
+        if self.o.checked {
+            let write = rw != Rw::Read;
+            let call = match space {
+                Space::Global => format!("gaddr({a}, {size}u, {align}u, {line}u, {write})"),
+                Space::Shared => format!(
+                    "saddr({a}, {size}u, {align}u, {line}u, SHARED_BYTES, RSMEM_BEGIN, RSMEM_END)"
+                ),
+                Space::Local => {
+                    format!("saddr({a}, {size}u, {align}u, {line}u, LOCAL_BYTES, 0u, 0u)")
+                }
+                Space::Param => {
+                    format!("saddr({a}, {size}u, {align}u, {line}u, PARAM_BYTES, 0u, 0u)")
+                }
+                Space::Generic => format!(
+                    "xaddr({a}, {size}u, {align}u, {line}u, {}u)",
+                    rw as u32
+                ),
+            };
+            let _ = writeln!(
+                code,
+                "        let {name} = {call};\n        if ({name} == {BAD}) {{ pc = {RET}u; break; }}"
+            );
+        } else {
+            let e = match space {
+                Space::Global => format!("({a}).x - GB"),
+                Space::Generic => format!("xoff({a})"),
+                _ => format!("({a}).x"),
+            };
+            let _ = writeln!(code, "        let {name} = {e};");
+        }
+        (code, name)
+    }
+}
