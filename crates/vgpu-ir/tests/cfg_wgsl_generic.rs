@@ -121,7 +121,7 @@ fn generic_accesses_and_yields_validate() {
         Term::Jump(2),
     ];
     for end in ends {
-        let k = generic(end.clone());
+        let k = generic(end);
         assert!(k.has_yields());
         for checked in [true, false] {
             let o = CfgWgslOptions {
