@@ -7,10 +7,11 @@
 //! fused one: [`crate::fma_probe`]), one dispatch (a grid over the adapter's workgroups per
 //! dimension folded into two dimensions), the fault record read back.
 
-use crate::{Binding, FmaF32Path, GpuError, KernelCache, KernelSpec};
-use vgpu_ir::cfg::{reserved_smem, CfgKernel, Inst, TernOp};
+use crate::{AtomicF32Path, Binding, FmaF32Path, GpuError, KernelCache, KernelSpec};
+use vgpu_ir::cfg::{reserved_smem, AtomOp, CfgKernel, Inst, Space, TernOp};
 use vgpu_ir::wgsl::cfg::{
-    emit_cfg_wgsl, fault, meta, warp_exchange_bytes, CfgWgslOptions, GLOBAL_BASE,
+    binds_f32_atomic_view, emit_cfg_wgsl, fault, meta, warp_exchange_bytes, CfgWgslOptions,
+    GLOBAL_BASE,
 };
 
 /// Bytes left free after each allocation in global memory, so an access just
@@ -92,6 +93,9 @@ pub struct CfgLaunch<'a> {
     pub time_iterations: u32,
     /// How `fma.rn.f32` runs: the device's fused `fma` or the f64 emulation.
     pub fma_f32: FmaF32Path,
+    /// How global `atom.add.f32`/`red.add.f32` run: the device's f32
+    /// atomics or a compare-and-swap loop.
+    pub atomic_f32: AtomicF32Path,
 }
 
 /// The first fault a checked launch recorded.
@@ -121,6 +125,9 @@ pub struct CfgRun {
     /// How the kernel's f32 fma ran: `Some(true)` the device's own `fma`,
     /// `Some(false)` the exact f64 emulation, `None` it has none.
     pub native_fma_f32: Option<bool>,
+    /// How the kernel's global f32 atomic adds ran: `Some(true)` the device's
+    /// f32 atomics, `Some(false)` a compare-and-swap loop, `None` it has none.
+    pub native_atomic_f32: Option<bool>,
 }
 
 fn launch_err(k: &CfgKernel, msg: String) -> GpuError {
@@ -261,6 +268,16 @@ pub fn run_cfg_kernel(
             }
         )
     });
+    let has_atomic_f32 = k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
+        matches!(
+            s.inst,
+            Inst::Atom {
+                space: Space::Global,
+                op: AtomOp::AddF32,
+                ..
+            }
+        )
+    });
     let opts = CfgWgslOptions {
         block: launch.block,
         dyn_shared: launch.dyn_shared,
@@ -268,7 +285,9 @@ pub fn run_cfg_kernel(
         f64: ctx.has_f64(),
         int64: ctx.has_int64(),
         native_fma_f32: has_fma && launch.fma_f32.native(ctx)?,
+        f32_atomic_add: has_atomic_f32 && launch.atomic_f32.native(ctx)?,
     };
+    let view = binds_f32_atomic_view(k, &opts);
     let wgsl = emit_cfg_wgsl(k, &opts).map_err(|e| launch_err(k, e.to_string()))?;
     let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
         .specialisation(&format!("{opts:?}"))
@@ -298,16 +317,17 @@ pub fn run_cfg_kernel(
     let mut params = launch.params.to_vec();
     params.resize(params.len().max(4).next_multiple_of(4), 0);
     let mut rec = vec![0u32; fault::WORDS];
-    cache.dispatch(
-        &spec,
-        &mut [
-            Binding::ReadWrite(&mut gmem),
-            Binding::read(&words),
-            Binding::Read(&params),
-            Binding::read_write(&mut rec),
-        ],
-        dispatch,
-    )?;
+    // Binding 4, where the kernel declares it: global memory again, as
+    // `atomic<f32>` for the device's f32 atomic adds.
+    let alias = if view { 1 } else { 0 };
+    let mut bindings = [
+        Binding::ReadWrite(&mut gmem),
+        Binding::read(&words),
+        Binding::Read(&params),
+        Binding::read_write(&mut rec),
+        Binding::Alias(0),
+    ];
+    cache.dispatch(&spec, &mut bindings[..4 + alias], dispatch)?;
     let kernel_seconds = if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 {
         let mut g2 = gmem.clone();
         let mut r2 = rec.clone();
@@ -318,7 +338,8 @@ pub fn run_cfg_kernel(
                 Binding::read(&words),
                 Binding::Read(&params),
                 Binding::read_write(&mut r2),
-            ],
+                Binding::Alias(0),
+            ][..4 + alias],
             dispatch,
             launch.time_iterations,
         )?;
@@ -339,6 +360,7 @@ pub fn run_cfg_kernel(
             compiled,
             kernel_seconds,
             native_fma_f32: has_fma.then_some(opts.native_fma_f32),
+            native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
         });
     }
     for (b, &a) in buffers.iter_mut().zip(&layout.buffer_addrs) {
@@ -351,5 +373,6 @@ pub fn run_cfg_kernel(
         compiled,
         kernel_seconds,
         native_fma_f32: has_fma.then_some(opts.native_fma_f32),
+        native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
     })
 }

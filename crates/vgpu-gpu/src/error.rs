@@ -136,6 +136,12 @@ pub enum GpuError {
         /// The value found.
         value: String,
     },
+    /// `VGPU_PTX_ATOMIC_F32` holds none of its values.
+    #[error("VGPU_PTX_ATOMIC_F32={value:?}: expected one of auto, cas, native")]
+    BadAtomicEnv {
+        /// The value found.
+        value: String,
+    },
     /// A fused kernel's IR could not be built or run (its generated code, not
     /// the caller's data: a VGPU bug).
     #[error("fused kernel {op}: {message}")]

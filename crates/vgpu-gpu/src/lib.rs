@@ -12,10 +12,13 @@
 //!   generated from the IR: `relu`, `bias_add`, row-wise `softmax` and
 //!   `matmul_bias_relu` (the IR's epilogue spliced into the matmul's store).
 //! * [`cfg_kernel`]: compiled PTX's control-flow kernels, their f32 fma on the
-//!   device's own `fma` where [`fma_probe`] found it fused.
+//!   device's own `fma` where [`fma_probe`] found it fused, their global f32
+//!   atomic adds on the device's f32 atomics where [`atomic_probe`] found them
+//!   PTX's.
 #![deny(missing_docs)]
 
 pub mod adaptive;
+pub mod atomic_probe;
 mod backend;
 pub mod cfg_kernel;
 pub mod ensemble;
@@ -31,6 +34,7 @@ mod stats;
 mod vgpu_cache;
 
 pub use adaptive::{run_adaptive_gpu, AdaptiveGpuError, GpuAdaptive, GpuAdaptiveOptions};
+pub use atomic_probe::{f32_atomic_add_exact, probe_atomic_add_f32, AtomicF32Path, AtomicProbe};
 pub use backend::{ActiveBackend, BackendChoice};
 pub use cfg_kernel::{run_cfg_kernel, CfgFault, CfgLaunch, CfgRun, GlobalLayout};
 pub use ensemble::{

@@ -53,6 +53,8 @@ pub struct GpuContext {
     pipeline_cache: Option<DiskPipelineCache>,
     /// Whether WGSL's f32 `fma` is fused here ([`crate::fma_probe`]), once probed.
     pub(crate) fma_f32_fused: OnceLock<bool>,
+    /// Whether the f32 atomic add is PTX's here ([`crate::atomic_probe`]), once probed.
+    pub(crate) f32_atomic_add_exact: OnceLock<bool>,
 }
 
 impl fmt::Debug for GpuContext {
@@ -123,11 +125,13 @@ impl GpuContext {
         // Timestamp queries time kernels on the GPU's clock (`--kernel-time`).
         // A pipeline cache keeps compiled pipelines between processes (`pipeline_cache`).
         // 64-bit integers move compiled PTX's f64 registers (`has_int64`).
+        // f32 atomics add compiled PTX's global `atom.add.f32` (`has_f32_atomic_add`).
         let features = adapter.features()
             & (wgpu::Features::SHADER_F64
                 | wgpu::Features::SHADER_INT64
                 | wgpu::Features::TIMESTAMP_QUERY
-                | wgpu::Features::PIPELINE_CACHE);
+                | wgpu::Features::PIPELINE_CACHE
+                | wgpu::Features::SHADER_FLOAT32_ATOMIC);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("vgpu"),
             required_features: features,
@@ -171,6 +175,7 @@ impl GpuContext {
         let pipeline_cache = DiskPipelineCache::open(&device, &info, features);
         Ok(GpuContext {
             fma_f32_fused: OnceLock::new(),
+            f32_atomic_add_exact: OnceLock::new(),
             pipeline_cache,
             device,
             queue,
@@ -209,6 +214,13 @@ impl GpuContext {
     /// Whether the device has `SHADER_F64` (requested whenever the adapter offers it).
     pub fn has_f64(&self) -> bool {
         self.features.contains(wgpu::Features::SHADER_F64)
+    }
+
+    /// Whether the device has f32 atomics on storage buffers
+    /// (`SHADER_FLOAT32_ATOMIC`: `atomicAdd` on `atomic<f32>`), requested
+    /// whenever the adapter offers them.
+    pub fn has_f32_atomic_add(&self) -> bool {
+        self.features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     }
 
     /// Whether the device has 64-bit integers in shaders (`SHADER_INT64`), which

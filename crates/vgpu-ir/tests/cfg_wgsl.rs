@@ -316,6 +316,7 @@ fn every_operation_validates_checked_and_unchecked() {
             f64: true,
             int64: true,
             native_fma_f32: false,
+            f32_atomic_add: false,
         };
         validate(&emit_cfg_wgsl(&k, &o).unwrap(), true);
     }
@@ -331,6 +332,7 @@ fn f32_exact_operations_need_f64_and_name_the_line() {
         f64: false,
         int64: false,
         native_fma_f32: false,
+        f32_atomic_add: false,
     };
     let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("line 7") && e.contains("SHADER_F64"), "{e}");
@@ -346,6 +348,7 @@ fn f64_registers_need_int64_and_name_the_line() {
         f64: true,
         int64: false,
         native_fma_f32: false,
+        f32_atomic_add: false,
     };
     let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("line 11") && e.contains("SHADER_INT64"), "{e}");
@@ -362,6 +365,7 @@ fn malformed_kernels_are_refused() {
         f64: true,
         int64: true,
         native_fma_f32: false,
+        f32_atomic_add: false,
     };
     let e = emit_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("block 99 out of range"), "{e}");
@@ -403,6 +407,7 @@ fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
         f64: false,
         int64: false,
         native_fma_f32: true,
+        f32_atomic_add: false,
     };
     check_cfg_wgsl(&k, &o).unwrap();
     let native = emit_cfg_wgsl(&k, &o).unwrap();

@@ -131,6 +131,7 @@ fn generic_accesses_and_yields_validate() {
                 f64: false,
                 int64: false,
                 native_fma_f32: false,
+                f32_atomic_add: false,
             };
             let src = emit_cfg_wgsl(&k, &o).unwrap();
             validate(&src);

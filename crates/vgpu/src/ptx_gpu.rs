@@ -6,7 +6,9 @@
 //! falls back: what cannot run there is an error naming the instruction and
 //! its PTX line, or the adapter limit.
 
-use vgpu_gpu::{run_cfg_kernel, CfgFault, CfgLaunch, FmaF32Path, GlobalLayout, KernelCache};
+use vgpu_gpu::{
+    run_cfg_kernel, AtomicF32Path, CfgFault, CfgLaunch, FmaF32Path, GlobalLayout, KernelCache,
+};
 use vgpu_ir::wgsl::cfg::fault;
 use vgpu_ptx::{
     ExecOptions, Fault, FaultClass, KernelArg, LaunchConfig, LaunchStats, Module, PtxError,
@@ -37,6 +39,14 @@ pub struct PtxRunner {
     /// How the last GPU kernel with an f32 fma ran it: `Some(true)` the
     /// device's `fma`, `Some(false)` the exact f64 emulation.
     pub native_fma_f32: Option<bool>,
+    /// GPU: how global `atom.add.f32`/`red.add.f32` run (default:
+    /// `VGPU_PTX_ATOMIC_F32`, else the device's f32 atomics where vgpu-gpu's
+    /// probe found them PTX's).
+    pub atomic_f32: AtomicF32Path,
+    /// How the last GPU kernel with a global f32 atomic add ran it:
+    /// `Some(true)` the device's f32 atomics, `Some(false)` a
+    /// compare-and-swap loop.
+    pub native_atomic_f32: Option<bool>,
 }
 
 fn gpu_err(entry: &str, msg: String) -> PtxError {
@@ -69,6 +79,8 @@ impl PtxRunner {
             time_iterations: 0,
             kernel_seconds: None,
             fma_f32: FmaF32Path::Auto,
+            atomic_f32: AtomicF32Path::Auto,
+            native_atomic_f32: None,
             native_fma_f32: None,
         }
     }
@@ -156,6 +168,7 @@ impl PtxRunner {
             watchdog: opts.watchdog.min(i32::MAX as u64) as u32,
             time_iterations: self.time_iterations,
             fma_f32: self.fma_f32,
+            atomic_f32: self.atomic_f32,
         };
         let run = run_cfg_kernel(cache, &ck, &layout, &launch, bufs)
             .map_err(|e| gpu_err(entry, e.to_string()))?;
@@ -163,6 +176,7 @@ impl PtxRunner {
         self.gpu_compiles += run.compiled as u64;
         self.kernel_seconds = run.kernel_seconds.or(self.kernel_seconds);
         self.native_fma_f32 = run.native_fma_f32.or(self.native_fma_f32);
+        self.native_atomic_f32 = run.native_atomic_f32.or(self.native_atomic_f32);
         if let Some(f) = run.fault {
             let CfgFault {
                 class,

@@ -29,8 +29,17 @@ impl CachedKernel {
         let mut stale = self.bind_group.is_none();
         let mut staging_len = 0u64;
         for (i, b) in bindings.iter().enumerate() {
-            let len = b.len();
             let kind = kinds[i];
+            if let BindingKind::Alias(target) = kind {
+                // The target's buffer and size (checked earlier than this one).
+                let len = self.bound_sizes[target];
+                if self.bound_sizes[i] != len {
+                    self.bound_sizes[i] = len;
+                    stale = true;
+                }
+                continue;
+            }
+            let len = b.len();
             let have = self.buffers[i].as_ref().map_or(0, |buf| buf.size());
             if have < len {
                 let usage = if kind == BindingKind::Uniform {
@@ -65,7 +74,12 @@ impl CachedKernel {
                 .map(|(i, (buf, &size))| wgpu::BindGroupEntry {
                     binding: i as u32,
                     resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: buf.as_ref().expect("allocated above"),
+                        buffer: match kinds[i] {
+                            BindingKind::Alias(target) => &self.buffers[target],
+                            _ => buf,
+                        }
+                        .as_ref()
+                        .expect("allocated above"),
                         offset: 0,
                         size: NonZeroU64::new(size),
                     }),

@@ -19,6 +19,7 @@
 //! | `ReadWrite(&mut [u8])` | `var<storage, read_write>` | uploaded | downloaded into the slice |
 //! | `Uniform(&[u8])` | `var<uniform>` | uploaded | — |
 //! | `Scratch(bytes)` | `var<storage, read_write>` | — | — |
+//! | `Alias(i)` | `var<storage, read_write>` (another view of binding `i`'s buffer) | — | — |
 //!
 //! The bound range of each buffer is exactly the data's length, so `arrayLength`
 //! in the kernel sees the length of this call's data. A `Write` buffer is not
@@ -235,6 +236,11 @@ pub enum Binding<'a> {
     /// A read-write storage buffer of this many bytes, neither uploaded nor
     /// downloaded (scratch space; its contents persist between dispatches).
     Scratch(u64),
+    /// Binding `i` (an earlier [`Binding::Write`], [`Binding::ReadWrite`] or
+    /// [`Binding::Scratch`]) bound again: a second view of the same buffer,
+    /// such as `array<atomic<f32>>` beside `array<atomic<u32>>`. Nothing is
+    /// uploaded or downloaded through it.
+    Alias(usize),
 }
 
 impl<'a> Binding<'a> {
@@ -265,14 +271,17 @@ impl<'a> Binding<'a> {
             Binding::ReadWrite(_) => BindingKind::ReadWrite,
             Binding::Uniform(_) => BindingKind::Uniform,
             Binding::Scratch(_) => BindingKind::Scratch,
+            Binding::Alias(i) => BindingKind::Alias(*i),
         }
     }
 
+    /// Bytes bound (an alias: 0; it binds its target's).
     fn len(&self) -> u64 {
         match self {
             Binding::Read(d) | Binding::Uniform(d) => d.len() as u64,
             Binding::Write(d) | Binding::ReadWrite(d) => d.len() as u64,
             Binding::Scratch(n) => *n,
+            Binding::Alias(_) => 0,
         }
     }
 
@@ -280,7 +289,7 @@ impl<'a> Binding<'a> {
         match self {
             Binding::Read(d) | Binding::Uniform(d) => Some(d),
             Binding::ReadWrite(d) => Some(d),
-            Binding::Write(_) | Binding::Scratch(_) => None,
+            Binding::Write(_) | Binding::Scratch(_) | Binding::Alias(_) => None,
         }
     }
 }
@@ -292,6 +301,7 @@ enum BindingKind {
     ReadWrite,
     Uniform,
     Scratch,
+    Alias(usize),
 }
 
 impl BindingKind {
@@ -613,6 +623,24 @@ fn check_launch(
         });
     }
     for (index, b) in bindings.iter().enumerate() {
+        if let Binding::Alias(target) = *b {
+            let writable = bindings.get(target).is_some_and(|t| {
+                matches!(
+                    t.kind(),
+                    BindingKind::Write | BindingKind::ReadWrite | BindingKind::Scratch
+                )
+            });
+            if target >= index || !writable {
+                return Err(GpuError::Binding {
+                    label: spec.label.to_string(),
+                    index,
+                    reason: format!(
+                        "an alias must name an earlier read-write or scratch binding, not binding {target}"
+                    ),
+                });
+            }
+            continue;
+        }
         let len = b.len();
         let max = if b.kind() == BindingKind::Uniform {
             limits.max_uniform_buffer_binding_size

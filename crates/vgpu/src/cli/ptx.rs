@@ -413,6 +413,14 @@ fn report_backend(r: &PtxRunner) {
         };
         println!("fma_f32 {how}");
     }
+    if let Some(native) = r.native_atomic_f32 {
+        let how = if native {
+            "native (the device's f32 atomics)"
+        } else {
+            "compare-and-swap loop"
+        };
+        println!("atom.add.f32 {how}");
+    }
     if let Some(t) = r.kernel_seconds {
         println!("kernel_seconds {t:e}");
         println!("compile_seconds {:e}", r.compile_seconds());

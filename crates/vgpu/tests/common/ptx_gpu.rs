@@ -77,7 +77,7 @@ fn launch(
 
 /// A kernel of `tests/kernels/`: the file `ENTRY.ptx` and its entry `ENTRY`.
 pub(crate) struct Kernel {
-    module: Module,
+    pub(crate) module: Module,
     entry: &'static str,
 }
 

@@ -9,7 +9,7 @@ use super::half::{self, HALF_PRELUDE};
 use super::prelude::{F64_PRELUDE, INT_PRELUDE};
 use super::warp;
 use super::writer::{ExprWidth, KernelWriter, BACK, RET, WAIT, WARP, YIELD};
-use super::{check_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
+use super::{binds_f32_atomic_view, check_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
 use crate::cfg::*;
 use crate::error::IrError;
 use std::fmt::Write;
@@ -50,6 +50,13 @@ pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrErro
     e.header(shared as u32);
     e.main()?;
     Ok(e.out)
+}
+
+/// Whether an atomic `op` in `space` is the device's f32 `atomicAdd` on
+/// `gmemf`, the `atomic<f32>` view of global memory
+/// ([`CfgWgslOptions::f32_atomic_add`]).
+fn uses_gmemf(o: &CfgWgslOptions, space: Space, op: AtomOp) -> bool {
+    o.f32_atomic_add && space == Space::Global && op == AtomOp::AddF32
 }
 
 /// The operation's code in the prelude's `atom_new`, and the native WGSL
@@ -104,6 +111,11 @@ impl KernelWriter<'_> {
         let (rbegin, rend, _) = reserved_smem(shared as u64);
         let swords = rend.div_ceil(4).max(1);
         let lwords = k.local_bytes.div_ceil(4).max(1);
+        let gmemf = if binds_f32_atomic_view(k, o) {
+            "@group(0) @binding(4) var<storage, read_write> gmemf: array<atomic<f32>>;\n"
+        } else {
+            ""
+        };
         let _ = write!(
             out,
             "
@@ -111,7 +123,7 @@ impl KernelWriter<'_> {
 @group(0) @binding(1) var<storage, read> words: array<u32>;
 @group(0) @binding(2) var<storage, read> params: array<u32>;
 @group(0) @binding(3) var<storage, read_write> flt: array<atomic<u32>>;
-var<workgroup> smem: array<{sty}, {swords}>;
+{gmemf}var<workgroup> smem: array<{sty}, {swords}>;
 var<workgroup> wg_waiting: atomic<u32>;
 var<workgroup> wg_round: u32;{warp_decls}
 var<private> lmem: array<u32, {lwords}>;
@@ -508,9 +520,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     }
                 };
                 let (b, c) = (self.v32(*b), self.v32(*c));
-                let e = match native.filter(|_| *space != Space::Generic) {
-                    Some(f) => format!("{f}(&{arr}[{t} >> 2u], {b})"),
-                    None => format!("atom_{n}({t} >> 2u, {code}u, {b}, {c})"),
+                let e = if uses_gmemf(self.o, *space, *op) {
+                    format!("bitcast<u32>(atomicAdd(&gmemf[{t} >> 2u], bitcast<f32>({b})))")
+                } else {
+                    match native.filter(|_| *space != Space::Generic) {
+                        Some(f) => format!("{f}(&{arr}[{t} >> 2u], {b})"),
+                        None => format!("atom_{n}({t} >> 2u, {code}u, {b}, {c})"),
+                    }
                 };
                 let _ = match d {
                     Some(r) => writeln!(out, "        {}", self.assign(*r, e, ExprWidth::B32)),

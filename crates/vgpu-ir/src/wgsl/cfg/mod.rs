@@ -36,6 +36,7 @@
 //! `2` parameters (words), `3` the fault record ([`fault`] layout).
 
 mod access;
+mod atomic_probe;
 mod bits;
 mod emit;
 mod exp2;
@@ -49,6 +50,7 @@ mod writer;
 use crate::cfg::CfgKernel;
 use crate::error::IrError;
 
+pub use atomic_probe::atomic_add_f32_probe_wgsl;
 pub use emit::emit_cfg_wgsl;
 pub use fma_probe::fma_probe_wgsl;
 pub use warp::warp_exchange_bytes;
@@ -125,6 +127,30 @@ pub struct CfgWgslOptions {
     /// subnormals); without, the bare `fma`, needing no `SHADER_F64`. Off:
     /// the emulation.
     pub native_fma_f32: bool,
+    /// Global `atom.add.f32` and `red.add.f32` use the device's f32
+    /// `atomicAdd` (`SHADER_FLOAT32_ATOMIC`) on `gmemf`, an
+    /// `array<atomic<f32>>` view of global memory at binding 4 (the caller
+    /// binds global memory's buffer there again when
+    /// [`binds_f32_atomic_view`] says so), where vgpu-gpu's probe found it to
+    /// round and flush subnormals as PTX's does. Off: a compare-and-swap
+    /// loop on the word.
+    pub f32_atomic_add: bool,
+}
+
+/// Whether the WGSL of `k` under `o` declares binding 4, the `atomic<f32>`
+/// view of global memory ([`CfgWgslOptions::f32_atomic_add`]).
+pub fn binds_f32_atomic_view(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
+    o.f32_atomic_add
+        && k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
+            matches!(
+                s.inst,
+                crate::cfg::Inst::Atom {
+                    space: crate::cfg::Space::Global,
+                    op: crate::cfg::AtomOp::AddF32,
+                    ..
+                }
+            )
+        })
 }
 
 /// Whether `k` can become WGSL under `o`, and why not (the first statement it
