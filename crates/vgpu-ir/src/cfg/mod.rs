@@ -24,8 +24,8 @@ mod warp;
 
 pub use exp2::{ex2_f32, EX2_COEFFS, EX2_NEAR_TIES};
 pub use ops::{
-    AtomOp, BinOp, BitOp, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, Half, HalfOp, ICmp, IntRound,
-    PrmtMode, TernOp, UnOp,
+    AtomOp, BinOp, BitOp, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, FloatRound, Half, HalfOp, ICmp,
+    IntRound, PrmtMode, TernOp, UnOp,
 };
 pub use warp::{ReduxOp, ShflMode, VoteMode, WarpOp};
 
@@ -411,6 +411,9 @@ impl CfgKernel {
                     ..
                 } | Inst::Cvt {
                     op: CvtOp::F64(_),
+                    ..
+                } | Inst::Tern {
+                    op: TernOp::FmaF64 { .. },
                     ..
                 }
             );

@@ -2,9 +2,8 @@
 //! width in bits (8, 16, 32 or 64; 1 for predicates): the result is masked to
 //! it. Float operations name their type and rounding; every one is exact
 //! (correctly rounded as PTX defines it) or not here at all. Registers hold
-//! bits only; f64 values in registers are not in this form yet (naga's WGSL
-//! has no bitcast between `f64` and `vec2<u32>`), f64 is used inside the
-//! correctly rounded f32 operations only.
+//! bits only; an f64 in a register is its bits ([`F64Un`], [`F64Bin`],
+//! [`F64Cvt`], [`TernOp::FmaF64`]).
 
 /// Integer comparisons (`lo ls hi hs` are `Lt Le Gt Ge` unsigned).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -109,13 +108,23 @@ pub enum UnOp {
     F64(F64Un),
 }
 
-/// One-source f64 operations (registers hold the f64's bits).
+/// One-source f64 operations (registers hold the f64's bits). The rounded
+/// ones are correctly rounded to nearest even, a NaN result is PTX's
+/// canonical `0x7fffffffffffffff`, as in the interpreter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum F64Un {
     /// `−a` (the sign bit flipped).
     Neg,
     /// `|a|` (the sign bit cleared).
     Abs,
+    /// `sqrt.rn.f64`: `√a` (`√−0 = −0`, a negative `a` gives NaN).
+    Sqrt,
+    /// `rcp.rn.f64` (and `rcp.approx{.ftz}.f64`, which the interpreter
+    /// computes alike): `1 / a`.
+    Rcp,
+    /// `rsqrt.approx{.ftz}.f64` as the interpreter defines it: `1 / √a`, each
+    /// step correctly rounded.
+    Rsqrt,
 }
 
 /// Two-source f64 operations, to nearest even; a NaN result is PTX's
@@ -132,6 +141,11 @@ pub enum F64Bin {
     Min,
     /// `max` (a NaN operand loses; +0 above −0).
     Max,
+    /// `div.rn.f64`: `a / b`, correctly rounded.
+    Div,
+    /// `setp.CMP.f64`: the comparison into a predicate (±0 equal; the
+    /// unordered ones true when either operand is NaN).
+    Setp(FCmp),
 }
 
 /// Two-source operations.
@@ -277,6 +291,15 @@ pub enum TernOp {
     Bit(BitOp),
     /// Half-precision arithmetic ([`Half`]).
     Half(Half),
+    /// f64 `(±a) · b + (±c)` with one rounding to nearest even (`fma.rn.f64`,
+    /// `mad.rn.f64`, a contracted `mul` + `add/sub`); a NaN result is the
+    /// canonical NaN.
+    FmaF64 {
+        /// The product negated.
+        neg_ab: bool,
+        /// The addend negated.
+        neg_c: bool,
+    },
 }
 
 /// Half-precision arithmetic on f16 bits: `.f16` on the low 16 bits of a
@@ -473,6 +496,57 @@ pub enum F64Cvt {
     FromF32,
     /// f64 → f32, to nearest even (NaN becomes the canonical f32 NaN).
     ToF32Rn,
+    /// f64 → an integer of `bits` bits (`cvt.{rni,rzi,rmi,rpi}{.sat}.
+    /// {s,u}{8,16,32,64}.f64`): rounded with `rnd` (`.rzi` when no integer
+    /// rounding is written), always saturated to the type (`.sat` changes
+    /// nothing), NaN gives 0; the bits masked to the width.
+    ToInt {
+        /// Destination width.
+        bits: u8,
+        /// Destination signed.
+        signed: bool,
+        /// Rounding.
+        rnd: IntRound,
+    },
+    /// f64 → f64 rounded to an integral value (`cvt.rni.f64.f64` …); NaN
+    /// becomes the canonical NaN.
+    Round(IntRound),
+    /// f64 rounded to an integral value, then to the nearest f32
+    /// (`cvt.rni.f32.f64` …, as the interpreter does it).
+    RoundToF32(IntRound),
+    /// f32 rounded to an integral value, in f64 (`cvt.rni.f64.f32` …).
+    RoundFromF32(IntRound),
+    /// f64 → f32 in a rounding mode (`cvt.{rn,rz,rm,rp}{.ftz}{.sat}.f32.f64`):
+    /// `.ftz` flushes a subnormal result to a zero of its sign, `.sat` then
+    /// clamps to [0, 1] (NaN to +0, −0 kept); NaN becomes the canonical NaN.
+    ToF32 {
+        /// The rounding.
+        rnd: FloatRound,
+        /// `.ftz`.
+        ftz: bool,
+        /// `.sat`.
+        sat: bool,
+    },
+    /// A 64-bit integer → f64 in a rounding mode (`cvt.{rz,rm,rp}.f64.s64` …).
+    FromI64 {
+        /// Source signed.
+        signed: bool,
+        /// The rounding.
+        rnd: FloatRound,
+    },
+}
+
+/// A float rounding mode (`.rn`, `.rz`, `.rm`, `.rp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FloatRound {
+    /// To nearest, ties to even (`.rn`).
+    Nearest,
+    /// Toward zero (`.rz`).
+    Zero,
+    /// Toward −∞ (`.rm`).
+    Down,
+    /// Toward +∞ (`.rp`).
+    Up,
 }
 
 impl UnOp {
@@ -492,7 +566,7 @@ impl BinOp {
 
 impl TernOp {
     pub(crate) fn uses_f64(self) -> bool {
-        matches!(self, TernOp::FmaF32 { .. })
+        matches!(self, TernOp::FmaF32 { .. } | TernOp::FmaF64 { .. })
     }
 }
 

@@ -12,8 +12,8 @@
 //! naming the instruction and its line, never a silent approximation.
 
 use vgpu_ir::cfg::{
-    self, AtomOp, BinOp, BitOp, Block, CfgKernel, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, GlobalInit,
-    ICmp, Inst, IntRound, RegTy, Stmt, TernOp, UnOp, Val,
+    self, AtomOp, BinOp, BitOp, Block, CfgKernel, CvtOp, FCmp, GlobalInit, ICmp, Inst, IntRound,
+    RegTy, Stmt, TernOp, UnOp, Val,
 };
 
 use crate::ast::{self, Space};
@@ -24,6 +24,7 @@ use crate::special::Special;
 use crate::types::Ty;
 use crate::warp_ops::{self, Kind};
 
+mod float64;
 mod half;
 mod source;
 
@@ -580,47 +581,10 @@ impl<'a> Lowering<'a> {
         if let Some(h) = self.half(at, ins, [a, b, c])? {
             return Ok(tern(TernOp::Half(h)));
         }
-        // f64 to nearest even (the default; `.rn` may be written).
-        let rn64 = !mods.has("rz") && !mods.has("rm") && !mods.has("rp") && !mods.has("sat");
+        if let Some(i) = self.float64(at, ins, d, [a, b, c])? {
+            return Ok(i);
+        }
         Ok(match (op, tys.as_slice()) {
-            ("add" | "sub" | "mul" | "min" | "max", [Ty::F64]) if rn64 => Inst::Bin {
-                op: BinOp::F64(match op {
-                    "add" => F64Bin::Add,
-                    "sub" => F64Bin::Sub,
-                    "mul" => F64Bin::Mul,
-                    "min" => F64Bin::Min,
-                    _ => F64Bin::Max,
-                }),
-                d,
-                a,
-                b,
-            },
-            ("neg" | "abs", [Ty::F64]) => Inst::Un {
-                op: UnOp::F64(if op == "neg" { F64Un::Neg } else { F64Un::Abs }),
-                d,
-                a,
-            },
-            ("cvt", [Ty::F64, at]) if !ftz => Inst::Cvt {
-                op: CvtOp::F64(match at {
-                    Ty::S32 | Ty::U32 if rnd(&mods).is_none() => F64Cvt::FromI32 {
-                        signed: *at == Ty::S32,
-                    },
-                    Ty::S64 | Ty::U64 if mods.has("rn") => F64Cvt::FromI64Rn {
-                        signed: *at == Ty::S64,
-                    },
-                    Ty::F32 if rnd(&mods).is_none() && !mods.has("rn") => F64Cvt::FromF32,
-                    _ => return no("this conversion"),
-                }),
-                d,
-                a,
-            },
-            ("cvt", [Ty::F32, Ty::F64]) if !ftz && mods.has("rn") && !mods.has("sat") => {
-                Inst::Cvt {
-                    op: CvtOp::F64(F64Cvt::ToF32Rn),
-                    d,
-                    a,
-                }
-            }
             // `div.approx.f32` and `div.full.f32` are within 2 ulp in PTX; the
             // interpreter computes them correctly rounded, and so does this.
             ("div", [Ty::F32])

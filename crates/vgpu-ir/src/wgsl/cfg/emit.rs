@@ -5,6 +5,7 @@ use super::access::{self, needs_atomic_words, space_letter, Rw};
 use super::bits::{self, BITS_PRELUDE};
 use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
+use super::float64_exact;
 use super::half::{self, HALF_PRELUDE};
 use super::prelude::{F64_PRELUDE, INT_PRELUDE};
 use super::warp;
@@ -102,6 +103,13 @@ impl KernelWriter<'_> {
         }
         if o.f64 && o.int64 && k.f64_reg_line().is_some() {
             out.push_str(FLOAT64_PRELUDE);
+            if k.blocks
+                .iter()
+                .flat_map(|b| &b.stmts)
+                .any(float64_exact::uses)
+            {
+                out.push_str(float64_exact::FLOAT64_EXACT_PRELUDE);
+            }
         }
         let g_atomic = needs_atomic_words(k, Space::Global);
         let s_atomic = needs_atomic_words(k, Space::Shared);
@@ -798,6 +806,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             ),
             TernOp::Bit(op) => self.bits(op, a, b, c),
             TernOp::Half(h) => (half::expr(h, &a32, &b32, &c32), ExprWidth::B32),
+            TernOp::FmaF64 { neg_ab, neg_c } => {
+                (self.f64_fma(neg_ab, neg_c, [a, b, c]), ExprWidth::B64)
+            }
             TernOp::Selp(bits) => {
                 let w = if bits > 32 {
                     ExprWidth::B64

@@ -6,10 +6,12 @@
 //! and f64 → f32 conversions are correctly rounded to nearest even in Vulkan,
 //! so the results are the interpreter's bit for bit; a NaN result becomes
 //! PTX's canonical NaN, as in the interpreter (`types.rs`'s `bf64`).
-//! `fma.f64` is not here: WGSL's `fma` need not be fused (lavapipe's f64 `fma`
-//! rounds twice: one ulp off, and `−∞` becomes NaN when `a·b` overflows), and an
-//! exact one from unfused f64 operations is not written yet.
+//! `fma`, `÷`, `√`, `setp` and the conversions with other rounding modes are
+//! float64_exact.rs' integer sequences: WGSL's `fma` need not be fused
+//! (lavapipe's f64 `fma` rounds twice: one ulp off, and `−∞` becomes NaN when
+//! `a·b` overflows), its `÷` and `√` need not be correctly rounded.
 
+use super::float64_exact::{float_mode, int_mode};
 use super::writer::{ExprWidth, KernelWriter};
 use crate::cfg::{F64Bin, F64Cvt, F64Un, Val};
 
@@ -60,6 +62,10 @@ impl KernelWriter<'_> {
         let e = match op {
             F64Un::Neg => format!("(({x}) ^ vec2<u32>(0u, 0x80000000u))"),
             F64Un::Abs => format!("(({x}) & vec2<u32>(0xffffffffu, 0x7fffffffu))"),
+            // float64_exact.rs' integer sequences.
+            F64Un::Sqrt => format!("sqrt64({x})"),
+            F64Un::Rcp => format!("div64(vec2<u32>(0u, 0x3ff00000u), {x})"),
+            F64Un::Rsqrt => format!("div64(vec2<u32>(0u, 0x3ff00000u), sqrt64({x}))"),
         };
         (e, ExprWidth::B64)
     }
@@ -74,6 +80,11 @@ impl KernelWriter<'_> {
             F64Bin::Mul => arith("*"),
             F64Bin::Min => format!("fminmax64({x}, {y}, false)"),
             F64Bin::Max => format!("fminmax64({x}, {y}, true)"),
+            // float64_exact.rs' integer sequences.
+            F64Bin::Div => format!("div64({x}, {y})"),
+            F64Bin::Setp(c) => {
+                return (format!("fcmp64({x}, {y}, {}u)", c as u32), ExprWidth::B32);
+            }
         };
         (e, ExprWidth::B64)
     }
@@ -94,6 +105,51 @@ impl KernelWriter<'_> {
             ),
             F64Cvt::FromF32 => (format!("f32_to_f64({})", self.v32(a)), ExprWidth::B64),
             F64Cvt::ToF32Rn => (format!("f64_to_f32({})", self.v64(a)), ExprWidth::B32),
+            // float64_exact.rs' integer sequences.
+            F64Cvt::ToInt { bits, signed, rnd } => {
+                let e = format!(
+                    "f64_to_int({}, {bits}u, {signed}, {}u)",
+                    self.v64(a),
+                    int_mode(rnd)
+                );
+                if bits > 32 {
+                    (e, ExprWidth::B64)
+                } else {
+                    (format!("({e}).x"), ExprWidth::B32)
+                }
+            }
+            F64Cvt::Round(r) => (
+                format!("f64_rint({}, {}u)", self.v64(a), int_mode(r)),
+                ExprWidth::B64,
+            ),
+            F64Cvt::RoundToF32(r) => (
+                format!(
+                    "xto_f32(f64_rint({}, {}u), 1u, false, false)",
+                    self.v64(a),
+                    int_mode(r)
+                ),
+                ExprWidth::B32,
+            ),
+            F64Cvt::RoundFromF32(r) => (
+                format!("f64_rint(xf32({}), {}u)", self.v32(a), int_mode(r)),
+                ExprWidth::B64,
+            ),
+            F64Cvt::ToF32 { rnd, ftz, sat } => (
+                format!(
+                    "xto_f32({}, {}u, {ftz}, {sat})",
+                    self.v64(a),
+                    float_mode(rnd)
+                ),
+                ExprWidth::B32,
+            ),
+            F64Cvt::FromI64 { signed, rnd } => (
+                format!(
+                    "xi64_to_f64({}, {signed}, {}u)",
+                    self.v64(a),
+                    float_mode(rnd)
+                ),
+                ExprWidth::B64,
+            ),
         }
     }
 }

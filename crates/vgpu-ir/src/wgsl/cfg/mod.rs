@@ -41,6 +41,7 @@ mod bits;
 mod emit;
 mod exp2;
 mod float64;
+mod float64_exact;
 mod fma_probe;
 mod half;
 mod prelude;
