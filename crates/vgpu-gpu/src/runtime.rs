@@ -220,7 +220,8 @@ impl GpuContext {
     /// (`SHADER_FLOAT32_ATOMIC`: `atomicAdd` on `atomic<f32>`), requested
     /// whenever the adapter offers them.
     pub fn has_f32_atomic_add(&self) -> bool {
-        self.features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
+        self.features
+            .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     }
 
     /// Whether the device has 64-bit integers in shaders (`SHADER_INT64`), which

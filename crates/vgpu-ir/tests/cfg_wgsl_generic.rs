@@ -136,7 +136,10 @@ fn generic_accesses_and_yields_validate() {
             let src = emit_cfg_wgsl(&k, &o).unwrap();
             validate(&src);
             let check = if checked { "xaddr(" } else { "xoff(" };
-            assert!(src.contains(check) && src.contains("atom_x("), "{end:?}\n{src}");
+            assert!(
+                src.contains(check) && src.contains("atom_x("),
+                "{end:?}\n{src}"
+            );
             // The round loop is there (a yielding thread's pc has bit 31).
             assert!(src.contains("2147483648u"), "{end:?}\n{src}");
         }

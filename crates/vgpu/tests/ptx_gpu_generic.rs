@@ -44,7 +44,11 @@ fn generic_accesses_match_the_interpreter() {
         assert_eq!(word(&gpu, 16 * t + 2), u32::MAX, "block {b}: shared red.or");
         assert_eq!(word(&gpu, 16 * t + 4), 0xffff_ff81, "block {b}: ld.s8");
         assert_eq!(word(&gpu, 16 * t + 10), 77, "block {b}: cas");
-        assert_eq!(word(&gpu, 16 * t + 12), b * 1000 + 32 + 12345, "block {b}: spin");
+        assert_eq!(
+            word(&gpu, 16 * t + 12),
+            b * 1000 + 32 + 12345,
+            "block {b}: spin"
+        );
     }
 }
 
@@ -71,7 +75,10 @@ fn unchecked_generic_accesses_match_the_interpreter() {
             .unwrap_or_else(|e| panic!("{backend:?}: {e}"));
         bufs[0].clone()
     };
-    let (cpu, gpu) = (run(BackendChoice::Cpu, true), run(BackendChoice::Gpu, false));
+    let (cpu, gpu) = (
+        run(BackendChoice::Cpu, true),
+        run(BackendChoice::Gpu, false),
+    );
     let n = BLOCKS * THREADS;
     let names: Vec<u64> = (0..n as u64).collect();
     assert_same_bytes(&cpu[..64 * n], &gpu[..64 * n], 64, &names, 1);

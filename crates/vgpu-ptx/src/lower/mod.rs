@@ -357,7 +357,6 @@ impl<'a> Lowering<'a> {
         Ok(ck)
     }
 
-
     fn inst(&self, op: &Op, at: usize) -> Result<Inst, PtxError> {
         Ok(match op {
             Op::Warp(w) => {

@@ -11,8 +11,8 @@
 use std::fmt::Write;
 
 use super::emit::BAD;
-use super::writer::{KernelWriter, RET};
 use super::fault;
+use super::writer::{KernelWriter, RET};
 use crate::cfg::{CfgKernel, Inst, Space, Val, GENERIC_LOCAL_WINDOW, GENERIC_SHARED_WINDOW};
 
 /// What an access does with its bytes.
@@ -187,10 +187,7 @@ impl KernelWriter<'_> {
                 Space::Param => {
                     format!("saddr({a}, {size}u, {align}u, {line}u, PARAM_BYTES, 0u, 0u)")
                 }
-                Space::Generic => format!(
-                    "xaddr({a}, {size}u, {align}u, {line}u, {}u)",
-                    rw as u32
-                ),
+                Space::Generic => format!("xaddr({a}, {size}u, {align}u, {line}u, {}u)", rw as u32),
             };
             let _ = writeln!(
                 code,
