@@ -91,12 +91,15 @@ fn module() -> Module {
     Module::parse(&text, "generic.ptx").expect("parses")
 }
 
+/// `gpoke`'s (sel, raw address, mode).
+type Poke = (u32, u64, u32);
+
 /// A fault's (class, line, block, thread).
 type FaultAt = (String, u32, [u32; 3], [u32; 3]);
 
 /// `gpoke` with `(sel, raw, mode)` on `backend`: its fault, or `None` when
 /// it ran.
-fn poke(m: &Module, backend: BackendChoice, (sel, raw, mode): (u32, u64, u32)) -> Option<FaultAt> {
+fn poke(m: &Module, backend: BackendChoice, (sel, raw, mode): Poke) -> Option<FaultAt> {
     let mut bufs = [vec![0u8; 8192]];
     let args = [
         KernelArg::Buffer(0),
@@ -133,7 +136,7 @@ fn generic_faults_match_the_interpreter() {
     let local = 2u64 << 44;
     let oob = Some("OutOfBounds");
     let mis = Some("Misaligned");
-    let cases: [((u32, u64, u32), Option<&str>); 26] = [
+    let cases: [(Poke, Option<&str>); 26] = [
         // Global: the buffer through its own (generic) pointer.
         ((0, 0, st), None),
         ((0, 8188, ld), None),
