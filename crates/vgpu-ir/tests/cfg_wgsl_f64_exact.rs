@@ -85,6 +85,24 @@ fn every_exact_op() -> Vec<(Inst, &'static str)> {
         ),
         (
             Inst::Bin {
+                op: BinOp::F64(F64Bin::AddRound(FloatRound::Up)),
+                d: 1,
+                a: R(0),
+                b: R(1),
+            },
+            "add64m(r0, r1, 3u)",
+        ),
+        (
+            Inst::Bin {
+                op: BinOp::F64(F64Bin::SubRound(FloatRound::Zero)),
+                d: 1,
+                a: R(0),
+                b: R(1),
+            },
+            "add64m(r0, (r1) ^ vec2<u32>(0u, 0x80000000u), 0u)",
+        ),
+        (
+            Inst::Bin {
                 op: BinOp::F64(F64Bin::Setp(FCmp::Ltu)),
                 d: 2,
                 a: R(0),

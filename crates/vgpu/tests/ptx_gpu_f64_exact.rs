@@ -1,7 +1,8 @@
 //! The GPU path's exact f64 sequences (vgpu-ir `wgsl/cfg/float64_exact.rs`):
 //! `fma.rn.f64`, `mad.rn.f64`, a `mul.f64` contracted into `add/sub.f64`,
-//! `div.rn.f64`, `rcp.rn.f64`, `sqrt.rn.f64`, `rsqrt.approx.f64`, `setp.f64`
-//! with every comparison, and the `cvt`s with integer roundings (f64 →
+//! `add/sub.{rz,rm,rp}.f64`, `div.rn.f64`, `rcp.rn.f64`, `sqrt.rn.f64`,
+//! `rsqrt.approx.f64`, `setp.f64` with every comparison, and the `cvt`s
+//! with integer roundings (f64 →
 //! s64/u64/s32/u32/s16/u8, f64 → f64, f64 → f32, f32 → f64), directed
 //! roundings (f64 → f32, s64/u64 → f64), `.sat` and `.ftz`, equal the
 //! interpreter's bit for bit on adversarial inputs: specials (±0, ±∞, NaN
@@ -17,7 +18,7 @@ mod common;
 use common::ptx_gpu::{assert_same_bytes, in_out, line, Kernel, Rng, IN_OUT};
 
 /// Bytes each thread writes (tests/kernels/f64exact.ptx).
-const STRIDE: usize = 376;
+const STRIDE: usize = 416;
 /// Threads.
 const N: usize = 8192;
 

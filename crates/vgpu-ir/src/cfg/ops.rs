@@ -146,6 +146,15 @@ pub enum F64Bin {
     /// `setp.CMP.f64`: the comparison into a predicate (±0 equal; the
     /// unordered ones true when either operand is NaN).
     Setp(FCmp),
+    /// `add.{rz,rm,rp}.f64` as the interpreter computes it: `a + b` rounded
+    /// once in the mode, except that a sum infinite to nearest (an infinite
+    /// operand, or overflow) is the largest finite number of its sign where
+    /// the mode rounds toward zero, an exact zero sum is `+0` (`−0` for
+    /// `−0 + −0`), and where the interpreter's TwoSum overflows (`RN(a + b) −
+    /// a` beyond the range) the sum is rounded to nearest.
+    AddRound(FloatRound),
+    /// `sub.{rz,rm,rp}.f64`: [`F64Bin::AddRound`] of `a` and `−b`.
+    SubRound(FloatRound),
 }
 
 /// Two-source operations.

@@ -2,9 +2,10 @@
 //! `min`, `max`, `neg`, `abs`, `fma`/`mad` (and a `mul` contracted into an
 //! `add`/`sub`), `div`, `rcp`, `sqrt`, `rsqrt.approx`, `setp` and the `cvt`s to
 //! and from f64, each as the interpreter computes it (semantics.rs, float.rs).
-//! Rounding modes other than `.rn` on the arithmetic are refused, naming the
-//! line: the interpreter's directed `fma`/`div`/`sqrt` keep its own
-//! corrections, which no GPU form reproduces yet.
+//! `add/sub.{rz,rm,rp}.f64` are lowered; other rounding modes than `.rn` on
+//! the arithmetic are refused, naming the line: the interpreter's directed
+//! `mul`/`fma`/`div`/`sqrt` take the sign of a residual computed in f64 (0
+//! where it underflows), which no GPU form reproduces yet.
 
 use vgpu_ir::cfg::{
     BinOp, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, FloatRound, Inst, IntRound, TernOp, UnOp, Val,
@@ -93,6 +94,14 @@ impl Lowering<'_> {
         Ok(Some(match (op, mods.types().as_slice()) {
             ("cvt", [dt, st]) if *dt == Ty::F64 || *st == Ty::F64 => {
                 return self.cvt64(at, &mods, d, a).map(Some)
+            }
+            ("add" | "sub", [Ty::F64]) if !rn && !sat => {
+                let r = float_round(&mods);
+                bin(if op == "add" {
+                    F64Bin::AddRound(r)
+                } else {
+                    F64Bin::SubRound(r)
+                })
             }
             (_, [Ty::F64]) if !rn => return no("an f64 operation with a directed rounding"),
             (_, [Ty::F64]) if sat && !matches!(op, "div" | "rcp" | "sqrt" | "rsqrt") => {

@@ -82,6 +82,11 @@ impl KernelWriter<'_> {
             F64Bin::Max => format!("fminmax64({x}, {y}, true)"),
             // float64_exact.rs' integer sequences.
             F64Bin::Div => format!("div64({x}, {y})"),
+            F64Bin::AddRound(r) => format!("add64m({x}, {y}, {}u)", float_mode(r)),
+            F64Bin::SubRound(r) => format!(
+                "add64m({x}, ({y}) ^ vec2<u32>(0u, 0x80000000u), {}u)",
+                float_mode(r)
+            ),
             F64Bin::Setp(c) => {
                 return (format!("fcmp64({x}, {y}, {}u)", c as u32), ExprWidth::B32);
             }

@@ -44,7 +44,10 @@ pub(super) fn uses(s: &Stmt) -> bool {
         } => matches!(op, F64Un::Sqrt | F64Un::Rcp | F64Un::Rsqrt),
         Inst::Bin {
             op: BinOp::F64(op), ..
-        } => matches!(op, F64Bin::Div | F64Bin::Setp(_)),
+        } => matches!(
+            op,
+            F64Bin::Div | F64Bin::Setp(_) | F64Bin::AddRound(_) | F64Bin::SubRound(_)
+        ),
         Inst::Tern {
             op: TernOp::FmaF64 { .. },
             ..
@@ -143,14 +146,18 @@ fn xshr_jam(x: U128, s: u32) -> U128 {
   return U128(x.hi >> s, (x.lo >> s) | (x.hi << (64u - s)) | select(0lu, 1lu, lost != 0lu));
 }
 fn xlt128(a: U128, b: U128) -> bool { return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo); }
-// (-1)^neg * r * 2^(e - 126) (r nonzero; its lowest bit sticky), to nearest even.
-fn xpack(neg: bool, e: i32, r: U128) -> u64 {
+// (-1)^neg * r * 2^(e - 126) (r nonzero; its lowest bit sticky), rounded in mode md.
+fn xpack(neg: bool, e: i32, r: U128, md: u32) -> u64 {
   let z = xclz128(r);
   let n = xshl(r, z);
-  return xround64(neg, e + 1 - i32(z), n.hi, n.lo != 0lu, 1u);
+  return xround64(neg, e + 1 - i32(z), n.hi, n.lo != 0lu, md);
 }
 // a * b + c rounded once to nearest even; NaN canonical.
-fn fma64(a: vec2<u32>, b: vec2<u32>, c: vec2<u32>) -> vec2<u32> {
+fn fma64(a: vec2<u32>, b: vec2<u32>, c: vec2<u32>) -> vec2<u32> { return fma64m(a, b, c, 1u); }
+// a * b + c for finite a, b (or as fma64 for infinite ones) rounded once in
+// mode md; an exact zero sum is a zero as to nearest (the interpreter's
+// directed add keeps that sign too).
+fn fma64m(a: vec2<u32>, b: vec2<u32>, c: vec2<u32>, md: u32) -> vec2<u32> {
   let x = xu(a); let y = xu(b); let z = xu(c);
   let nan = vec2<u32>(0xffffffffu, 0x7fffffffu);
   if (xnan(x) || xnan(y) || xnan(z)) { return nan; }
@@ -172,7 +179,7 @@ fn fma64(a: vec2<u32>, b: vec2<u32>, c: vec2<u32>) -> vec2<u32> {
   var p = xmul(na.m, nb.m);
   var ep = na.e + nb.e;
   if ((p.hi >> 63u) != 0lu) { p = xshr_jam(p, 1u); ep = ep + 1; }
-  if (az == 0lu) { return xv(xpack(sp, ep, p)); }
+  if (az == 0lu) { return xv(xpack(sp, ep, p, md)); }
   let nc = xnorm(az);
   // The addend alike: q * 2^(eq - 126), 74 zero bits below.
   var big = p; var eb = ep; var sb = sp;
@@ -192,7 +199,33 @@ fn fma64(a: vec2<u32>, b: vec2<u32>, c: vec2<u32>) -> vec2<u32> {
   }
   // An exact zero sum is +0 when rounding to nearest.
   if ((r.hi | r.lo) == 0lu) { return vec2<u32>(0u, 0u); }
-  return xv(xpack(sb, eb, r));
+  return xv(xpack(sb, eb, r, md));
+}
+// add.{rz,rm,rp}.f64 as the interpreter computes it (float.rs' add_f64): the
+// exact sum rounded once in mode md, except that an infinite sum to nearest
+// (an infinite operand, or overflow) becomes the largest finite number of its
+// sign where md rounds toward zero, an exact zero sum keeps the sign it has
+// to nearest, and where TwoSum's s - a overflows the sum is s, to nearest.
+fn add64m(a: vec2<u32>, b: vec2<u32>, md: u32) -> vec2<u32> {
+  let x = xu(a); let y = xu(b);
+  let nan = vec2<u32>(0xffffffffu, 0x7fffffffu);
+  if (xnan(x) || xnan(y)) { return nan; }
+  let inf = 0x7ff0000000000000lu;
+  let xi = (x & 0x7ffffffffffffffflu) == inf;
+  let yi = (y & 0x7ffffffffffffffflu) == inf;
+  if (xi && yi && x != y) { return nan; }
+  if (xi || yi) {
+    let s = select(y, x, xi) & 0x8000000000000000lu;
+    let neg = s != 0lu;
+    let away = (md == 3u && !neg) || (md == 2u && neg) || md == 1u;
+    return xv(s | select(0x7feffffffffffffflu, inf, away));
+  }
+  // Its TwoSum's s - a overflowing leaves the error NaN, the result s.
+  let one = vec2<u32>(0u, 0x3ff00000u);
+  let s = fma64m(a, one, b, 1u);
+  let bb = fma64m(s, one, a ^ vec2<u32>(0u, 0x80000000u), 1u);
+  if ((s.y & 0x7ff00000u) != 0x7ff00000u && (bb.y & 0x7ff00000u) == 0x7ff00000u) { return s; }
+  return fma64m(a, one, b, md);
 }
 // a / b correctly rounded to nearest even; NaN canonical.
 fn div64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
