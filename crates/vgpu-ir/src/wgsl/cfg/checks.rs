@@ -84,6 +84,22 @@ var<private> bar_i: u32;
     )
 }
 
+/// Bytes of workgroup memory the checks take for `k` with `shared` bytes of
+/// the kernel's shared memory (static and dynamic) under `checked`.
+pub fn check_workgroup_bytes(k: &CfgKernel, shared: u64, checked: bool) -> u64 {
+    let bar = if barrier_check(k, checked) {
+        4 * (barrier_indices(k).1.len().max(1) as u64 + 1)
+    } else {
+        0
+    };
+    let shadow = if shadow_check(k, checked) {
+        4 * (shared.div_ceil(32).max(1) + 1)
+    } else {
+        0
+    };
+    bar + shadow
+}
+
 /// What a thread publishes before the round's `workgroupBarrier` (`ret`: the
 /// returned thread's `pc`).
 pub(super) fn barrier_publish(ret: u32) -> String {

@@ -491,6 +491,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 let total = (*size as u32) * d.len() as u32;
                 for (i, r) in d.iter().enumerate() {
                     let align = if i == 0 { total.min(16) } else { *size as u32 };
+                    // An element no register takes (`used_bytes_mask`) is not
+                    // read: the initialisation check skips it, as the
+                    // interpreter does.
+                    let shadow = self.shadow;
+                    self.shadow &= r.is_some();
                     let (c, t) = self.access(
                         *space,
                         *base,
@@ -499,6 +504,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         line,
                         Rw::Read,
                     );
+                    self.shadow = shadow;
                     code.push_str(&c);
                     if let Some(r) = r {
                         let e = format!("ld_{sp}({t}, {size}u, {sign})");

@@ -55,6 +55,7 @@ use crate::cfg::CfgKernel;
 use crate::error::IrError;
 
 pub use atomic_probe::atomic_add_f32_probe_wgsl;
+pub use checks::check_workgroup_bytes;
 pub use emit::emit_cfg_wgsl;
 pub use fma_probe::fma_probe_wgsl;
 pub use warp::warp_exchange_bytes;
