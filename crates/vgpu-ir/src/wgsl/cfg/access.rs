@@ -10,7 +10,6 @@
 
 use std::fmt::Write;
 
-use super::checks;
 use super::emit::BAD;
 use super::fault;
 use super::writer::{KernelWriter, RET};
@@ -194,15 +193,6 @@ impl KernelWriter<'_> {
                 code,
                 "        let {name} = {call};\n        if ({name} == {BAD}) {{ pc = {RET}u; break; }}"
             );
-            if self.shadow && matches!(space, Space::Shared | Space::Generic) {
-                code.push_str(&checks::shadow_access(
-                    &name,
-                    size,
-                    line,
-                    rw as u32,
-                    space == Space::Generic,
-                ));
-            }
         } else {
             let e = match space {
                 Space::Global => format!("({a}).x - GB"),
