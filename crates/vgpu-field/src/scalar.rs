@@ -4,7 +4,6 @@
 //! re-exports them as `vgpu_ir::types::{ScalarType, Value}` and
 //! `vgpu_ir::Buffer`).
 
-use crate::phase::FluxBuffer;
 use std::fmt;
 use std::sync::Arc;
 
@@ -265,18 +264,6 @@ impl From<Vec<i32>> for Buffer {
 impl From<Vec<u32>> for Buffer {
     fn from(v: Vec<u32>) -> Self {
         Buffer::U32(v.into())
-    }
-}
-
-impl From<FluxBuffer> for Buffer {
-    /// A launch's flux accumulators as a read-only buffer of their type.
-    fn from(b: FluxBuffer) -> Self {
-        match b {
-            FluxBuffer::F32(v) => Buffer::F32(v.into()),
-            FluxBuffer::F64(v) => Buffer::F64(v.into()),
-            FluxBuffer::I32(v) => Buffer::I32(v.into()),
-            FluxBuffer::U32(v) => Buffer::U32(v.into()),
-        }
     }
 }
 

@@ -9,7 +9,7 @@
 //! registers; integer entries move only by unit flows.
 
 use crate::flux::FluxLog;
-use crate::scalar::{ScalarType, Value};
+use crate::scalar::{Buffer, ScalarType, Value};
 
 /// The kind of a type's storage in a [`SharedMem`]: f32, f64, integers (as
 /// `u32` bits), bool.
@@ -267,6 +267,18 @@ impl TypedLog {
             (TypedLog::I32(l), FluxBuffer::I32(a)) => l.apply(a),
             (TypedLog::U32(l), FluxBuffer::U32(a)) => l.apply(a),
             _ => unreachable!("a log is applied to the buffer it was made for"),
+        }
+    }
+}
+
+impl From<FluxBuffer> for Buffer {
+    /// A launch's flux accumulators as a read-only buffer of their type.
+    fn from(b: FluxBuffer) -> Self {
+        match b {
+            FluxBuffer::F32(v) => Buffer::F32(v.into()),
+            FluxBuffer::F64(v) => Buffer::F64(v.into()),
+            FluxBuffer::I32(v) => Buffer::I32(v.into()),
+            FluxBuffer::U32(v) => Buffer::U32(v.into()),
         }
     }
 }

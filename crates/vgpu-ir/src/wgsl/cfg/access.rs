@@ -10,10 +10,12 @@
 
 use std::fmt::Write;
 
-use super::emit::BAD;
 use super::fault;
 use super::writer::{KernelWriter, RET};
 use crate::cfg::{CfgKernel, Inst, Space, Val, GENERIC_LOCAL_WINDOW, GENERIC_SHARED_WINDOW};
+
+/// What an address check returns after recording a fault.
+pub(super) const BAD: &str = "0xffffffffu";
 
 /// What an access does with its bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]

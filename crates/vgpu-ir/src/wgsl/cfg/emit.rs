@@ -1,7 +1,7 @@
 //! The emitter proper: declarations, memory helpers, the state machine and
 //! one WGSL statement list per basic block.
 
-use super::access::{self, needs_atomic_words, space_letter, Rw};
+use super::access::{self, needs_atomic_words, space_letter, Rw, BAD};
 use super::bits::{self, BITS_PRELUDE};
 use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
@@ -14,9 +14,6 @@ use super::{binds_f32_atomic_view, check_cfg_wgsl, fault, meta, CfgWgslOptions, 
 use crate::cfg::*;
 use crate::error::IrError;
 use std::fmt::Write;
-
-/// What an address check returns after recording a fault.
-pub(super) const BAD: &str = "0xffffffffu";
 
 fn unsupported(k: &CfgKernel, reason: String) -> IrError {
     IrError::Unsupported {
