@@ -279,29 +279,4 @@ mod tests {
         assert_eq!(Value::I32(-1).int_bits(), Some(u32::MAX));
         assert_eq!(Value::F32(1.0).int_bits(), None);
     }
-
-    #[test]
-    fn flux_buffers_become_buffers_of_their_type() {
-        for (ty, vals) in [
-            (ScalarType::F32, [1.5, -2.0]),
-            (ScalarType::F64, [0.25, 3.0]),
-            (ScalarType::I32, [-7.0, 9.0]),
-            (ScalarType::U32, [7.0, 9.0]),
-        ] {
-            let mut f = FluxBuffer::zeros(ty, 2).expect("a number type");
-            match &mut f {
-                FluxBuffer::F32(v) => v.copy_from_slice(&vals.map(|x| x as f32)),
-                FluxBuffer::F64(v) => v.copy_from_slice(&vals),
-                FluxBuffer::I32(v) => v.copy_from_slice(&vals.map(|x| x as i32)),
-                FluxBuffer::U32(v) => v.copy_from_slice(&vals.map(|x| x as u32)),
-            }
-            let b = Buffer::from(f);
-            assert_eq!(b.ty(), ty);
-            assert_eq!(b.len(), 2);
-            for (i, &x) in vals.iter().enumerate() {
-                assert_eq!(b.get(i), Value::F64(x).cast(ty));
-            }
-        }
-        assert!(FluxBuffer::zeros(ScalarType::Bool, 2).is_none());
-    }
 }
