@@ -177,27 +177,32 @@ pub(crate) fn alu(op: &str, m: &Mods) -> Option<Kind> {
     })
 }
 
+/// `setp`'s float comparison named `name` (`eq` … `geu`, `num`, `nan`).
+pub(crate) fn float_cmp(name: &str) -> Option<FCmp> {
+    Some(match name {
+        "eq" => FCmp::Eq,
+        "ne" => FCmp::Ne,
+        "lt" => FCmp::Lt,
+        "le" => FCmp::Le,
+        "gt" => FCmp::Gt,
+        "ge" => FCmp::Ge,
+        "equ" => FCmp::Equ,
+        "neu" => FCmp::Neu,
+        "ltu" => FCmp::Ltu,
+        "leu" => FCmp::Leu,
+        "gtu" => FCmp::Gtu,
+        "geu" => FCmp::Geu,
+        "num" => FCmp::Num,
+        "nan" => FCmp::Nan,
+        _ => return None,
+    })
+}
+
 /// The kind of `setp.CMP.TY` with one predicate destination and no boolean
 /// combination, when it has a warp form.
 pub(crate) fn setp(cmp: &str, ty: Ty, ftz: bool) -> Option<Kind> {
     if ty == Ty::F32 && !ftz {
-        let c = match cmp {
-            "eq" => FCmp::Eq,
-            "ne" => FCmp::Ne,
-            "lt" => FCmp::Lt,
-            "le" => FCmp::Le,
-            "gt" => FCmp::Gt,
-            "ge" => FCmp::Ge,
-            "equ" => FCmp::Equ,
-            "neu" => FCmp::Neu,
-            "ltu" => FCmp::Ltu,
-            "leu" => FCmp::Leu,
-            "gtu" => FCmp::Gtu,
-            "geu" => FCmp::Geu,
-            "num" => FCmp::Num,
-            "nan" => FCmp::Nan,
-            _ => return None,
-        };
+        let c = float_cmp(cmp)?;
         return Some(Kind::SetpF32(c));
     }
     if !ty.is_int() {

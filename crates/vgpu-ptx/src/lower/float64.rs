@@ -8,7 +8,7 @@
 //! where it underflows), which no GPU form reproduces yet.
 
 use vgpu_ir::cfg::{
-    BinOp, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, FloatRound, Inst, IntRound, TernOp, UnOp, Val,
+    BinOp, CvtOp, F64Bin, F64Cvt, F64Un, FloatRound, Inst, IntRound, TernOp, UnOp, Val,
 };
 
 use super::{source, Lowering};
@@ -16,19 +16,6 @@ use crate::ast::{self, Operand};
 use crate::error::PtxError;
 use crate::modifiers::Mods;
 use crate::types::Ty;
-
-/// The integer rounding modifier (`.rni` …), if any.
-fn int_round(m: &Mods) -> Option<IntRound> {
-    [
-        ("rzi", IntRound::Zero),
-        ("rni", IntRound::Nearest),
-        ("rmi", IntRound::Down),
-        ("rpi", IntRound::Up),
-    ]
-    .into_iter()
-    .find(|(s, _)| m.has(s))
-    .map(|(_, r)| r)
-}
 
 /// The float rounding modifier, `.rn` when none is written (as the
 /// interpreter's `Mods::rnd`).
@@ -42,27 +29,6 @@ fn float_round(m: &Mods) -> FloatRound {
     } else {
         FloatRound::Nearest
     }
-}
-
-/// `setp`'s comparison `name` on floats.
-fn float_cmp(name: &str) -> Option<FCmp> {
-    Some(match name {
-        "eq" => FCmp::Eq,
-        "ne" => FCmp::Ne,
-        "lt" => FCmp::Lt,
-        "le" => FCmp::Le,
-        "gt" => FCmp::Gt,
-        "ge" => FCmp::Ge,
-        "equ" => FCmp::Equ,
-        "neu" => FCmp::Neu,
-        "ltu" => FCmp::Ltu,
-        "leu" => FCmp::Leu,
-        "gtu" => FCmp::Gtu,
-        "geu" => FCmp::Geu,
-        "num" => FCmp::Num,
-        "nan" => FCmp::Nan,
-        _ => return None,
-    })
 }
 
 impl Lowering<'_> {
@@ -132,7 +98,12 @@ impl Lowering<'_> {
                 if ["and", "or", "xor"].iter().any(|b| mods.has(b)) {
                     return no("setp.f64 with a boolean operation");
                 }
-                match ins.opcode.get(1).and_then(|n| float_cmp(n)) {
+                match ins
+                    .opcode
+                    .get(1)
+                    .and_then(|n| crate::warp_ops::float_cmp(n))
+                    .map(super::fcmp)
+                {
                     Some(cmp) => bin(F64Bin::Setp(cmp)),
                     None => return no("this setp.f64 comparison"),
                 }
@@ -145,7 +116,7 @@ impl Lowering<'_> {
     fn cvt64(&self, at: usize, mods: &Mods, d: u32, a: Val) -> Result<Inst, PtxError> {
         let no = |why: &str| Err(self.unsupported(at, why));
         let (ftz, sat) = (mods.has("ftz"), mods.has("sat"));
-        let irnd = int_round(mods);
+        let irnd = super::int_round(mods);
         let rnd = float_round(mods);
         let tys = mods.types();
         let [dt, st] = tys[..] else {

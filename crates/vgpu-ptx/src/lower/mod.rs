@@ -93,6 +93,19 @@ fn icmp(c: warp_ops::ICmp) -> ICmp {
     }
 }
 
+/// The integer rounding modifier (`.rni` …), if any.
+fn int_round(m: &Mods) -> Option<IntRound> {
+    [
+        ("rzi", IntRound::Zero),
+        ("rni", IntRound::Nearest),
+        ("rmi", IntRound::Down),
+        ("rpi", IntRound::Up),
+    ]
+    .into_iter()
+    .find(|(s, _)| m.has(s))
+    .map(|(_, r)| r)
+}
+
 fn fcmp(c: warp_ops::FCmp) -> FCmp {
     use warp_ops::FCmp as C;
     match c {
@@ -561,17 +574,6 @@ impl<'a> Lowering<'a> {
         let mods = Mods(&ins.opcode[1..]);
         let tys = mods.types();
         let ftz = mods.has("ftz") || mods.has("sat");
-        let rnd = |m: &Mods| {
-            [
-                ("rzi", IntRound::Zero),
-                ("rni", IntRound::Nearest),
-                ("rmi", IntRound::Down),
-                ("rpi", IntRound::Up),
-            ]
-            .into_iter()
-            .find(|(s, _)| m.has(s))
-            .map(|(_, r)| r)
-        };
         let no = |why: &str| Err(self.unsupported(at, why));
         let tern = |op| Inst::Tern { op, d, a, b, c };
         if let Some(bit) = self.bit_op(at, ins, d)? {
@@ -698,10 +700,10 @@ impl<'a> Lowering<'a> {
                         a,
                     }
                 }
-                (Ty::S32 | Ty::U32, Ty::F32) if rnd(&mods).is_some() => Inst::Cvt {
+                (Ty::S32 | Ty::U32, Ty::F32) if int_round(&mods).is_some() => Inst::Cvt {
                     op: CvtOp::F32ToI32 {
                         signed: *dt == Ty::S32,
-                        rnd: rnd(&mods).expect("checked"),
+                        rnd: int_round(&mods).expect("checked"),
                     },
                     d,
                     a,
@@ -711,13 +713,13 @@ impl<'a> Lowering<'a> {
                     d,
                     a,
                 },
-                (Ty::F32, Ty::F16) if !mods.has("rn") && rnd(&mods).is_none() => Inst::Cvt {
+                (Ty::F32, Ty::F16) if !mods.has("rn") && int_round(&mods).is_none() => Inst::Cvt {
                     op: CvtOp::F16ToF32,
                     d,
                     a,
                 },
-                (Ty::F32, Ty::F32) if rnd(&mods).is_some() => Inst::Cvt {
-                    op: CvtOp::F32Round(rnd(&mods).expect("checked")),
+                (Ty::F32, Ty::F32) if int_round(&mods).is_some() => Inst::Cvt {
+                    op: CvtOp::F32Round(int_round(&mods).expect("checked")),
                     d,
                     a,
                 },
