@@ -10,8 +10,8 @@
 use crate::{AtomicF32Path, Binding, FmaF32Path, GpuError, KernelCache, KernelSpec};
 use vgpu_ir::cfg::{reserved_smem, AtomOp, CfgKernel, Inst, Space, TernOp};
 use vgpu_ir::wgsl::cfg::{
-    binds_f32_atomic_view, emit_cfg_wgsl, fault, meta, warp_exchange_bytes, CfgWgslOptions,
-    GLOBAL_BASE,
+    binds_f32_atomic_view, check_workgroup_bytes, emit_cfg_wgsl, fault, meta, warp_exchange_bytes,
+    CfgWgslOptions, GLOBAL_BASE,
 };
 
 /// Bytes left free after each allocation in global memory, so an access just
@@ -180,10 +180,11 @@ fn check_limits(
     };
     let user = k.shared_static as u64 + l.dyn_shared as u64;
     let end = reserved_smem(user).1;
-    let shared = end + 8 + warp;
+    let checks = check_workgroup_bytes(k, user, l.checked);
+    let shared = end + 8 + warp + checks;
     if shared > limits.max_compute_workgroup_storage_size as u64 {
         return e(format!(
-            "{shared} bytes of shared memory per block (static {}, dynamic {}, {} for the padding and region reserved for system software, 8 for barriers, {warp} for warp operations); the adapter's max_compute_workgroup_storage_size is {}",
+            "{shared} bytes of shared memory per block (static {}, dynamic {}, {} for the padding and region reserved for system software, 8 for barriers, {warp} for warp operations, {checks} for the checker); the adapter's max_compute_workgroup_storage_size is {}",
             k.shared_static, l.dyn_shared, end - user, limits.max_compute_workgroup_storage_size
         ));
     }

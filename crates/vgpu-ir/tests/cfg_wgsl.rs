@@ -49,6 +49,7 @@ fn everything() -> CfgKernel {
             d: vec![Some(2)],
             base: Imm(0),
             off: 0,
+            unused: 0,
         }),
         st(Inst::Load {
             space: Space::Global,
@@ -57,6 +58,7 @@ fn everything() -> CfgKernel {
             d: vec![Some(1), None],
             base: R(2),
             off: 4,
+            unused: 0,
         }),
         st(Inst::Store {
             space: Space::Global,

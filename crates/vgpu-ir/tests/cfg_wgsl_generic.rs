@@ -37,6 +37,7 @@ fn generic(end: Term) -> CfgKernel {
             d: vec![Some(1)],
             base: Imm(0),
             off: 0,
+            unused: 0,
         }),
         st(Inst::Store {
             space: Space::Generic,
@@ -77,6 +78,7 @@ fn generic(end: Term) -> CfgKernel {
             d: vec![Some(0), None],
             base: R(1),
             off: 8,
+            unused: 0,
         }),
     ];
     CfgKernel {

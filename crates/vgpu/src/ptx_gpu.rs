@@ -61,6 +61,8 @@ fn fault_class(c: u32) -> FaultClass {
         fault::CLASS_MISALIGNED => FaultClass::Misaligned,
         fault::CLASS_WATCHDOG => FaultClass::Watchdog,
         fault::CLASS_TRAP => FaultClass::Trap,
+        fault::CLASS_BARRIER => FaultClass::Barrier,
+        fault::CLASS_UNINITIALIZED => FaultClass::Uninitialized,
         _ => FaultClass::OutOfBounds,
     }
 }
@@ -189,6 +191,8 @@ impl PtxRunner {
             let detail = match class {
                 FaultClass::Watchdog => "the GPU kernel's watchdog ran out".to_string(),
                 FaultClass::Trap => "trap".to_string(),
+                FaultClass::Barrier => "at a barrier's release, threads of the block wait at different barriers, or one has exited (GPU kernel check)".to_string(),
+                FaultClass::Uninitialized => "a load or atomic of shared memory that nothing wrote (nor did any other thread before the next barrier; GPU kernel check)".to_string(),
                 _ => format!("address {addr:#x} (GPU kernel check)"),
             };
             return Err(PtxError::Fault(Box::new(Fault {

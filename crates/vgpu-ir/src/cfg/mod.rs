@@ -210,6 +210,10 @@ pub enum Inst {
         base: Val,
         /// Byte offset.
         off: i64,
+        /// Elements the program does not use (bit `i`: element `i`; PTX's
+        /// `.pragma "used_bytes_mask"`): loaded, bounds and alignment checked,
+        /// but no read for the initialisation check, as in the interpreter.
+        unused: u32,
     },
     /// Stores `src.len()` consecutive elements of `size` bytes at `base + off`.
     Store {

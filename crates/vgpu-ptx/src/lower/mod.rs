@@ -476,6 +476,7 @@ impl<'a> Lowering<'a> {
                 sign,
                 d,
                 addr,
+                unused,
                 ..
             } => Inst::Load {
                 space: ir_space(*space),
@@ -484,6 +485,7 @@ impl<'a> Lowering<'a> {
                 d: d.iter().map(|&r| (r != u32::MAX).then_some(r)).collect(),
                 base: val(addr.base),
                 off: addr.off,
+                unused: *unused,
             },
             Op::St {
                 space,

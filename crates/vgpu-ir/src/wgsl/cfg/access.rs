@@ -10,6 +10,7 @@
 
 use std::fmt::Write;
 
+use super::checks;
 use super::fault;
 use super::writer::{KernelWriter, RET};
 use crate::cfg::{CfgKernel, Inst, Space, Val, GENERIC_LOCAL_WINDOW, GENERIC_SHARED_WINDOW};
@@ -195,6 +196,15 @@ impl KernelWriter<'_> {
                 code,
                 "        let {name} = {call};\n        if ({name} == {BAD}) {{ pc = {RET}u; break; }}"
             );
+            if self.shadow && matches!(space, Space::Shared | Space::Generic) {
+                code.push_str(&checks::shadow_access(
+                    &name,
+                    size,
+                    line,
+                    rw as u32,
+                    space == Space::Generic,
+                ));
+            }
         } else {
             let e = match space {
                 Space::Global => format!("({a}).x - GB"),

@@ -3,6 +3,7 @@
 
 use super::access::{self, needs_atomic_words, space_letter, Rw, BAD};
 use super::bits::{self, BITS_PRELUDE};
+use super::checks;
 use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
 use super::float64_exact;
@@ -44,6 +45,7 @@ pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrErro
         out: String::new(),
         tmp: 0,
         warps: k.has_warp_ops(),
+        shadow: checks::shadow_check(k, o.checked),
     };
     e.header(shared as u32);
     e.main()?;
@@ -144,12 +146,13 @@ const RSMEM_END: u32 = {rend}u;
 const LOCAL_BYTES: u32 = {local}u;
 const PARAM_BYTES: u32 = {param}u;
 
-fn raise(cls: u32, line: u32, a: vec2<u32>) {{
+fn raise(cls: u32, line: u32, a: vec2<u32>) {{ raise_t(cls, line, a, g_lid); }}
+fn raise_t(cls: u32, line: u32, a: vec2<u32>, t: vec3<u32>) {{
   if (atomicAdd(&flt[{claimed}], 1u) == 0u) {{
     atomicStore(&flt[{class}], cls);
     atomicStore(&flt[{line_w}], line);
     atomicStore(&flt[{b}], g_wid.x); atomicStore(&flt[{b}u + 1u], g_wid.y); atomicStore(&flt[{b}u + 2u], g_wid.z);
-    atomicStore(&flt[{t}], g_lid.x); atomicStore(&flt[{t}u + 1u], g_lid.y); atomicStore(&flt[{t}u + 2u], g_lid.z);
+    atomicStore(&flt[{t}], t.x); atomicStore(&flt[{t}u + 1u], t.y); atomicStore(&flt[{t}u + 2u], t.z);
     atomicStore(&flt[{a}], a.x); atomicStore(&flt[{a}u + 1u], a.y);
   }}
 }}
@@ -276,6 +279,17 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
             );
         }
         out.push_str(&access::generic_prelude(k));
+        let bar_check = checks::barrier_check(k, o.checked);
+        let shadow_check = checks::shadow_check(k, o.checked);
+        if bar_check {
+            out.push_str(&checks::barrier_decls(k));
+        }
+        if shadow_check {
+            out.push_str(&checks::shadow_decls(shared, o.block));
+        }
+        if bar_check || shadow_check {
+            out.push_str(&checks::raise_lidx_decl(o.block));
+        }
     }
 
     fn main(&mut self) -> Result<(), IrError> {
@@ -342,6 +356,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 }
             }
         }
+        let bar_check = checks::barrier_check(k, self.o.checked);
+        let (bar_idx, _) = checks::barrier_indices(k);
         for (i, b) in k.blocks.iter().enumerate() {
             let _ = writeln!(self.out, "      case {i}u: {{");
             // The watchdog counts instructions (each block's statements and
@@ -392,7 +408,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         format!("pc = select({c}u, {a}u, r{p} != 0u);")
                     }
                 }
-                Term::Barrier { next, .. } => format!("pc = {}u;", next | WAIT),
+                Term::Barrier { next, .. } => match bar_idx[i] {
+                    Some(j) if bar_check => format!("bar_i = {j}u; pc = {}u;", next | WAIT),
+                    _ => format!("pc = {}u;", next | WAIT),
+                },
                 Term::Yield { next } => format!("pc = {}u;", next | YIELD),
                 Term::Warp { guard, next, .. } => {
                     let stop = i as u32 | WARP;
@@ -422,16 +441,31 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         } else if rounds {
             // Threads at a barrier count 1, yielded ones 0x10000: the
             // barriers are released in a round where none yielded.
+            let publish = if bar_check {
+                checks::barrier_publish(RET)
+            } else {
+                String::new()
+            };
+            let judge = checks::judge(k, self.o.checked);
             let _ = write!(
                 self.out,
                 "  if (pc != {RET}u) {{ atomicAdd(&wg_waiting, select(1u, 0x10000u, (pc & {YIELD}u) != 0u)); }}
-  workgroupBarrier();
-  if (lidx == 0u) {{ wg_round = atomicLoad(&wg_waiting); atomicStore(&wg_waiting, 0u); }}
+{publish}  workgroupBarrier();
+  if (lidx == 0u) {{ wg_round = atomicLoad(&wg_waiting); atomicStore(&wg_waiting, 0u);{judge} }}
   let waiting = workgroupUniformLoad(&wg_round);
   if (waiting == 0u) {{ break; }}
   if (pc != {RET}u) {{ pc = pc & select(~{WAIT}u, ~{YIELD}u, waiting >= 0x10000u); }}
   }}
 "
+            );
+        }
+        if !rounds && checks::shadow_check(k, self.o.checked) {
+            // The block's end is the end of its one barrier interval: a
+            // pending uninitialised read is reported there (checks.rs).
+            let _ = write!(
+                self.out,
+                "  workgroupBarrier();\n  if (lidx == 0u) {{ wg_round = 0u;{} }}\n",
+                checks::judge(k, self.o.checked)
             );
         }
         self.out.push_str("}\n");
@@ -448,12 +482,18 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 d,
                 base,
                 off,
+                unused,
             } => {
                 let sp = space_letter(*space);
                 let mut code = String::new();
                 let total = (*size as u32) * d.len() as u32;
                 for (i, r) in d.iter().enumerate() {
                     let align = if i == 0 { total.min(16) } else { *size as u32 };
+                    // An element the program does not use (`used_bytes_mask`)
+                    // is no read for the initialisation check, as in the
+                    // interpreter.
+                    let shadow = self.shadow;
+                    self.shadow &= !(i < 32 && unused & (1 << i) != 0);
                     let (c, t) = self.access(
                         *space,
                         *base,
@@ -462,6 +502,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         line,
                         Rw::Read,
                     );
+                    self.shadow = shadow;
                     code.push_str(&c);
                     if let Some(r) = r {
                         let e = format!("ld_{sp}({t}, {size}u, {sign})");

@@ -27,7 +27,9 @@
 //! * Checks (unless [`CfgWgslOptions::checked`] is off): every global access is
 //!   looked up in the launch's region table (bounds, read-only, alignment),
 //!   every shared, local and parameter access bounded, and the number of block
-//!   transitions counted against a watchdog; the first fault is written to the
+//!   transitions counted against a watchdog, barrier divergence caught at
+//!   each barrier's release and reads of shared memory nothing wrote
+//!   (checks.rs); the first fault is written to the
 //!   fault record (class, line, block, thread, address) and the thread stops.
 //!
 //! Bindings (group 0): `0` global memory, `1` launch words ([`meta`] layout:
@@ -38,6 +40,7 @@
 mod access;
 mod atomic_probe;
 mod bits;
+mod checks;
 mod emit;
 mod exp2;
 mod float64;
@@ -52,6 +55,7 @@ use crate::cfg::CfgKernel;
 use crate::error::IrError;
 
 pub use atomic_probe::atomic_add_f32_probe_wgsl;
+pub use checks::check_workgroup_bytes;
 pub use emit::emit_cfg_wgsl;
 pub use fma_probe::fma_probe_wgsl;
 pub use warp::warp_exchange_bytes;
@@ -102,6 +106,12 @@ pub mod fault {
     pub const CLASS_WATCHDOG: u32 = 3;
     /// `trap`.
     pub const CLASS_TRAP: u32 = 4;
+    /// Barrier divergence: at a barrier's release, threads of the block wait
+    /// at different barriers, or one has exited (the interpreter's rule).
+    pub const CLASS_BARRIER: u32 = 5;
+    /// A read of shared memory that nothing wrote (the interpreter's
+    /// initialisation check of shared memory).
+    pub const CLASS_UNINITIALIZED: u32 = 6;
 }
 
 /// What the WGSL is generated for.

@@ -35,6 +35,7 @@
 
 use std::fmt::Write;
 
+use super::checks;
 use super::writer::{ExprWidth, KernelWriter, BACK, WARP, YIELD};
 use crate::cfg::{ReduxOp, Reg, ShflMode, Term, VoteMode, WarpOp};
 
@@ -170,6 +171,13 @@ impl KernelWriter<'_> {
     /// warp point, else runs each warp's group.
     pub(super) fn warp_round(&mut self, ret: u32, wait: u32) {
         let k = self.k;
+        // The barrier check (checks.rs), in checked mode.
+        let publish = if checks::barrier_check(k, self.o.checked) {
+            checks::barrier_publish(ret)
+        } else {
+            String::new()
+        };
+        let judge = checks::judge(k, self.o.checked);
         let _ = write!(
             self.out,
             "  let at_warp = pc >= {WARP}u && pc < {wait}u;
@@ -199,8 +207,8 @@ impl KernelWriter<'_> {
   wg_wv[pb + lidx] = pv;
   let at_yield = pc != {ret}u && (pc & {YIELD}u) != 0u;
   if (at_warp || at_yield) {{ atomicAdd(&wg_waiting, 0x10000u); }} else if (pc != {ret}u) {{ atomicAdd(&wg_waiting, 1u); }}
-  workgroupBarrier();
-  if (lidx == 0u) {{ wg_round = atomicLoad(&wg_waiting); atomicStore(&wg_waiting, 0u); }}
+{publish}  workgroupBarrier();
+  if (lidx == 0u) {{ wg_round = atomicLoad(&wg_waiting); atomicStore(&wg_waiting, 0u);{judge} }}
   let cnt = workgroupUniformLoad(&wg_round);
   if (cnt == 0u) {{ break; }}
   if (cnt < 0x10000u) {{

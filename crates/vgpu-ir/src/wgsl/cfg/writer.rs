@@ -42,6 +42,9 @@ pub(super) struct KernelWriter<'a> {
     pub(super) tmp: u32,
     /// The kernel has warp operations (backward jumps stop at their target).
     pub(super) warps: bool,
+    /// Shared-memory accesses keep the initialisation check's bits
+    /// (checks.rs: checked, and the kernel reads shared memory).
+    pub(super) shadow: bool,
 }
 
 impl KernelWriter<'_> {

@@ -1,0 +1,247 @@
+//! The checker's block-level checks in checked mode (none of it is emitted
+//! with [`super::CfgWgslOptions::checked`] off).
+//!
+//! Barrier divergence, as the interpreter (vgpu-ptx's exec) defines it: when a
+//! barrier is released (a round in which every thread that has not exited
+//! waits at a barrier and none yielded or stopped at a warp point), the
+//! waiting threads must all wait at the same `bar.sync`, and no thread of the
+//! block may have exited. In the rounds each thread waiting at barrier `i`
+//! publishes its linear index in `wg_bar[i]` and each exited thread in
+//! `wg_exit`, both as `0x10000 - lidx` by `atomicMax` (0: none), so each
+//! holds the lowest such thread. Thread 0 then judges, before the round's
+//! uniform load: the first waiting thread (in linear order, the interpreter's
+//! order) fixes the barrier; the lowest thread waiting at another one is the
+//! fault, at its own barrier's line; else the lowest exited thread is, at the
+//! first waiting thread's barrier's line. A fault ends the rounds of the
+//! workgroup (the round's count made 0).
+//!
+//! Uninitialised shared memory, as the interpreter's shadow (vgpu-ptx's
+//! race.rs) defines it: a bit per byte of the kernel's shared memory
+//! (`wg_init`, zero in a new workgroup), set by every store and atomic,
+//! tested by every load; the reserved region counts as written. An atomic on
+//! a byte nothing wrote faults at once. A load of one is kept, as the
+//! interpreter keeps the first such read, and reported when its barrier
+//! interval ends (the barrier's release, or the block's end) with the
+//! interpreter's thread: the lowest one that made such a read (its first),
+//! published in `wg_uninit` as `(1023 - lidx) << 22 | line` by `atomicMax`.
+//! It comes before a barrier fault of the same release, as in the
+//! interpreter. (The interpreter reports a read that another thread's later
+//! write in the same interval makes a write-after-read race as that race;
+//! the GPU, without the race check, reports it as uninitialised.)
+
+use std::fmt::Write;
+
+use super::fault;
+use super::writer::{RET, WAIT};
+use crate::cfg::{CfgKernel, Inst, Space, Term};
+
+/// The barrier check's index of each block ending in a barrier (`None` for
+/// other blocks), and the barriers' source lines in index order.
+pub(super) fn barrier_indices(k: &CfgKernel) -> (Vec<Option<u32>>, Vec<u32>) {
+    let mut lines = Vec::new();
+    let idx = k
+        .blocks
+        .iter()
+        .map(|b| match b.term {
+            Term::Barrier { line, .. } => {
+                lines.push(line);
+                Some(lines.len() as u32 - 1)
+            }
+            _ => None,
+        })
+        .collect();
+    (idx, lines)
+}
+
+/// Whether the kernel's WGSL under `checked` has the barrier check.
+pub(super) fn barrier_check(k: &CfgKernel, checked: bool) -> bool {
+    checked && k.has_barriers()
+}
+
+/// Declarations of the barrier check: the per-barrier lowest waiting
+/// thread, the lowest exited thread, the barriers' lines and the thread's
+/// current barrier.
+pub(super) fn barrier_decls(k: &CfgKernel) -> String {
+    let (_, lines) = barrier_indices(k);
+    let n = lines.len().max(1);
+    let list = lines
+        .iter()
+        .map(|l| format!("{l}u"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let last = n - 1;
+    format!(
+        "
+// The barrier check (checks.rs).
+var<workgroup> wg_bar: array<atomic<u32>, {n}>;
+var<workgroup> wg_exit: atomic<u32>;
+fn bar_line(i: u32) -> u32 {{
+  var l = array<u32, {n}>({list});
+  return l[min(i, {last}u)];
+}}
+var<private> bar_i: u32;
+"
+    )
+}
+
+/// Bytes of workgroup memory the checks take for `k` with `shared` bytes of
+/// the kernel's shared memory (static and dynamic) under `checked`.
+pub fn check_workgroup_bytes(k: &CfgKernel, shared: u64, checked: bool) -> u64 {
+    let bar = if barrier_check(k, checked) {
+        4 * (barrier_indices(k).1.len().max(1) as u64 + 1)
+    } else {
+        0
+    };
+    let shadow = if shadow_check(k, checked) {
+        4 * (shared.div_ceil(32).max(1) + 1)
+    } else {
+        0
+    };
+    bar + shadow
+}
+
+/// What a thread publishes before the round's `workgroupBarrier` (`ret`: the
+/// returned thread's `pc`).
+pub(super) fn barrier_publish(ret: u32) -> String {
+    format!(
+        "  if (pc == {ret}u) {{ atomicMax(&wg_exit, 0x10000u - lidx); }} else if ((pc & {WAIT}u) != 0u) {{ atomicMax(&wg_bar[bar_i], 0x10000u - lidx); }}\n"
+    )
+}
+
+/// Whether the kernel's WGSL under `checked` has the shared-memory
+/// initialisation check: checked, and the kernel reads shared memory (a load
+/// or an atomic, by a shared or generic address).
+pub(super) fn shadow_check(k: &CfgKernel, checked: bool) -> bool {
+    checked
+        && k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
+            matches!(
+                s.inst,
+                Inst::Load {
+                    space: Space::Shared | Space::Generic,
+                    ..
+                } | Inst::Atom {
+                    space: Space::Shared | Space::Generic,
+                    ..
+                }
+            )
+        })
+}
+
+/// Declarations of the initialisation check: a bit per byte of the kernel's
+/// `shared` bytes, the pending read, and the readers and writers of the bits
+/// (`sh_rd` records a pending read, `sh_wr` marks bytes written, `sh_at`
+/// faults an atomic on unwritten bytes and returns false then).
+pub(super) fn shadow_decls(shared: u32, block: [u32; 3]) -> String {
+    let n = shared.div_ceil(32).max(1);
+    let [bx, by, _] = block;
+    format!(
+        "
+// The shared-memory initialisation check (checks.rs).
+var<workgroup> wg_init: array<atomic<u32>, {n}>;
+var<workgroup> wg_uninit: atomic<u32>;
+var<private> sh_pend: bool;
+fn sh_unwritten(o: u32, size: u32) -> bool {{
+  if (o >= SHARED_BYTES) {{ return false; }}
+  let m = msk(size) << (o & 31u);
+  return (atomicLoad(&wg_init[o >> 5u]) & m) != m;
+}}
+fn sh_rd(o: u32, size: u32, line: u32) {{
+  if (!sh_pend && sh_unwritten(o, size)) {{
+    sh_pend = true;
+    let t = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z);
+    atomicMax(&wg_uninit, ((1023u - t) << 22u) | min(line, 0x3fffffu));
+  }}
+}}
+fn sh_wr(o: u32, size: u32) {{
+  if (o < SHARED_BYTES) {{ atomicOr(&wg_init[o >> 5u], msk(size) << (o & 31u)); }}
+}}
+fn sh_at(o: u32, line: u32) -> bool {{
+  if (sh_unwritten(o, 4u)) {{ raise({cls}u, line, vec2<u32>(o, 0u)); return false; }}
+  return true;
+}}
+",
+        cls = fault::CLASS_UNINITIALIZED,
+    )
+}
+
+/// The statements after an access's checked offset `t` in shared memory
+/// (`generic`: the access was by a generic address, in shared memory when
+/// `gsp` is 1): the initialisation check's bits. `rw`: 0 load, 1 store,
+/// 2 atomic.
+pub(super) fn shadow_access(t: &str, size: u8, line: u32, rw: u32, generic: bool) -> String {
+    let s = match rw {
+        0 => format!("sh_rd({t}, {size}u, {line}u);"),
+        1 => format!("sh_wr({t}, {size}u);"),
+        _ => format!("if (!sh_at({t}, {line}u)) {{ pc = {RET}u; break; }}"),
+    };
+    if generic {
+        format!("        if (gsp == 1u) {{ {s} }}\n")
+    } else {
+        format!("        {s}\n")
+    }
+}
+
+/// Thread 0's judgement, inside its `if (lidx == 0u)` after `wg_round` is
+/// read (the round's count: barrier waiters in the low half, threads at warp
+/// points or yielded in the high half; 0 at the block's end): a pending
+/// uninitialised read at a release or the end, then barrier divergence at a
+/// release. A fault makes `wg_round` 0 (the rounds end).
+pub(super) fn judge(k: &CfgKernel, checked: bool) -> String {
+    let mut s = String::new();
+    let bar = barrier_check(k, checked);
+    if bar {
+        let _ = write!(
+            s,
+            "
+    // The barrier check (checks.rs): the first and second lowest barriers'
+    // first threads, and the first exited thread.
+    let ex = atomicExchange(&wg_exit, 0u);
+    var f0 = 0u; var i0 = 0u; var f1 = 0u; var i1 = 0u;
+    for (var i = 0u; i < {n}u; i = i + 1u) {{
+      let v = atomicExchange(&wg_bar[i], 0u);
+      if (v > f0) {{ f1 = f0; i1 = i0; f0 = v; i0 = i; }} else if (v > f1) {{ f1 = v; i1 = i; }}
+    }}",
+            n = barrier_indices(k).1.len(),
+        );
+    }
+    if shadow_check(k, checked) {
+        let _ = write!(
+            s,
+            "
+    // The initialisation check: a read of unwritten shared memory pending at
+    // the interval's end.
+    if (wg_round < 0x10000u) {{
+      let u = atomicLoad(&wg_uninit);
+      if (u != 0u) {{ raise_lidx({cls}u, u & 0x3fffffu, 1023u - (u >> 22u)); wg_round = 0u; }}
+    }}",
+            cls = fault::CLASS_UNINITIALIZED,
+        );
+    }
+    if bar {
+        let _ = write!(
+            s,
+            "
+    if (wg_round != 0u && wg_round < 0x10000u) {{
+      if (f1 != 0u) {{ raise_lidx({cls}u, bar_line(i1), 0x10000u - f1); wg_round = 0u; }}
+      else if (ex != 0u) {{ raise_lidx({cls}u, bar_line(i0), 0x10000u - ex); wg_round = 0u; }}
+    }}",
+            cls = fault::CLASS_BARRIER,
+        );
+    }
+    if !s.is_empty() {
+        s.push('\n');
+    }
+    s
+}
+
+/// `raise` for the thread of linear index `t` (declared by the checks that
+/// fault for another thread than the one judging).
+pub(super) fn raise_lidx_decl(block: [u32; 3]) -> String {
+    let [bx, by, _] = block;
+    format!(
+        "fn raise_lidx(cls: u32, line: u32, t: u32) {{
+  raise_t(cls, line, vec2<u32>(0u, 0u), vec3<u32>(t % {bx}u, (t / {bx}u) % {by}u, t / ({bx}u * {by}u)));
+}}
+"
+    )
+}

@@ -1,0 +1,224 @@
+//! The GPU checker's block-level checks (vgpu-ir's wgsl/cfg/checks.rs) against
+//! the interpreter's: each planted bug of `tests/kernels/checks.ptx` faults on
+//! the GPU path with the interpreter's class, line, block and thread, its
+//! correct counterpart runs to the same bytes on both, and with the checks
+//! off (`--unchecked`) the GPU reports nothing. Skipped without an adapter
+//! unless `VGPU_REQUIRE_GPU=1`.
+
+mod common;
+
+use common::ptx_gpu::no_adapter;
+use std::path::Path;
+use vgpu::ptx::{ExecOptions, Fault, FaultClass, KernelArg, LaunchConfig, Module, PtxError};
+use vgpu::ptx_gpu::PtxRunner;
+use vgpu::BackendChoice;
+
+/// `tests/kernels/checks.ptx`, or `None` without an adapter (skipped).
+fn module() -> Option<Module> {
+    if no_adapter() {
+        return None;
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/checks.ptx");
+    let text = std::fs::read_to_string(&path).expect("tests/kernels/checks.ptx");
+    Some(Module::parse(&text, "checks.ptx").expect("checks.ptx parses"))
+}
+
+/// Launches `entry` on `backend` (checked unless `unchecked`) over one
+/// zeroed buffer of `words` words; the buffer or the error.
+fn launch(
+    m: &Module,
+    backend: BackendChoice,
+    unchecked: bool,
+    entry: &str,
+    cfg: &LaunchConfig,
+    words: usize,
+) -> Result<Vec<u8>, PtxError> {
+    let mut bufs = vec![vec![0u8; 4 * words]];
+    let mut runner = PtxRunner::new(backend, !unchecked);
+    let opts = ExecOptions {
+        check: !unchecked,
+        ..ExecOptions::default()
+    };
+    runner.launch(m, entry, cfg, &[KernelArg::Buffer(0)], &mut bufs, &opts)?;
+    Ok(bufs.swap_remove(0))
+}
+
+/// The fault of a launch that must fault.
+fn fault(r: Result<Vec<u8>, PtxError>, what: &str) -> Fault {
+    match r {
+        Err(PtxError::Fault(f)) => *f,
+        Err(e) => panic!("{what}: expected a fault, got {e}"),
+        Ok(_) => panic!("{what}: expected a fault, the kernel ran to completion"),
+    }
+}
+
+/// `entry` faults on both backends with the same class, line, block and
+/// thread, and that is (`class`, `line`, `block`, `thread`); unchecked, the
+/// GPU runs it to completion.
+fn same_fault(
+    m: &Module,
+    entry: &str,
+    cfg: &LaunchConfig,
+    class: FaultClass,
+    line: u32,
+    block: [u32; 3],
+    thread: [u32; 3],
+) {
+    let cpu = fault(
+        launch(m, BackendChoice::Cpu, false, entry, cfg, 1024),
+        entry,
+    );
+    let gpu = fault(
+        launch(m, BackendChoice::Gpu, false, entry, cfg, 1024),
+        entry,
+    );
+    eprintln!("{entry}: cpu {cpu}\n{entry}: gpu {gpu}");
+    let key = |f: &Fault| (f.class, f.line, f.block, f.thread);
+    assert_eq!(
+        key(&cpu),
+        (class, line, block, thread),
+        "{entry} on the CPU"
+    );
+    assert_eq!(key(&gpu), key(&cpu), "{entry}: the GPU's fault");
+    launch(m, BackendChoice::Gpu, true, entry, cfg, 1024)
+        .unwrap_or_else(|e| panic!("{entry} unchecked on the GPU: {e}"));
+}
+
+fn cfg(grid: [u32; 3], block: [u32; 3]) -> LaunchConfig {
+    LaunchConfig {
+        grid: grid.into(),
+        block: block.into(),
+        shared_bytes: 0,
+    }
+}
+
+/// Threads that exit before a barrier the others wait at: the lowest exited
+/// thread, at the barrier's line, in the one block (of two) that does it; the
+/// thread's index in a two-dimensional block.
+#[test]
+fn an_exit_before_a_barrier_is_a_barrier_fault() {
+    let Some(m) = module() else { return };
+    same_fault(
+        &m,
+        "bar_exit",
+        &cfg([1, 2, 1], [16, 4, 1]),
+        FaultClass::Barrier,
+        26,
+        [0, 1, 0],
+        [8, 2, 0],
+    );
+}
+
+/// Threads waiting at two different barriers: the lowest thread at a barrier
+/// other than thread 0's, at its own barrier's line.
+#[test]
+fn threads_at_different_barriers_are_a_barrier_fault() {
+    let Some(m) = module() else { return };
+    same_fault(
+        &m,
+        "bar_two",
+        &cfg([1, 1, 1], [64, 1, 1]),
+        FaultClass::Barrier,
+        40,
+        [0, 0, 0],
+        [3, 0, 0],
+    );
+}
+
+/// The correct counterpart: barriers in a loop reached by different paths,
+/// exits after the last: no fault on either backend, the same sums.
+#[test]
+fn barriers_every_thread_reaches_are_not_reported() {
+    let Some(m) = module() else { return };
+    let c = cfg([2, 1, 1], [96, 1, 1]);
+    let cpu = launch(&m, BackendChoice::Cpu, false, "bar_ok", &c, 96).expect("bar_ok on the CPU");
+    let gpu = launch(&m, BackendChoice::Gpu, false, "bar_ok", &c, 96).expect("bar_ok on the GPU");
+    assert_eq!(cpu, gpu);
+    // Not vacuous: the loop ran and read the neighbours' words.
+    assert_ne!(cpu[4..8], [0u8; 4]);
+}
+
+/// A read of shared words nothing wrote after a barrier: the lowest reading
+/// thread (in a two-dimensional block), at its read's line.
+#[test]
+fn a_read_of_unwritten_shared_memory_is_uninitialized() {
+    let Some(m) = module() else { return };
+    same_fault(
+        &m,
+        "sh_uninit",
+        &cfg([1, 1, 1], [8, 4, 1]),
+        FaultClass::Uninitialized,
+        106,
+        [0, 0, 0],
+        [4, 2, 0],
+    );
+}
+
+/// A byte granularity: a 16-bit generic load of a word whose low byte only
+/// was written, in a kernel without barriers (reported at the block's end).
+#[test]
+fn a_half_written_load_by_a_generic_address_is_uninitialized() {
+    let Some(m) = module() else { return };
+    same_fault(
+        &m,
+        "sh_subword",
+        &cfg([1, 1, 1], [64, 1, 1]),
+        FaultClass::Uninitialized,
+        127,
+        [0, 0, 0],
+        [0, 0, 0],
+    );
+}
+
+/// An atomic on a shared word nothing wrote faults at once.
+#[test]
+fn an_atomic_on_unwritten_shared_memory_is_uninitialized() {
+    let Some(m) = module() else { return };
+    same_fault(
+        &m,
+        "sh_atom_uninit",
+        &cfg([1, 1, 1], [32, 1, 1]),
+        FaultClass::Uninitialized,
+        141,
+        [0, 0, 0],
+        [5, 0, 0],
+    );
+}
+
+/// The correct counterpart: every byte read was written first (sub-word,
+/// generic and atomic writes, across barriers): no fault, the same sums.
+#[test]
+fn reads_of_written_shared_memory_are_not_reported() {
+    let Some(m) = module() else { return };
+    let c = cfg([2, 1, 1], [64, 1, 1]);
+    let cpu = launch(&m, BackendChoice::Cpu, false, "sh_ok", &c, 64).expect("sh_ok on the CPU");
+    let gpu = launch(&m, BackendChoice::Gpu, false, "sh_ok", &c, 64).expect("sh_ok on the GPU");
+    assert_eq!(cpu, gpu);
+    assert_ne!(cpu[4..8], [0u8; 4]);
+}
+
+/// A v4 shared load whose fourth word nvcc marks unused (`used_bytes_mask
+/// 4095`, as in CUB's warp-scans block scan) reads no unwritten byte: no
+/// fault, the same sums as the interpreter. Without the pragma the same load
+/// is an uninitialised read on both backends.
+#[test]
+fn elements_a_used_bytes_mask_drops_are_not_reads() {
+    let Some(m) = module() else { return };
+    let c = cfg([1, 1, 1], [64, 1, 1]);
+    let cpu =
+        launch(&m, BackendChoice::Cpu, false, "sh_unused", &c, 64).expect("sh_unused on the CPU");
+    let gpu =
+        launch(&m, BackendChoice::Gpu, false, "sh_unused", &c, 64).expect("sh_unused on the GPU");
+    assert_eq!(cpu, gpu);
+    // Thread 1: 1 + 101 + 1001.
+    assert_eq!(cpu[4..8], 1103u32.to_le_bytes());
+    same_fault(
+        &m,
+        "sh_unused_nomask",
+        &c,
+        FaultClass::Uninitialized,
+        233,
+        [0, 0, 0],
+        [0, 0, 0],
+    );
+}
