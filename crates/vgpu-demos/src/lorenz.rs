@@ -15,6 +15,7 @@ use vgpu_field::Launch;
 use vgpu_field::LaunchConfig;
 use vgpu_field::Method;
 use vgpu_field::Par;
+use vgpu_field::Real;
 use vgpu_field::{check_len, FieldError};
 
 /// The benchmark problem.
@@ -49,39 +50,73 @@ impl LorenzProblem {
 
     /// `ρ_i`, as numpy's `linspace(0, 21, n)` computes it (in `f64`, then rounded).
     pub fn rho(&self) -> Vec<f32> {
-        let step = if self.n > 1 {
-            21.0 / (self.n - 1) as f64
-        } else {
-            0.0
-        };
-        (0..self.n).map(|i| (i as f64 * step) as f32).collect()
+        linspace_rho(self.n)
+    }
+
+    /// This problem's σ, β, dt and start state.
+    pub fn consts(&self) -> LorenzConsts<f32> {
+        LorenzConsts {
+            sigma: self.sigma,
+            beta: self.beta,
+            dt: self.dt,
+            u0: self.u0,
+        }
     }
 }
 
-/// The Lorenz field; its parameter is the `ρ` buffer, one per trajectory.
-#[derive(Debug, Clone, Copy)]
-pub struct LorenzField {
-    /// σ.
-    pub sigma: f32,
-    /// β.
-    pub beta: f32,
+/// `ρ_i` as numpy's `linspace(0, 21, n)` computes it, in `f64`, then rounded
+/// to `T`.
+pub fn linspace_rho<T: Real>(n: usize) -> Vec<T> {
+    let step = if n > 1 { 21.0 / (n - 1) as f64 } else { 0.0 };
+    (0..n).map(|i| T::from_f64(i as f64 * step)).collect()
 }
 
-impl Field<f32, 3> for LorenzField {
-    type Params = [f32];
+/// The problem's constants in a float type `T`: what the loops and the field
+/// below compute with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LorenzConsts<T> {
+    /// σ.
+    pub sigma: T,
+    /// β.
+    pub beta: T,
+    /// Step size.
+    pub dt: T,
+    /// Start state.
+    pub u0: [T; 3],
+}
+
+impl<T: Real> LorenzConsts<T> {
+    /// The paper's constants computed in `T` (σ = 10, β = 8/3 divided in `T`,
+    /// dt = 0.001, u0 = (1, 0, 0)); in `f32` those of [`LorenzProblem::new`].
+    pub fn paper() -> Self {
+        LorenzConsts {
+            sigma: T::from_f64(10.0),
+            beta: T::from_f64(8.0) / T::from_f64(3.0),
+            dt: T::from_f64(0.001),
+            u0: [T::ONE, T::ZERO, T::ZERO],
+        }
+    }
+}
+
+/// The Lorenz field in `T` (`f32` unless said); its parameter is the `ρ`
+/// buffer, one per trajectory.
+#[derive(Debug, Clone, Copy)]
+pub struct LorenzField<T = f32> {
+    /// σ.
+    pub sigma: T,
+    /// β.
+    pub beta: T,
+}
+
+impl<T: Real> Field<T, 3> for LorenzField<T> {
+    type Params = [T];
     #[inline(always)]
-    fn eval(
-        &self,
-        _t: f32,
-        u: &[f32; 3],
-        _u0: &[f32; 3],
-        c: &Ctx<'_, '_, [f32]>,
-        du: &mut [f32; 3],
-    ) {
+    fn eval(&self, _t: T, u: &[T; 3], _u0: &[T; 3], c: &Ctx<'_, '_, [T]>, du: &mut [T; 3]) {
         let rho = c.params()[c.global()];
         lorenz_rhs(self.sigma, self.beta, rho, u, du);
     }
-    fn check(&self, cfg: &LaunchConfig, rho: &[f32]) -> Result<(), FieldError> {
+
+    fn check(&self, cfg: &LaunchConfig, rho: &[T]) -> Result<(), FieldError> {
         check_len(
             "rho",
             rho.len(),
@@ -92,7 +127,7 @@ impl Field<f32, 3> for LorenzField {
 }
 
 #[inline(always)]
-fn lorenz_rhs(sigma: f32, beta: f32, rho: f32, u: &[f32; 3], du: &mut [f32; 3]) {
+fn lorenz_rhs<T: Real>(sigma: T, beta: T, rho: T, u: &[T; 3], du: &mut [T; 3]) {
     du[0] = sigma * (u[1] - u[0]);
     du[1] = u[0] * (rho - u[2]) - u[1];
     du[2] = u[0] * u[1] - beta * u[2];
@@ -104,23 +139,39 @@ fn lorenz_rhs(sigma: f32, beta: f32, rho: f32, u: &[f32; 3], du: &mut [f32; 3]) 
 /// # Errors
 /// Bad dimensions (`n = 0`, `block` out of range).
 pub fn lorenz_field(p: &LorenzProblem, block: u32, par: Par) -> Result<Vec<f32>, FieldError> {
-    let cfg = LaunchConfig::linear(p.n, block)?;
+    lorenz_field_in(&p.rho(), p.consts(), p.steps, block, par)
+}
+
+/// [`lorenz_field`] in any float type: one trajectory per `ρ`, `steps` RK4
+/// steps of `c.dt`.
+///
+/// # Errors
+/// Bad dimensions (no `ρ`, `block` out of range).
+pub fn lorenz_field_in<T: Real>(
+    rho: &[T],
+    c: LorenzConsts<T>,
+    steps: usize,
+    block: u32,
+    par: Par,
+) -> Result<Vec<T>, FieldError> {
+    let n = rho.len();
+    let cfg = LaunchConfig::linear(n, block)?;
     let total = cfg.total_threads();
     // ρ padded to the launch (the last block's extra lanes integrate ρ = 0 and are dropped).
-    let mut rho = p.rho();
-    rho.resize(total, 0.0);
-    let mut u: Vec<f32> = p.u0.iter().copied().cycle().take(3 * total).collect();
+    let mut rho = rho.to_vec();
+    rho.resize(total, T::ZERO);
+    let mut u: Vec<T> = c.u0.iter().copied().cycle().take(3 * total).collect();
     let field = PerTrajectory(LorenzField {
-        sigma: p.sigma,
-        beta: p.beta,
+        sigma: c.sigma,
+        beta: c.beta,
     });
     Launch::new(cfg)
         .method(Method::Rk4)
-        .dt(p.dt as f64)
-        .steps(p.steps)
+        .dt(c.dt.to_f64())
+        .steps(steps)
         .par(par)
         .run(&field, &rho[..], &mut u)?;
-    u.truncate(3 * p.n);
+    u.truncate(3 * n);
     Ok(u)
 }
 
@@ -180,15 +231,31 @@ pub const REFERENCE_LANES: usize = 16;
 /// # Errors
 /// [`FieldError::ThreadPool`] if the pool cannot be built.
 pub fn lorenz_reference_lanes(p: &LorenzProblem, par: Par) -> Result<Vec<f32>, FieldError> {
+    lorenz_lanes(&p.rho(), p.consts(), p.steps, par)
+}
+
+/// [`lorenz_reference_lanes`] in any float type: one trajectory per `ρ`,
+/// `steps` RK4 steps of `c.dt`, endpoints trajectory-major.
+///
+/// # Errors
+/// [`FieldError::ThreadPool`] if the pool cannot be built.
+pub fn lorenz_lanes<T: Real>(
+    rho: &[T],
+    c: LorenzConsts<T>,
+    steps: usize,
+    par: Par,
+) -> Result<Vec<T>, FieldError> {
     const L: usize = REFERENCE_LANES;
-    type Lanes = [f32; L];
-    let rho = p.rho();
-    let mut out = vec![0.0f32; 3 * p.n];
-    let (s, b, dt, steps, u0) = (p.sigma, p.beta, p.dt, p.steps, p.u0);
-    let (half, full) = (dt * 0.5, dt * 1.0);
-    let (w0, w1) = (dt * (1.0f32 / 6.0), dt * (1.0f32 / 3.0));
+    let mut out = vec![T::ZERO; 3 * rho.len()];
+    let (s, b, dt, u0) = (c.sigma, c.beta, c.dt, c.u0);
+    // Step weights as the textbook writes them: dt/2, dt, dt/6, dt/3 (each rounded once).
+    let (half, full) = (dt * T::from_f64(0.5), dt * T::ONE);
+    let (w0, w1) = (
+        dt * (T::ONE / T::from_f64(6.0)),
+        dt * (T::ONE / T::from_f64(3.0)),
+    );
     #[inline(always)]
-    fn rhs(s: f32, b: f32, r: &Lanes, u: &[Lanes; 3], du: &mut [Lanes; 3]) {
+    fn rhs<T: Real>(s: T, b: T, r: &[T; L], u: &[[T; L]; 3], du: &mut [[T; L]; 3]) {
         for l in 0..L {
             du[0][l] = s * (u[1][l] - u[0][l]);
             du[1][l] = u[0][l] * (r[l] - u[2][l]) - u[1][l];
@@ -196,16 +263,16 @@ pub fn lorenz_reference_lanes(p: &LorenzProblem, par: Par) -> Result<Vec<f32>, F
         }
     }
     #[inline(always)]
-    fn stage(u: &[Lanes; 3], k: &[Lanes; 3], h: f32) -> [Lanes; 3] {
+    fn stage<T: Real>(u: &[[T; L]; 3], k: &[[T; L]; 3], h: T) -> [[T; L]; 3] {
         std::array::from_fn(|i| std::array::from_fn(|l| u[i][l] + h * k[i][l]))
     }
-    let chunk = move |o: &mut [f32], r: &[f32]| {
+    let chunk = move |o: &mut [T], r: &[T]| {
         let m = r.len();
-        let mut rr: Lanes = [0.0; L];
+        let mut rr = [T::ZERO; L];
         rr[..m].copy_from_slice(r);
-        let mut u: [Lanes; 3] = std::array::from_fn(|i| [u0[i]; L]);
-        let (mut k1, mut k2, mut k3, mut k4) =
-            ([[0.0; L]; 3], [[0.0; L]; 3], [[0.0; L]; 3], [[0.0; L]; 3]);
+        let mut u: [[T; L]; 3] = std::array::from_fn(|i| [u0[i]; L]);
+        let zero = [[T::ZERO; L]; 3];
+        let (mut k1, mut k2, mut k3, mut k4) = (zero, zero, zero, zero);
         for _ in 0..steps {
             rhs(s, b, &rr, &u, &mut k1);
             rhs(s, b, &rr, &stage(&u, &k1, half), &mut k2);

@@ -13,9 +13,9 @@ use ndarray_npy::write_npy;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
-use vgpu::demos::lorenz::{self, LorenzProblem, REFERENCE_LANES};
+use vgpu::demos::lorenz::{self, LorenzConsts, LorenzProblem};
 use vgpu::dispatch::{Backend, Dispatcher, EnsembleJob};
-use vgpu::field::{Ctx, Field, FieldError, Launch, LaunchConfig, Method, Par, PerTrajectory, Real};
+use vgpu::field::{Method, Par, Real};
 use vgpu::ir::{Arg, Buffer};
 
 /// Options of `vgpu bench lorenz`.
@@ -100,143 +100,6 @@ macro_rules! float {
 }
 float!(f32, F32, LORENZ_FIELD, Some);
 float!(f64, F64, LORENZ_FIELD_F64, |_| None);
-
-/// The problem's constants in `T` (rounded once from the `f32` problem's
-/// definitions, as `T` arithmetic computes them).
-#[derive(Clone, Copy, Debug)]
-struct Consts<T> {
-    sigma: T,
-    beta: T,
-    dt: T,
-    u0: [T; 3],
-}
-
-fn consts<T: Real>() -> Consts<T> {
-    Consts {
-        sigma: T::from_f64(10.0),
-        beta: T::from_f64(8.0) / T::from_f64(3.0),
-        dt: T::from_f64(0.001),
-        u0: [T::ONE, T::ZERO, T::ZERO],
-    }
-}
-
-/// `ρ_i` as numpy's `linspace(0, 21, n)` computes it, in `f64`, then rounded to `T`.
-fn rho<T: Real>(n: usize) -> Vec<T> {
-    let step = if n > 1 { 21.0 / (n - 1) as f64 } else { 0.0 };
-    (0..n).map(|i| T::from_f64(i as f64 * step)).collect()
-}
-
-/// The Lorenz field in `T` for the field API; ρ is the parameter buffer.
-#[derive(Clone, Copy, Debug)]
-struct LorenzT<T> {
-    sigma: T,
-    beta: T,
-}
-
-impl<T: Real> Field<T, 3> for LorenzT<T> {
-    type Params = [T];
-    #[inline(always)]
-    fn eval(&self, _t: T, u: &[T; 3], _u0: &[T; 3], c: &Ctx<'_, '_, [T]>, du: &mut [T; 3]) {
-        let r = c.params()[c.global()];
-        du[0] = self.sigma * (u[1] - u[0]);
-        du[1] = u[0] * (r - u[2]) - u[1];
-        du[2] = u[0] * u[1] - self.beta * u[2];
-    }
-}
-
-/// The field API in `T` (for `f32` the library's [`lorenz::lorenz_field`]).
-fn field_api<T: Real>(n: usize, steps: usize, block: u32, par: Par) -> Result<Vec<T>, FieldError> {
-    let c = consts::<T>();
-    let cfg = LaunchConfig::linear(n, block)?;
-    let total = cfg.total_threads();
-    let mut r = rho::<T>(n);
-    r.resize(total, T::ZERO);
-    let mut u: Vec<T> = c.u0.iter().copied().cycle().take(3 * total).collect();
-    let f = PerTrajectory(LorenzT {
-        sigma: c.sigma,
-        beta: c.beta,
-    });
-    Launch::new(cfg)
-        .method(Method::Rk4)
-        .dt(0.001)
-        .steps(steps)
-        .par(par)
-        .run(&f, &r[..], &mut u)?;
-    u.truncate(3 * n);
-    Ok(u)
-}
-
-/// The hand-written loop of [`lorenz::lorenz_reference_lanes`] in any float
-/// type: chunks of 16 trajectories, each component a fixed-size array the
-/// compiler vectorises, groups of chunks spread over `par.threads()` threads.
-fn hand_lanes<T: Real>(n: usize, steps: usize, par: Par) -> Result<Vec<T>, FieldError> {
-    const L: usize = REFERENCE_LANES;
-    let c = consts::<T>();
-    let rho = rho::<T>(n);
-    let mut out = vec![T::ZERO; 3 * n];
-    let (s, b, dt, u0) = (c.sigma, c.beta, c.dt, c.u0);
-    let (half, full) = (dt * T::from_f64(0.5), dt * T::ONE);
-    let (w0, w1) = (
-        dt * (T::ONE / T::from_f64(6.0)),
-        dt * (T::ONE / T::from_f64(3.0)),
-    );
-    #[inline(always)]
-    fn rhs<T: Real>(s: T, b: T, r: &[T; L], u: &[[T; L]; 3], du: &mut [[T; L]; 3]) {
-        for l in 0..L {
-            du[0][l] = s * (u[1][l] - u[0][l]);
-            du[1][l] = u[0][l] * (r[l] - u[2][l]) - u[1][l];
-            du[2][l] = u[0][l] * u[1][l] - b * u[2][l];
-        }
-    }
-    #[inline(always)]
-    fn stage<T: Real>(u: &[[T; L]; 3], k: &[[T; L]; 3], h: T) -> [[T; L]; 3] {
-        std::array::from_fn(|i| std::array::from_fn(|l| u[i][l] + h * k[i][l]))
-    }
-    let chunk = move |o: &mut [T], r: &[T]| {
-        let m = r.len();
-        let mut rr = [T::ZERO; L];
-        rr[..m].copy_from_slice(r);
-        let mut u: [[T; L]; 3] = std::array::from_fn(|i| [u0[i]; L]);
-        let (mut k1, mut k2, mut k3, mut k4) = (
-            [[T::ZERO; L]; 3],
-            [[T::ZERO; L]; 3],
-            [[T::ZERO; L]; 3],
-            [[T::ZERO; L]; 3],
-        );
-        for _ in 0..steps {
-            rhs(s, b, &rr, &u, &mut k1);
-            rhs(s, b, &rr, &stage(&u, &k1, half), &mut k2);
-            rhs(s, b, &rr, &stage(&u, &k2, half), &mut k3);
-            rhs(s, b, &rr, &stage(&u, &k3, full), &mut k4);
-            for i in 0..3 {
-                for l in 0..L {
-                    u[i][l] += w0 * k1[i][l] + w1 * k2[i][l] + w1 * k3[i][l] + w0 * k4[i][l];
-                }
-            }
-        }
-        for l in 0..m {
-            for i in 0..3 {
-                o[3 * l + i] = u[i][l];
-            }
-        }
-    };
-    // Groups of 16 chunks (256 trajectories) handed out to `threads` scoped
-    // threads as they ask for work (the balance rayon's work stealing gives).
-    let threads = par.threads().max(1);
-    let work = std::sync::Mutex::new(out.chunks_mut(3 * L * 16).zip(rho.chunks(L * 16)));
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let next = work.lock().map(|mut w| w.next());
-                let Ok(Some((o, r))) = next else { break };
-                for (o, r) in o.chunks_mut(3 * L).zip(r.chunks(L)) {
-                    chunk(o, r);
-                }
-            });
-        }
-    });
-    Ok(out)
-}
 
 /// The variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -381,19 +244,13 @@ fn whole_run<T: Float>(
     let check = match v {
         Variant::Hand | Variant::Scalar | Variant::FieldApi => {
             let t = Instant::now();
-            let is_f32 = T::NAME == f32::NAME;
-            let u: Vec<T> = match (v, is_f32) {
-                (Variant::Hand, true) => {
-                    f32_only(lorenz::lorenz_reference_lanes(&LorenzProblem::new(n), par)?)?
-                }
-                (Variant::Scalar, _) => {
+            let (rho, c) = (lorenz::linspace_rho::<T>(n), LorenzConsts::<T>::paper());
+            let u: Vec<T> = match v {
+                Variant::Scalar => {
                     f32_only(lorenz::lorenz_reference(&LorenzProblem::new(n), par)?)?
                 }
-                (Variant::FieldApi, true) => {
-                    f32_only(lorenz::lorenz_field(&LorenzProblem::new(n), block, par)?)?
-                }
-                (Variant::Hand, false) => hand_lanes::<T>(n, steps, par)?,
-                _ => field_api::<T>(n, steps, block, par)?,
+                Variant::Hand => lorenz::lorenz_lanes(&rho, c, steps, par)?,
+                _ => lorenz::lorenz_field_in(&rho, c, steps, block, par)?,
             };
             st.kernel = t.elapsed().as_secs_f64();
             write(&u, &mut st)?;
@@ -734,14 +591,15 @@ mod tests {
         let (n, steps) = (300, 50);
         let k = vgpu::compile("lorenz64.field", LORENZ_FIELD_F64).unwrap();
         let mut args = vgpu::Args::new(&k);
-        args.buffer("rho", Buffer::F64(rho::<f64>(n).into()))
+        args.buffer("rho", Buffer::F64(lorenz::linspace_rho::<f64>(n).into()))
             .unwrap();
         let integ = vgpu::Integration::new(n, 0.0, steps as f64 * 0.001, 0.001).block(64);
         let r = vgpu::run_cpu(&k, &args, &integ).unwrap();
         let ir = f64::of_buffer(&r.states).unwrap();
-        let hand = hand_lanes::<f64>(n, steps, Par::Seq).unwrap();
+        let (rho, c) = (lorenz::linspace_rho::<f64>(n), LorenzConsts::paper());
+        let hand = lorenz::lorenz_lanes(&rho, c, steps, Par::Seq).unwrap();
         assert_eq!(bits(ir), bits(&hand));
-        let api = field_api::<f64>(n, steps, 64, Par::Rayon(2)).unwrap();
+        let api = lorenz::lorenz_field_in(&rho, c, steps, 64, Par::Rayon(2)).unwrap();
         assert_eq!(bits(&api), bits(&hand));
     }
 
@@ -759,10 +617,7 @@ mod tests {
         let ir = f32::of_buffer(&r.states).unwrap();
         let hand = lorenz::lorenz_reference_lanes(&p, Par::Seq).unwrap();
         assert_eq!(bits(ir), bits(&hand));
-        // The generic hand loop is the library's loop.
-        assert_eq!(
-            bits(&hand_lanes::<f32>(p.n, p.steps, Par::Seq).unwrap()),
-            bits(&hand)
-        );
+        // The paper's constants in f32 are the problem's.
+        assert_eq!(LorenzConsts::<f32>::paper(), p.consts());
     }
 }
