@@ -10,8 +10,8 @@
 use crate::{AtomicF32Path, Binding, FmaF32Path, GpuError, KernelCache, KernelSpec};
 use vgpu_ir::cfg::{reserved_smem, AtomOp, CfgKernel, Inst, Space, TernOp};
 use vgpu_ir::wgsl::cfg::{
-    binds_f32_atomic_view, check_workgroup_bytes, emit_cfg_wgsl, fault, meta, warp_exchange_bytes,
-    CfgWgslOptions, GLOBAL_BASE,
+    binds_f32_atomic_view, check_workgroup_bytes, emit_cfg_wgsl, emit_cfg_wgsl_initcheck, fault,
+    initcheck_binding, meta, warp_exchange_bytes, CfgWgslOptions, GLOBAL_BASE,
 };
 
 /// Bytes left free after each allocation in global memory, so an access just
@@ -93,6 +93,11 @@ pub struct CfgLaunch<'a> {
     pub time_iterations: u32,
     /// How `fma.rn.f32` runs: the device's fused `fma` or the f64 emulation.
     pub fma_f32: FmaF32Path,
+    /// The global-memory initcheck (with `checked` only): `Some(w)` with
+    /// `w[i]` whether the host wrote buffer `i` (module variables count as
+    /// written); a load or atomic of a byte neither the host nor a thread
+    /// wrote then faults [`fault::CLASS_UNINITIALIZED_GLOBAL`]. `None`: off.
+    pub initcheck: Option<&'a [bool]>,
     /// How global `atom.add.f32`/`red.add.f32` run: the device's f32
     /// atomics or a compare-and-swap loop.
     pub atomic_f32: AtomicF32Path,
@@ -199,6 +204,69 @@ fn check_limits(
     Ok(())
 }
 
+/// The global-memory initcheck's bits for `layout` (a bit per byte of the
+/// `gmem_len` bytes, in 32-bit words): set for the module's variables and
+/// the buffers the host wrote (`host[i]`), clear elsewhere.
+///
+/// # Errors
+/// [`GpuError::CfgLaunch`] when the launch is unchecked, `host` does not
+/// name every buffer, or the bits exceed the adapter's storage-binding limit.
+fn initcheck_bits(
+    k: &CfgKernel,
+    layout: &GlobalLayout,
+    launch: &CfgLaunch<'_>,
+    host: &[bool],
+    gmem_len: u64,
+    limits: &wgpu::Limits,
+) -> Result<Vec<u32>, GpuError> {
+    if !launch.checked {
+        return Err(launch_err(
+            k,
+            "the global-memory initcheck needs the checked kernel".into(),
+        ));
+    }
+    if host.len() != layout.buffer_addrs.len() {
+        return Err(launch_err(
+            k,
+            format!(
+                "the initcheck names {} buffers, the launch has {}",
+                host.len(),
+                layout.buffer_addrs.len()
+            ),
+        ));
+    }
+    let nwords = gmem_len.div_ceil(32).max(1);
+    let max_binding = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
+    if 4 * nwords > max_binding {
+        return Err(launch_err(
+            k,
+            format!(
+                "the global-memory initcheck's {} bytes of bits (one per byte of {gmem_len} bytes of global memory) exceed the adapter's max_storage_buffer_binding_size of {max_binding} bytes",
+                4 * nwords
+            ),
+        ));
+    }
+    let mut bits = vec![0u32; nwords as usize];
+    let mut set = |start: u64, len: u64| {
+        for b in start..start + len {
+            bits[(b / 32) as usize] |= 1 << (b % 32);
+        }
+    };
+    for g in &k.globals {
+        set(g.addr - GLOBAL_BASE, g.bytes.len() as u64);
+    }
+    for (i, (&a, &wrote)) in layout.buffer_addrs.iter().zip(host).enumerate() {
+        if wrote {
+            let (s, e, _) = layout.regions[k.globals.len() + i];
+            debug_assert_eq!(s, a - GLOBAL_BASE);
+            set(s, e - s);
+        }
+    }
+    Ok(bits)
+}
+
 /// The workgroups to dispatch for `grid`, and the grid to pass in the launch
 /// words ([`meta::GRID`]) when they are not the grid itself: a grid with a
 /// dimension over the adapter's `max_compute_workgroups_per_dimension` runs
@@ -289,9 +357,25 @@ pub fn run_cfg_kernel(
         f32_atomic_add: has_atomic_f32 && launch.atomic_f32.native(ctx)?,
     };
     let view = binds_f32_atomic_view(k, &opts);
-    let wgsl = emit_cfg_wgsl(k, &opts).map_err(|e| launch_err(k, e.to_string()))?;
+    let mut ginit = match launch.initcheck {
+        Some(host) => Some(initcheck_bits(
+            k,
+            layout,
+            launch,
+            host,
+            gmem_len,
+            ctx.limits(),
+        )?),
+        None => None,
+    };
+    let wgsl = if ginit.is_some() {
+        emit_cfg_wgsl_initcheck(k, &opts)
+    } else {
+        emit_cfg_wgsl(k, &opts)
+    }
+    .map_err(|e| launch_err(k, e.to_string()))?;
     let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
-        .specialisation(&format!("{opts:?}"))
+        .specialisation(&format!("{opts:?} initcheck {}", ginit.is_some()))
         .workgroup_size(launch.block);
     let compiled = !cache.is_compiled(&spec);
     // Global memory: the module's variables, then the buffers.
@@ -319,31 +403,41 @@ pub fn run_cfg_kernel(
     params.resize(params.len().max(4).next_multiple_of(4), 0);
     let mut rec = vec![0u32; fault::WORDS];
     // Binding 4, where the kernel declares it: global memory again, as
-    // `atomic<f32>` for the device's f32 atomic adds.
-    let alias = if view { 1 } else { 0 };
-    let mut bindings = [
+    // `atomic<f32>` for the device's f32 atomic adds; after it the
+    // initcheck's bits.
+    let ginit_at = initcheck_binding(k, &opts) as usize;
+    let mut bindings = vec![
         Binding::ReadWrite(&mut gmem),
         Binding::read(&words),
         Binding::Read(&params),
         Binding::read_write(&mut rec),
-        Binding::Alias(0),
     ];
-    cache.dispatch(&spec, &mut bindings[..4 + alias], dispatch)?;
+    if view {
+        bindings.push(Binding::Alias(0));
+    }
+    if let Some(bits) = ginit.as_mut() {
+        debug_assert_eq!(bindings.len(), ginit_at);
+        bindings.push(Binding::read_write(bits));
+    }
+    cache.dispatch(&spec, &mut bindings, dispatch)?;
+    drop(bindings);
     let kernel_seconds = if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 {
         let mut g2 = gmem.clone();
         let mut r2 = rec.clone();
-        let t = cache.time_dispatches(
-            &spec,
-            &mut [
-                Binding::ReadWrite(&mut g2),
-                Binding::read(&words),
-                Binding::Read(&params),
-                Binding::read_write(&mut r2),
-                Binding::Alias(0),
-            ][..4 + alias],
-            dispatch,
-            launch.time_iterations,
-        )?;
+        let mut i2 = ginit.clone();
+        let mut b2 = vec![
+            Binding::ReadWrite(&mut g2),
+            Binding::read(&words),
+            Binding::Read(&params),
+            Binding::read_write(&mut r2),
+        ];
+        if view {
+            b2.push(Binding::Alias(0));
+        }
+        if let Some(bits) = i2.as_mut() {
+            b2.push(Binding::read_write(bits));
+        }
+        let t = cache.time_dispatches(&spec, &mut b2, dispatch, launch.time_iterations)?;
         Some(t.as_secs_f64())
     } else {
         None

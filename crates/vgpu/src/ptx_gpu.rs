@@ -62,8 +62,54 @@ fn fault_class(c: u32) -> FaultClass {
         fault::CLASS_WATCHDOG => FaultClass::Watchdog,
         fault::CLASS_TRAP => FaultClass::Trap,
         fault::CLASS_BARRIER => FaultClass::Barrier,
-        fault::CLASS_UNINITIALIZED => FaultClass::Uninitialized,
+        fault::CLASS_UNINITIALIZED | fault::CLASS_UNINITIALIZED_GLOBAL => FaultClass::Uninitialized,
         _ => FaultClass::OutOfBounds,
+    }
+}
+
+/// The initcheck's message for the GPU's fault at `addr` (the first unwritten
+/// byte's address; high word 1 for an atomic, 0 for a load), naming the byte,
+/// its allocation and its size as the interpreter's (vgpu-ptx memory.rs).
+fn global_uninitialised(
+    k: &vgpu_ir::cfg::CfgKernel,
+    layout: &GlobalLayout,
+    lens: &[usize],
+    opts: &ExecOptions,
+    addr: u64,
+) -> String {
+    let what = if addr >> 32 == 1 {
+        "atomic on"
+    } else {
+        "read of"
+    };
+    let at = addr & 0xffff_ffff;
+    let globals = k
+        .globals
+        .iter()
+        .map(|g| (g.name.clone(), g.addr, g.bytes.len() as u64));
+    let buffers = layout
+        .buffer_addrs
+        .iter()
+        .zip(lens)
+        .enumerate()
+        .map(|(i, (&a, &n))| {
+            let name = match opts.buffer_names.get(i) {
+                Some(b) => format!("buffer {i} ({b})"),
+                None => format!("buffer {i}"),
+            };
+            (name, a, n as u64)
+        });
+    let whose = globals
+        .chain(buffers)
+        .find(|(_, base, len)| at >= *base && at - base < *len);
+    match whose {
+        Some((name, base, len)) => format!(
+            "{what} global byte 0x{at:x} (byte {} of `{name}`, {len} bytes at 0x{base:x}) that neither the host initialised nor any thread wrote before (initcheck; GPU kernel check)",
+            at - base
+        ),
+        None => format!(
+            "{what} global byte 0x{at:x} that neither the host initialised nor any thread wrote before (initcheck; GPU kernel check)"
+        ),
     }
 }
 
@@ -144,10 +190,10 @@ impl PtxRunner {
                 "a trace runs on the interpreter only (--backend cpu)".into(),
             ));
         }
-        if opts.initcheck {
+        if opts.initcheck && !self.checked {
             return Err(gpu_err(
                 entry,
-                "the global-memory initcheck runs on the interpreter only (--backend cpu)".into(),
+                "the global-memory initcheck needs the checked GPU kernel (not --unchecked)".into(),
             ));
         }
         let (k, ck) = vgpu_ptx::lower::lower_entry(m, entry)?;
@@ -158,6 +204,10 @@ impl PtxRunner {
         let lens: Vec<usize> = bufs.iter().map(Vec::len).collect();
         let layout = GlobalLayout::new(&ck, &lens).map_err(|e| gpu_err(entry, e.to_string()))?;
         let params = vgpu_ptx::param_bytes(&k, args, &layout.buffer_addrs)?;
+        // The initcheck: which buffers the host wrote (vgpu-ptx's launch.rs).
+        let host_wrote: Vec<bool> = (0..bufs.len())
+            .map(|i| !opts.uninitialised_buffers.contains(&i))
+            .collect();
         let launch = CfgLaunch {
             grid: cfg.grid.into(),
             block: cfg.block.into(),
@@ -171,6 +221,7 @@ impl PtxRunner {
             time_iterations: self.time_iterations,
             fma_f32: self.fma_f32,
             atomic_f32: self.atomic_f32,
+            initcheck: opts.initcheck.then_some(&host_wrote[..]),
         };
         let run = run_cfg_kernel(cache, &ck, &layout, &launch, bufs)
             .map_err(|e| gpu_err(entry, e.to_string()))?;
@@ -181,17 +232,20 @@ impl PtxRunner {
         self.native_atomic_f32 = run.native_atomic_f32.or(self.native_atomic_f32);
         if let Some(f) = run.fault {
             let CfgFault {
-                class,
+                class: raw,
                 line,
                 block,
                 thread,
                 addr,
             } = f;
-            let class = fault_class(class);
+            let class = fault_class(raw);
             let detail = match class {
                 FaultClass::Watchdog => "the GPU kernel's watchdog ran out".to_string(),
                 FaultClass::Trap => "trap".to_string(),
                 FaultClass::Barrier => "at a barrier's release, threads of the block wait at different barriers, or one has exited (GPU kernel check)".to_string(),
+                FaultClass::Uninitialized if raw == fault::CLASS_UNINITIALIZED_GLOBAL => {
+                    global_uninitialised(&ck, &layout, &lens, opts, addr)
+                }
                 FaultClass::Uninitialized => "a load or atomic of shared memory that nothing wrote (nor did any other thread before the next barrier; GPU kernel check)".to_string(),
                 _ => format!("address {addr:#x} (GPU kernel check)"),
             };

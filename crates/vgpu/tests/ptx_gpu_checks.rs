@@ -222,3 +222,119 @@ fn elements_a_used_bytes_mask_drops_are_not_reads() {
         [0, 0, 0],
     );
 }
+
+/// Launches `entry` with the global-memory initcheck on `backend` over two
+/// buffers of `words` words: `x` (host-written, word `i` = `i`) and `y` (the
+/// host did not write it); `x` and `y` after the launch, or the error.
+fn launch_initcheck(
+    m: &Module,
+    backend: BackendChoice,
+    checked: bool,
+    entry: &str,
+    cfg: &LaunchConfig,
+    words: usize,
+) -> Result<Vec<Vec<u8>>, PtxError> {
+    let x: Vec<u8> = (0..words as u32).flat_map(u32::to_le_bytes).collect();
+    let mut bufs = vec![x, vec![0u8; 4 * words]];
+    let opts = ExecOptions {
+        initcheck: true,
+        uninitialised_buffers: vec![1],
+        buffer_names: vec!["x".into(), "y".into()],
+        ..ExecOptions::default()
+    };
+    let args = [KernelArg::Buffer(0), KernelArg::Buffer(1)];
+    PtxRunner::new(backend, checked).launch(m, entry, cfg, &args, &mut bufs, &opts)?;
+    Ok(bufs)
+}
+
+/// The initcheck's fault of `entry` on both backends: the same class, line,
+/// block and thread, that is (`line`, `block`, `thread`), and both messages
+/// name the byte of `y` (`byte`), its size and whether a read or an atomic
+/// (`what`).
+fn same_initcheck_fault(
+    m: &Module,
+    entry: &str,
+    cfg: &LaunchConfig,
+    (line, block, thread): (u32, [u32; 3], [u32; 3]),
+    what: &str,
+    byte: u32,
+) {
+    let f = |b| match launch_initcheck(m, b, true, entry, cfg, 64) {
+        Err(PtxError::Fault(f)) => *f,
+        Err(e) => panic!("{entry} on {b:?}: expected a fault, got {e}"),
+        Ok(_) => panic!("{entry} on {b:?}: expected a fault, it ran to completion"),
+    };
+    let (cpu, gpu) = (f(BackendChoice::Cpu), f(BackendChoice::Gpu));
+    eprintln!("{entry}: cpu {cpu}\n{entry}: gpu {gpu}");
+    let key = |f: &Fault| (f.class, f.line, f.block, f.thread);
+    assert_eq!(
+        key(&cpu),
+        (FaultClass::Uninitialized, line, block, thread),
+        "{entry} on the CPU"
+    );
+    assert_eq!(key(&gpu), key(&cpu), "{entry}: the GPU's fault");
+    let named = format!("(byte {byte} of `buffer 1 (y)`, 256 bytes at 0x");
+    for (b, f) in [("CPU", &cpu), ("GPU", &gpu)] {
+        assert!(
+            f.detail.starts_with(&format!("{what} global byte 0x")) && f.detail.contains(&named),
+            "{entry} on the {b}: {}",
+            f.detail
+        );
+    }
+}
+
+/// The global-memory initcheck: a two-byte load whose second byte nothing
+/// wrote, by one thread of the second block, in a buffer the host did not
+/// write: the interpreter's fault (byte 149 of `y`).
+#[test]
+fn a_read_of_unwritten_global_memory_is_uninitialized() {
+    let Some(m) = module() else { return };
+    same_initcheck_fault(
+        &m,
+        "gi_uninit",
+        &cfg([2, 1, 1], [32, 1, 1]),
+        (264, [1, 0, 0], [5, 0, 0]),
+        "read of",
+        149,
+    );
+}
+
+/// An atomic on a global word nothing wrote faults like a read.
+#[test]
+fn an_atomic_on_unwritten_global_memory_is_uninitialized() {
+    let Some(m) = module() else { return };
+    same_initcheck_fault(
+        &m,
+        "gi_atom_uninit",
+        &cfg([1, 1, 1], [32, 1, 1]),
+        (282, [0, 0, 0], [3, 0, 0]),
+        "atomic on",
+        40,
+    );
+}
+
+/// The correct counterpart: every global byte read was written first (by
+/// sub-word, generic and atomic writes, or the host: a host buffer and a
+/// module variable): no fault, the same bytes on both backends. Unchecked,
+/// the GPU refuses the initcheck.
+#[test]
+fn reads_of_written_global_memory_are_not_reported() {
+    let Some(m) = module() else { return };
+    let c = cfg([1, 1, 1], [32, 1, 1]);
+    let cpu =
+        launch_initcheck(&m, BackendChoice::Cpu, true, "gi_ok", &c, 64).expect("gi_ok on the CPU");
+    let gpu =
+        launch_initcheck(&m, BackendChoice::Gpu, true, "gi_ok", &c, 64).expect("gi_ok on the GPU");
+    assert_eq!(cpu, gpu);
+    // Thread 1: y[8..12] = 0x00010101, y[12..16] = 1 + 3, gtab[1] = 20,
+    // x[1] = 1, the atomic's old value 1; the red then made y[8..12]
+    // 0x00010102.
+    assert_eq!(
+        cpu[0][4..8],
+        (0x0001_0101u32 + 4 + 20 + 1 + 1).to_le_bytes()
+    );
+    assert_eq!(cpu[1][8..12], 0x0001_0102u32.to_le_bytes());
+    let e = launch_initcheck(&m, BackendChoice::Gpu, false, "gi_ok", &c, 64)
+        .expect_err("unchecked initcheck on the GPU");
+    assert!(e.to_string().contains("initcheck needs the checked"), "{e}");
+}

@@ -245,3 +245,58 @@ pub(super) fn raise_lidx_decl(block: [u32; 3]) -> String {
 "
     )
 }
+
+/// Declarations of the global-memory initcheck (`initcheck`, as the
+/// interpreter's vgpu-ptx memory.rs defines it): `ginit` at `binding`, bit
+/// `o & 31` of word `o >> 5` set once byte `o` of `gmem` holds a value the
+/// host or a thread wrote (the caller uploads the host's bits); `gi_rd`
+/// faults a load of an unwritten byte (false then), `gi_wr` marks bytes
+/// written, `gi_at` does both for an atomic. The fault's address is the
+/// first unwritten byte's, its high word 0 for a load and 1 for an atomic
+/// ([`fault::CLASS_UNINITIALIZED_GLOBAL`]).
+pub(super) fn ginit_decls(binding: u32) -> String {
+    format!(
+        "
+// The global-memory initcheck (checks.rs).
+@group(0) @binding({binding}) var<storage, read_write> ginit: array<atomic<u32>>;
+fn gi_rd(o: u32, size: u32, line: u32, what: u32) -> bool {{
+  for (var j = 0u; j < size; j = j + 1u) {{
+    let b = o + j;
+    if (((atomicLoad(&ginit[b >> 5u]) >> (b & 31u)) & 1u) == 0u) {{
+      raise({cls}u, line, vec2<u32>(GB + b, what));
+      return false;
+    }}
+  }}
+  return true;
+}}
+fn gi_wr(o: u32, size: u32) {{
+  for (var j = 0u; j < size; j = j + 1u) {{
+    let b = o + j;
+    atomicOr(&ginit[b >> 5u], 1u << (b & 31u));
+  }}
+}}
+fn gi_at(o: u32, line: u32) -> bool {{
+  if (!gi_rd(o, 4u, line, 1u)) {{ return false; }}
+  gi_wr(o, 4u);
+  return true;
+}}
+",
+        cls = fault::CLASS_UNINITIALIZED_GLOBAL,
+    )
+}
+
+/// The statements after a global access's checked offset `t` (`generic`: by
+/// a generic address, in global memory when `gsp` is 0): the global-memory
+/// initcheck's test or mark. `rw`: 0 load, 1 store, 2 atomic.
+pub(super) fn ginit_access(t: &str, size: u8, line: u32, rw: u32, generic: bool) -> String {
+    let s = match rw {
+        0 => format!("if (!gi_rd({t}, {size}u, {line}u, 0u)) {{ pc = {RET}u; break; }}"),
+        1 => format!("gi_wr({t}, {size}u);"),
+        _ => format!("if (!gi_at({t}, {line}u)) {{ pc = {RET}u; break; }}"),
+    };
+    if generic {
+        format!("        if (gsp == 0u) {{ {s} }}\n")
+    } else {
+        format!("        {s}\n")
+    }
+}

@@ -31,6 +31,21 @@ fn unsupported(k: &CfgKernel, reason: String) -> IrError {
 /// adapter without it, or its shared or local memory does not fit in 32-bit
 /// offsets.
 pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrError> {
+    emit(k, o, false)
+}
+
+/// [`emit_cfg_wgsl`] with the global-memory initcheck when `o` is checked
+/// (checks.rs): the kernel then declares `ginit`, a bit per byte of global
+/// memory ([`super::initcheck_binding`]), and a load or atomic of a byte
+/// whose bit is clear faults [`fault::CLASS_UNINITIALIZED_GLOBAL`].
+///
+/// # Errors
+/// As [`emit_cfg_wgsl`].
+pub fn emit_cfg_wgsl_initcheck(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrError> {
+    emit(k, o, o.checked)
+}
+
+fn emit(k: &CfgKernel, o: &CfgWgslOptions, ginit: bool) -> Result<String, IrError> {
     check_cfg_wgsl(k, o)?;
     let shared = (k.shared_static as u64) + (o.dyn_shared as u64);
     if reserved_smem(shared).1 > u32::MAX as u64 / 2 {
@@ -46,6 +61,7 @@ pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrErro
         tmp: 0,
         warps: k.has_warp_ops(),
         shadow: checks::shadow_check(k, o.checked),
+        ginit,
     };
     e.header(shared as u32);
     e.main()?;
@@ -290,6 +306,9 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
         if bar_check || shadow_check {
             out.push_str(&checks::raise_lidx_decl(o.block));
         }
+        if self.ginit {
+            out.push_str(&checks::ginit_decls(super::initcheck_binding(k, o)));
+        }
     }
 
     fn main(&mut self) -> Result<(), IrError> {
@@ -492,8 +511,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     // An element the program does not use (`used_bytes_mask`)
                     // is no read for the initialisation check, as in the
                     // interpreter.
-                    let shadow = self.shadow;
-                    self.shadow &= !(i < 32 && unused & (1 << i) != 0);
+                    let (shadow, ginit) = (self.shadow, self.ginit);
+                    let unused_elem = i < 32 && unused & (1 << i) != 0;
+                    self.shadow &= !unused_elem;
+                    self.ginit &= !unused_elem;
                     let (c, t) = self.access(
                         *space,
                         *base,
@@ -502,7 +523,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         line,
                         Rw::Read,
                     );
-                    self.shadow = shadow;
+                    (self.shadow, self.ginit) = (shadow, ginit);
                     code.push_str(&c);
                     if let Some(r) = r {
                         let e = format!("ld_{sp}({t}, {size}u, {sign})");

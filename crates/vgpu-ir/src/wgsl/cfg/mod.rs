@@ -29,13 +29,16 @@
 //!   every shared, local and parameter access bounded, and the number of block
 //!   transitions counted against a watchdog, barrier divergence caught at
 //!   each barrier's release and reads of shared memory nothing wrote
-//!   (checks.rs); the first fault is written to the
+//!   (checks.rs), and with [`emit_cfg_wgsl_initcheck`] reads of global
+//!   memory nothing wrote; the first fault is written to the
 //!   fault record (class, line, block, thread, address) and the thread stops.
 //!
 //! Bindings (group 0): `0` global memory, `1` launch words ([`meta`] layout:
 //! region count, watchdog, the CUDA grid when the dispatch folds it, regions
 //! as (start, end, writable) byte offsets),
-//! `2` parameters (words), `3` the fault record ([`fault`] layout).
+//! `2` parameters (words), `3` the fault record ([`fault`] layout), `4` the
+//! `atomic<f32>` view of global memory ([`binds_f32_atomic_view`]), and
+//! with the global-memory initcheck its bits ([`initcheck_binding`]).
 
 mod access;
 mod atomic_probe;
@@ -56,7 +59,7 @@ use crate::error::IrError;
 
 pub use atomic_probe::atomic_add_f32_probe_wgsl;
 pub use checks::check_workgroup_bytes;
-pub use emit::emit_cfg_wgsl;
+pub use emit::{emit_cfg_wgsl, emit_cfg_wgsl_initcheck};
 pub use fma_probe::fma_probe_wgsl;
 pub use warp::warp_exchange_bytes;
 
@@ -112,6 +115,11 @@ pub mod fault {
     /// A read of shared memory that nothing wrote (the interpreter's
     /// initialisation check of shared memory).
     pub const CLASS_UNINITIALIZED: u32 = 6;
+    /// A load or atomic of global memory that neither the host initialised
+    /// nor any thread wrote (the global-memory initcheck,
+    /// [`super::emit_cfg_wgsl_initcheck`]); the address is the first such
+    /// byte's, its high word 0 for a load and 1 for an atomic.
+    pub const CLASS_UNINITIALIZED_GLOBAL: u32 = 7;
 }
 
 /// What the WGSL is generated for.
@@ -162,6 +170,15 @@ pub fn binds_f32_atomic_view(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
                 }
             )
         })
+}
+
+/// The binding of the global-memory initcheck's bits (`ginit`, an
+/// `array<atomic<u32>>` with bit `o & 31` of word `o >> 5` for byte `o` of
+/// global memory) in the WGSL of [`emit_cfg_wgsl_initcheck`]: 5 when the
+/// kernel binds the `atomic<f32>` view at 4 ([`binds_f32_atomic_view`]),
+/// else 4.
+pub fn initcheck_binding(k: &CfgKernel, o: &CfgWgslOptions) -> u32 {
+    4 + binds_f32_atomic_view(k, o) as u32
 }
 
 /// Whether `k` can become WGSL under `o`, and why not (the first statement it

@@ -45,6 +45,9 @@ pub(super) struct KernelWriter<'a> {
     /// Shared-memory accesses keep the initialisation check's bits
     /// (checks.rs: checked, and the kernel reads shared memory).
     pub(super) shadow: bool,
+    /// Global accesses keep the global-memory initcheck's bits (checks.rs:
+    /// checked, and the launch asked for the initcheck).
+    pub(super) ginit: bool,
 }
 
 impl KernelWriter<'_> {
