@@ -18,36 +18,9 @@ use crate::modifiers::Mods;
 use crate::operand::Src;
 use crate::types::*;
 
-/// Integer comparisons of `setp` (`lo ls hi hs` are `lt le gt ge` unsigned).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ICmp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-/// Float comparisons of `setp`: ordered, then unordered (true when either
-/// operand is NaN), then `num` and `nan`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FCmp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Equ,
-    Neu,
-    Ltu,
-    Leu,
-    Gtu,
-    Geu,
-    Num,
-    Nan,
-}
+// setp's comparisons are the IR's (one vocabulary: the lowering passes them
+// through). `lo ls hi hs` are `lt le gt ge` unsigned.
+pub(crate) use vgpu_ir::cfg::{FCmp, ICmp};
 
 /// What a [`WarpOp`] computes in each lane from the bits of its sources
 /// `a, b, c`. A `u64` parameter is the mask of the result type's bits.

@@ -12,8 +12,8 @@
 //! naming the instruction and its line, never a silent approximation.
 
 use vgpu_ir::cfg::{
-    self, AtomOp, BinOp, BitOp, Block, CfgKernel, CvtOp, FCmp, GlobalInit, ICmp, Inst, IntRound,
-    RegTy, Stmt, TernOp, UnOp, Val,
+    self, AtomOp, BinOp, BitOp, Block, CfgKernel, CvtOp, GlobalInit, Inst, IntRound, RegTy, Stmt,
+    TernOp, UnOp, Val,
 };
 
 use crate::ast::{self, Space};
@@ -22,7 +22,7 @@ use crate::program::{Kernel, Op, Src};
 use crate::semantics::Mods;
 use crate::special::Special;
 use crate::types::Ty;
-use crate::warp_ops::{self, Kind};
+use crate::warp_ops::Kind;
 
 mod float64;
 mod half;
@@ -81,18 +81,6 @@ fn bits_of(mask: u64) -> u8 {
     mask.count_ones() as u8
 }
 
-fn icmp(c: warp_ops::ICmp) -> ICmp {
-    use warp_ops::ICmp as C;
-    match c {
-        C::Eq => ICmp::Eq,
-        C::Ne => ICmp::Ne,
-        C::Lt => ICmp::Lt,
-        C::Le => ICmp::Le,
-        C::Gt => ICmp::Gt,
-        C::Ge => ICmp::Ge,
-    }
-}
-
 /// The integer rounding modifier (`.rni` …), if any.
 fn int_round(m: &Mods) -> Option<IntRound> {
     [
@@ -104,26 +92,6 @@ fn int_round(m: &Mods) -> Option<IntRound> {
     .into_iter()
     .find(|(s, _)| m.has(s))
     .map(|(_, r)| r)
-}
-
-fn fcmp(c: warp_ops::FCmp) -> FCmp {
-    use warp_ops::FCmp as C;
-    match c {
-        C::Eq => FCmp::Eq,
-        C::Ne => FCmp::Ne,
-        C::Lt => FCmp::Lt,
-        C::Le => FCmp::Le,
-        C::Gt => FCmp::Gt,
-        C::Ge => FCmp::Ge,
-        C::Equ => FCmp::Equ,
-        C::Neu => FCmp::Neu,
-        C::Ltu => FCmp::Ltu,
-        C::Leu => FCmp::Leu,
-        C::Gtu => FCmp::Gtu,
-        C::Geu => FCmp::Geu,
-        C::Num => FCmp::Num,
-        C::Nan => FCmp::Nan,
-    }
 }
 
 fn is_warp_op(op: &Op) -> bool {
@@ -429,11 +397,11 @@ impl<'a> Lowering<'a> {
                         a,
                     },
                     Kind::SetpInt { cmp, signed, bits } => bin(BinOp::SetpInt {
-                        cmp: icmp(cmp),
+                        cmp,
                         signed,
                         bits: bits as u8,
                     }),
-                    Kind::SetpF32(c) => bin(BinOp::SetpF32(fcmp(c))),
+                    Kind::SetpF32(c) => bin(BinOp::SetpF32(c)),
                 }
             }
             Op::Special { d, s } => Inst::Special {
