@@ -1,6 +1,7 @@
 //! The `.field` lexer: text to tokens with positions.
 
 use crate::error::{IrError, Pos};
+use crate::source::Cursor;
 
 /// A token kind.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,48 +52,18 @@ pub(crate) fn lex(file: &str, src: &str) -> Result<Vec<Token>, IrError> {
         expected: expected.to_string(),
         found,
     };
-    while i < chars.len() {
-        let c = chars[i];
+    loop {
+        let mut cur = Cursor { i, line, col };
+        cur.skip_trivia(&chars).map_err(|u| {
+            let pos = Pos {
+                line: u.line,
+                col: u.col,
+            };
+            err(pos, "`*/` closing this comment", "end of input".into())
+        })?;
+        (i, line, col) = (cur.i, cur.line, cur.col);
+        let Some(&c) = chars.get(i) else { break };
         let pos = Pos { line, col };
-        if c == '\n' {
-            i += 1;
-            line += 1;
-            col = 1;
-            continue;
-        }
-        if c.is_whitespace() {
-            i += 1;
-            col += 1;
-            continue;
-        }
-        if c == '/' && chars.get(i + 1) == Some(&'/') {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-            continue;
-        }
-        if c == '/' && chars.get(i + 1) == Some(&'*') {
-            i += 2;
-            col += 2;
-            loop {
-                if i >= chars.len() {
-                    return Err(err(pos, "`*/` closing this comment", "end of input".into()));
-                }
-                if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
-                    i += 2;
-                    col += 2;
-                    break;
-                }
-                if chars[i] == '\n' {
-                    line += 1;
-                    col = 1;
-                } else {
-                    col += 1;
-                }
-                i += 1;
-            }
-            continue;
-        }
         if c.is_ascii_alphabetic() || c == '_' {
             let start = i;
             while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {

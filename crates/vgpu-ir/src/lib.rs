@@ -23,6 +23,7 @@ mod parser;
 mod phased;
 mod run;
 mod slice;
+pub mod source;
 pub mod types;
 mod validate;
 pub mod wgsl;

@@ -2,6 +2,7 @@
 //! comments skipped.
 
 use crate::error::PtxError;
+use vgpu_ir::source::Cursor;
 
 /// The kind of a token.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,48 +43,12 @@ pub(crate) fn lex(text: &str, file: &str) -> Result<Vec<Token>, PtxError> {
         col,
         msg,
     };
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\n' {
-            i += 1;
-            line += 1;
-            col = 1;
-            continue;
-        }
-        if c.is_whitespace() {
-            i += 1;
-            col += 1;
-            continue;
-        }
-        if c == '/' && chars.get(i + 1) == Some(&'/') {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-            continue;
-        }
-        if c == '/' && chars.get(i + 1) == Some(&'*') {
-            let (sl, sc) = (line, col);
-            i += 2;
-            col += 2;
-            loop {
-                if i >= chars.len() {
-                    return Err(err(sl, sc, "unterminated /* comment".into()));
-                }
-                if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
-                    i += 2;
-                    col += 2;
-                    break;
-                }
-                if chars[i] == '\n' {
-                    line += 1;
-                    col = 1;
-                } else {
-                    col += 1;
-                }
-                i += 1;
-            }
-            continue;
-        }
+    loop {
+        let mut cur = Cursor { i, line, col };
+        cur.skip_trivia(&chars)
+            .map_err(|u| err(u.line, u.col, "unterminated /* comment".into()))?;
+        (i, line, col) = (cur.i, cur.line, cur.col);
+        let Some(&c) = chars.get(i) else { break };
         let (tl, tc) = (line, col);
         if c == '"' {
             let mut s = String::new();
