@@ -66,6 +66,7 @@ fn every_exact_op() -> Vec<(Inst, &'static str)> {
                 op: TernOp::FmaF64 {
                     neg_ab: true,
                     neg_c: false,
+                    round: FloatRound::Nearest,
                 },
                 d: 0,
                 a: R(0),
@@ -82,6 +83,54 @@ fn every_exact_op() -> Vec<(Inst, &'static str)> {
                 b: R(1),
             },
             "div64(r0, r1)",
+        ),
+        (
+            Inst::Tern {
+                op: TernOp::FmaF64 {
+                    neg_ab: false,
+                    neg_c: true,
+                    round: FloatRound::Down,
+                },
+                d: 0,
+                a: R(0),
+                b: R(1),
+                c: R(1),
+            },
+            "fma64m(r0, r1, ((r1) ^ vec2<u32>(0u, 0x80000000u)), 2u)",
+        ),
+        (
+            Inst::Bin {
+                op: BinOp::F64(F64Bin::MulRound(FloatRound::Zero)),
+                d: 1,
+                a: R(0),
+                b: R(1),
+            },
+            "mul64m(r0, r1, 0u)",
+        ),
+        (
+            Inst::Bin {
+                op: BinOp::F64(F64Bin::DivRound(FloatRound::Up)),
+                d: 1,
+                a: R(0),
+                b: R(1),
+            },
+            "div64m(r0, r1, 3u)",
+        ),
+        (
+            Inst::Un {
+                op: UnOp::F64(F64Un::SqrtRound(FloatRound::Down)),
+                d: 1,
+                a: R(0),
+            },
+            "sqrt64m(r0, 2u)",
+        ),
+        (
+            Inst::Un {
+                op: UnOp::F64(F64Un::RcpRound(FloatRound::Zero)),
+                d: 1,
+                a: R(0),
+            },
+            "div64m(vec2<u32>(0u, 0x3ff00000u), r0, 0u)",
         ),
         (
             Inst::Bin {

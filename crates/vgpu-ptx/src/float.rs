@@ -231,10 +231,14 @@ pub(crate) fn sqrt_f32(a: f32, r: Rnd) -> f32 {
     round_to_f32(s, (-s).mul_add(s, a), r)
 }
 
-/// f64 `a + b` in mode `r`.
+/// f64 `a + b` in mode `r`, correctly rounded (IEEE 754): [`fma_f64`] of
+/// `a · 1 + b`, so an infinite operand gives `±∞` in every mode and an exact
+/// zero sum of opposite signs is `+0`, `−0` under `.rm`.
 pub(crate) fn add_f64(a: f64, b: f64, r: Rnd) -> f64 {
-    let (s, e) = two_sum(a, b);
-    round_f64(s, e, r)
+    if r == Rnd::N {
+        return a + b;
+    }
+    fma_f64(a, 1.0, b, r)
 }
 
 /// `|x|` of a finite nonzero f64 as `m · 2^e` with `m` of exactly 53 bits
@@ -575,7 +579,7 @@ mod tests {
         (Rnd::P, rustc_apfloat::Round::TowardPositive),
     ];
 
-    /// Directed `mul`/`fma`/`div.f64` equal LLVM's APFloat (an independent
+    /// Directed `add`/`mul`/`fma`/`div.f64` equal LLVM's APFloat (an independent
     /// software IEEE 754 implementation) bit for bit in every mode.
     #[test]
     fn f64_mul_fma_div_are_correctly_rounded() {
@@ -590,6 +594,11 @@ mod tests {
                     let got = mul_f64(a, b, r);
                     if !same(got, want) {
                         bad.push(format!("mul {r:?} {a:e} {b:e}: {got:e}, want {want:e}"));
+                    }
+                    let want = unap(ap(a).add_r(ap(b), ar).value);
+                    let got = add_f64(a, b, r);
+                    if !same(got, want) {
+                        bad.push(format!("add {r:?} {a:e} {b:e}: {got:e}, want {want:e}"));
                     }
                     let want = unap(ap(a).div_r(ap(b), ar).value);
                     let got = div_f64(a, b, r);

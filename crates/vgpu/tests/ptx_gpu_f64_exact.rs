@@ -1,8 +1,8 @@
 //! The GPU path's exact f64 sequences (vgpu-ir `wgsl/cfg/float64_exact.rs`):
 //! `fma.rn.f64`, `mad.rn.f64`, a `mul.f64` contracted into `add/sub.f64`,
-//! `add/sub.{rz,rm,rp}.f64`, `div.rn.f64`, `rcp.rn.f64`, `sqrt.rn.f64`,
-//! `rsqrt.approx.f64`, `setp.f64` with every comparison, and the `cvt`s
-//! with integer roundings (f64 →
+//! `add/sub/mul/fma/mad/div/rcp/sqrt.{rz,rm,rp}.f64`, `div.rn.f64`,
+//! `rcp.rn.f64`, `sqrt.rn.f64`, `rsqrt.approx.f64`, `setp.f64` with every
+//! comparison, and the `cvt`s with integer roundings (f64 →
 //! s64/u64/s32/u32/s16/u8, f64 → f64, f64 → f32, f32 → f64), directed
 //! roundings (f64 → f32, s64/u64 → f64), `.sat` and `.ftz`, equal the
 //! interpreter's bit for bit on adversarial inputs: specials (±0, ±∞, NaN
@@ -312,4 +312,41 @@ fn exact_f64_sequences_match_the_interpreter() {
     );
     assert!(cancelled > 500, "only {cancelled} cancellations");
     assert!(subnormal > 100, "only {subnormal} subnormal fma results");
+}
+
+/// Bytes each thread writes in tests/kernels/f64directed.ptx.
+const STRIDE_DIRECTED: usize = 168;
+
+/// `tests/kernels/f64directed.ptx` (`mul/fma/mad/div/sqrt/rcp.{rz,rm,rp}.f64`)
+/// on [`N`] threads of the same inputs: every word equal.
+#[test]
+fn directed_f64_match_the_interpreter() {
+    let Some(kernel) = Kernel::load_f64("f64directed") else {
+        return;
+    };
+    let x = inputs(N);
+    let bufs = in_out(&x, u64::to_le_bytes, STRIDE_DIRECTED * N);
+    let (cpu, gpu) = kernel.on_both(&line((N / 128) as u32, 128, 0), &IN_OUT, &bufs, 1);
+    assert_same_bytes(&cpu, &gpu, STRIDE_DIRECTED, &x, 4);
+    // Not vacuous: the directed forms are reached where they differ:
+    // inexact products (mul.rm below mul.rp), subnormal ones, overflow held
+    // at MAX by .rz, inexact quotients and roots, and exact zero sums signed
+    // −0 by .rm.
+    let word64 = |t: usize, off: usize| {
+        let at = STRIDE_DIRECTED * t + off;
+        u64::from_le_bytes(cpu[at..at + 8].try_into().unwrap())
+    };
+    let count = |p: &dyn Fn(usize) -> bool| (0..N).filter(|&t| p(t)).count();
+    let inexact_mul = count(&|t| word64(t, 8) != word64(t, 16));
+    let subnormal_mul = count(&|t| f(word64(t, 0)).is_subnormal());
+    let max_mul = count(&|t| f(word64(t, 0)).abs() == f64::MAX);
+    let inexact_div = count(&|t| word64(t, 72) != word64(t, 80));
+    let inexact_sqrt = count(&|t| word64(t, 104) != word64(t, 112));
+    let minus_zero = count(&|t| word64(t, 152) == 1 << 63);
+    assert!(inexact_mul > 2000, "only {inexact_mul} inexact mul");
+    assert!(subnormal_mul > 100, "only {subnormal_mul} subnormal mul.rz");
+    assert!(max_mul > 20, "only {max_mul} mul.rz at MAX");
+    assert!(inexact_div > 2000, "only {inexact_div} inexact div");
+    assert!(inexact_sqrt > 1000, "only {inexact_sqrt} inexact sqrt");
+    assert!(minus_zero > 300, "only {minus_zero} exact fma.rm zeros");
 }

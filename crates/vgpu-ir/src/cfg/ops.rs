@@ -125,6 +125,11 @@ pub enum F64Un {
     /// `rsqrt.approx{.ftz}.f64` as the interpreter defines it: `1 / √a`, each
     /// step correctly rounded.
     Rsqrt,
+    /// `sqrt.{rz,rm,rp}.f64`: `√a` correctly rounded in the mode (`√±0 = ±0`,
+    /// `√+∞ = +∞`, a negative `a` gives NaN).
+    SqrtRound(FloatRound),
+    /// `rcp.{rz,rm,rp}.f64`: `1 / a` correctly rounded in the mode.
+    RcpRound(FloatRound),
 }
 
 /// Two-source f64 operations, to nearest even; a NaN result is PTX's
@@ -146,15 +151,18 @@ pub enum F64Bin {
     /// `setp.CMP.f64`: the comparison into a predicate (±0 equal; the
     /// unordered ones true when either operand is NaN).
     Setp(FCmp),
-    /// `add.{rz,rm,rp}.f64` as the interpreter computes it: `a + b` rounded
-    /// once in the mode, except that a sum infinite to nearest (an infinite
-    /// operand, or overflow) is the largest finite number of its sign where
-    /// the mode rounds toward zero, an exact zero sum is `+0` (`−0` for
-    /// `−0 + −0`), and where the interpreter's TwoSum overflows (`RN(a + b) −
-    /// a` beyond the range) the sum is rounded to nearest.
+    /// `add.{rz,rm,rp}.f64`: `a + b` correctly rounded in the mode (IEEE
+    /// 754: an overflow is `±∞` or the largest finite number of its sign as
+    /// the mode rounds; an exact zero sum of opposite signs is `+0`, `−0`
+    /// under `.rm`).
     AddRound(FloatRound),
     /// `sub.{rz,rm,rp}.f64`: [`F64Bin::AddRound`] of `a` and `−b`.
     SubRound(FloatRound),
+    /// `mul.{rz,rm,rp}.f64`: `a · b` correctly rounded in the mode (a zero
+    /// result signed by the operands' signs in every mode).
+    MulRound(FloatRound),
+    /// `div.{rz,rm,rp}.f64`: `a / b` correctly rounded in the mode.
+    DivRound(FloatRound),
 }
 
 /// Two-source operations.
@@ -300,14 +308,17 @@ pub enum TernOp {
     Bit(BitOp),
     /// Half-precision arithmetic ([`Half`]).
     Half(Half),
-    /// f64 `(±a) · b + (±c)` with one rounding to nearest even (`fma.rn.f64`,
-    /// `mad.rn.f64`, a contracted `mul` + `add/sub`); a NaN result is the
+    /// f64 `(±a) · b + (±c)` with one rounding (`fma.f64`, `mad.f64`, a
+    /// contracted `mul` + `add/sub`), IEEE 754's: an exact zero sum of
+    /// opposite signs is `+0`, `−0` under `.rm`; a NaN result is the
     /// canonical NaN.
     FmaF64 {
         /// The product negated.
         neg_ab: bool,
         /// The addend negated.
         neg_c: bool,
+        /// The rounding mode (`.rn` for a contracted `mul` + `add/sub`).
+        round: FloatRound,
     },
 }
 

@@ -2,10 +2,9 @@
 //! `min`, `max`, `neg`, `abs`, `fma`/`mad` (and a `mul` contracted into an
 //! `add`/`sub`), `div`, `rcp`, `sqrt`, `rsqrt.approx`, `setp` and the `cvt`s to
 //! and from f64, each as the interpreter computes it (semantics.rs, float.rs).
-//! `add/sub.{rz,rm,rp}.f64` are lowered; other rounding modes than `.rn` on
-//! the arithmetic are refused, naming the line: the interpreter's directed
-//! `mul`/`fma`/`div`/`sqrt` take the sign of a residual computed in f64 (0
-//! where it underflows), which no GPU form reproduces yet.
+//! The directed `add/sub/mul/fma/mad/div/rcp/sqrt.{rz,rm,rp}.f64` (IEEE 754,
+//! as float.rs computes them) are lowered too; `.sat` with a directed
+//! rounding is refused, naming the line.
 
 use vgpu_ir::cfg::{
     BinOp, CvtOp, F64Bin, F64Cvt, F64Un, FloatRound, Inst, IntRound, TernOp, UnOp, Val,
@@ -61,15 +60,30 @@ impl Lowering<'_> {
             ("cvt", [dt, st]) if *dt == Ty::F64 || *st == Ty::F64 => {
                 return self.cvt64(at, &mods, d, a).map(Some)
             }
-            ("add" | "sub", [Ty::F64]) if !rn && !sat => {
+            // The interpreter ignores `.ftz` (and `.sat` on div/rcp/sqrt) here.
+            (_, [Ty::F64]) if !rn => {
                 let r = float_round(&mods);
-                bin(if op == "add" {
-                    F64Bin::AddRound(r)
-                } else {
-                    F64Bin::SubRound(r)
-                })
+                match op {
+                    "add" if !sat => bin(F64Bin::AddRound(r)),
+                    "sub" if !sat => bin(F64Bin::SubRound(r)),
+                    "mul" if !sat => bin(F64Bin::MulRound(r)),
+                    "fma" | "mad" if !sat => Inst::Tern {
+                        op: TernOp::FmaF64 {
+                            neg_ab: false,
+                            neg_c: false,
+                            round: r,
+                        },
+                        d,
+                        a,
+                        b,
+                        c,
+                    },
+                    "div" => bin(F64Bin::DivRound(r)),
+                    "rcp" => un(F64Un::RcpRound(r)),
+                    "sqrt" => un(F64Un::SqrtRound(r)),
+                    _ => return no("an f64 operation with a directed rounding"),
+                }
             }
-            (_, [Ty::F64]) if !rn => return no("an f64 operation with a directed rounding"),
             (_, [Ty::F64]) if sat && !matches!(op, "div" | "rcp" | "sqrt" | "rsqrt") => {
                 return no("an f64 operation with .sat")
             }
@@ -83,6 +97,7 @@ impl Lowering<'_> {
                 op: TernOp::FmaF64 {
                     neg_ab: false,
                     neg_c: false,
+                    round: FloatRound::Nearest,
                 },
                 d,
                 a,
@@ -102,7 +117,6 @@ impl Lowering<'_> {
                     .opcode
                     .get(1)
                     .and_then(|n| crate::warp_ops::float_cmp(n))
-                    .map(super::fcmp)
                 {
                     Some(cmp) => bin(F64Bin::Setp(cmp)),
                     None => return no("this setp.f64 comparison"),
@@ -200,6 +214,7 @@ impl Lowering<'_> {
             op: TernOp::FmaF64 {
                 neg_ab: sub && which == 2,
                 neg_c: sub && which == 1,
+                round: FloatRound::Nearest,
             },
             d,
             a,

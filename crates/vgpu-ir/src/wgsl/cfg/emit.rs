@@ -865,9 +865,14 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             ),
             TernOp::Bit(op) => self.bits(op, a, b, c),
             TernOp::Half(h) => (half::expr(h, &a32, &b32, &c32), ExprWidth::B32),
-            TernOp::FmaF64 { neg_ab, neg_c } => {
-                (self.f64_fma(neg_ab, neg_c, [a, b, c]), ExprWidth::B64)
-            }
+            TernOp::FmaF64 {
+                neg_ab,
+                neg_c,
+                round,
+            } => (
+                self.f64_fma(neg_ab, neg_c, round, [a, b, c]),
+                ExprWidth::B64,
+            ),
             TernOp::Selp(bits) => {
                 let w = if bits > 32 {
                     ExprWidth::B64

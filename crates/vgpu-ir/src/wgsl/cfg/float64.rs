@@ -66,6 +66,11 @@ impl KernelWriter<'_> {
             F64Un::Sqrt => format!("sqrt64({x})"),
             F64Un::Rcp => format!("div64(vec2<u32>(0u, 0x3ff00000u), {x})"),
             F64Un::Rsqrt => format!("div64(vec2<u32>(0u, 0x3ff00000u), sqrt64({x}))"),
+            F64Un::SqrtRound(r) => format!("sqrt64m({x}, {}u)", float_mode(r)),
+            F64Un::RcpRound(r) => format!(
+                "div64m(vec2<u32>(0u, 0x3ff00000u), {x}, {}u)",
+                float_mode(r)
+            ),
         };
         (e, ExprWidth::B64)
     }
@@ -87,6 +92,8 @@ impl KernelWriter<'_> {
                 "add64m({x}, ({y}) ^ vec2<u32>(0u, 0x80000000u), {}u)",
                 float_mode(r)
             ),
+            F64Bin::MulRound(r) => format!("mul64m({x}, {y}, {}u)", float_mode(r)),
+            F64Bin::DivRound(r) => format!("div64m({x}, {y}, {}u)", float_mode(r)),
             F64Bin::Setp(c) => {
                 return (format!("fcmp64({x}, {y}, {}u)", c as u32), ExprWidth::B32);
             }

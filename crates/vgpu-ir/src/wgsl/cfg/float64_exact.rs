@@ -27,6 +27,10 @@
 //! * `sqrt64`: 56 root bits of the digit-by-digit integer square root of
 //!   `m · 2^58` (`m` of 53 or 54 bits, the exponent made even; remainder
 //!   `≤ 2q < 2^57`): `⌊√⌋` exactly, the remainder's being nonzero the sticky bit.
+//! * The directed `add/sub/mul/fma/div/rcp/sqrt.{rz,rm,rp}.f64`: the same
+//!   sequences with `xround`'s mode (`fma64m`, `div64m`, `sqrt64m`); `add64m`
+//!   is `a · 1 + b`, `mul64m` is `a · b + 0` with a zero result signed by
+//!   the operands (IEEE 754's `−0 · 1 = −0`, where the sum would give `+0`).
 //! * `fcmp64` compares sign-magnitude bits as integers (±0 equal, NaN by the
 //!   bits); `f64_to_int` and `f64_rint` round the magnitude with the integer
 //!   mode from the bits below the binary point.
@@ -41,12 +45,20 @@ pub(super) fn uses(s: &Stmt) -> bool {
     match s.inst {
         Inst::Un {
             op: UnOp::F64(op), ..
-        } => matches!(op, F64Un::Sqrt | F64Un::Rcp | F64Un::Rsqrt),
+        } => matches!(
+            op,
+            F64Un::Sqrt | F64Un::Rcp | F64Un::Rsqrt | F64Un::SqrtRound(_) | F64Un::RcpRound(_)
+        ),
         Inst::Bin {
             op: BinOp::F64(op), ..
         } => matches!(
             op,
-            F64Bin::Div | F64Bin::Setp(_) | F64Bin::AddRound(_) | F64Bin::SubRound(_)
+            F64Bin::Div
+                | F64Bin::Setp(_)
+                | F64Bin::AddRound(_)
+                | F64Bin::SubRound(_)
+                | F64Bin::MulRound(_)
+                | F64Bin::DivRound(_)
         ),
         Inst::Tern {
             op: TernOp::FmaF64 { .. },
@@ -154,9 +166,8 @@ fn xpack(neg: bool, e: i32, r: U128, md: u32) -> u64 {
 }
 // a * b + c rounded once to nearest even; NaN canonical.
 fn fma64(a: vec2<u32>, b: vec2<u32>, c: vec2<u32>) -> vec2<u32> { return fma64m(a, b, c, 1u); }
-// a * b + c for finite a, b (or as fma64 for infinite ones) rounded once in
-// mode md; an exact zero sum is a zero as to nearest (the interpreter's
-// directed add keeps that sign too).
+// a * b + c rounded once in mode md (IEEE 754); NaN canonical. An exact zero
+// sum of opposite signs is +0, -0 when rounding down.
 fn fma64m(a: vec2<u32>, b: vec2<u32>, c: vec2<u32>, md: u32) -> vec2<u32> {
   let x = xu(a); let y = xu(b); let z = xu(c);
   let nan = vec2<u32>(0xffffffffu, 0x7fffffffu);
@@ -171,7 +182,8 @@ fn fma64m(a: vec2<u32>, b: vec2<u32>, c: vec2<u32>, md: u32) -> vec2<u32> {
   }
   if (az == inf) { return c; }
   if (ax == 0lu || ay == 0lu) {
-    if (az == 0lu) { return xv(select(0lu, 0x8000000000000000lu, sp && sc)); }
+    let zneg = select(sp && sc, sp || sc, md == 2u);
+    if (az == 0lu) { return xv(select(0lu, 0x8000000000000000lu, zneg)); }
     return c;
   }
   let na = xnorm(ax); let nb = xnorm(ay);
@@ -197,38 +209,25 @@ fn fma64m(a: vec2<u32>, b: vec2<u32>, c: vec2<u32>, md: u32) -> vec2<u32> {
   } else {
     r = U128(big.hi - sm.hi - select(0lu, 1lu, big.lo < sm.lo), big.lo - sm.lo);
   }
-  // An exact zero sum is +0 when rounding to nearest.
-  if ((r.hi | r.lo) == 0lu) { return vec2<u32>(0u, 0u); }
+  // An exact zero sum is +0, -0 when rounding down.
+  if ((r.hi | r.lo) == 0lu) { return vec2<u32>(0u, select(0u, 0x80000000u, md == 2u)); }
   return xv(xpack(sb, eb, r, md));
 }
-// add.{rz,rm,rp}.f64 as the interpreter computes it (float.rs' add_f64): the
-// exact sum rounded once in mode md, except that an infinite sum to nearest
-// (an infinite operand, or overflow) becomes the largest finite number of its
-// sign where md rounds toward zero, an exact zero sum keeps the sign it has
-// to nearest, and where TwoSum's s - a overflows the sum is s, to nearest.
+// a * b rounded once in mode md: a zero result has the sign of the operands'
+// product in every mode (fma64m's a * b + 0 would give +0 for -0 * 1).
+fn mul64m(a: vec2<u32>, b: vec2<u32>, md: u32) -> vec2<u32> {
+  let r = fma64m(a, b, vec2<u32>(0u, 0u), md);
+  if (((r.y & 0x7fffffffu) | r.x) == 0u) { return vec2<u32>(0u, (a.y ^ b.y) & 0x80000000u); }
+  return r;
+}
+// a + b rounded once in mode md (IEEE 754): a * 1 + b.
 fn add64m(a: vec2<u32>, b: vec2<u32>, md: u32) -> vec2<u32> {
-  let x = xu(a); let y = xu(b);
-  let nan = vec2<u32>(0xffffffffu, 0x7fffffffu);
-  if (xnan(x) || xnan(y)) { return nan; }
-  let inf = 0x7ff0000000000000lu;
-  let xi = (x & 0x7ffffffffffffffflu) == inf;
-  let yi = (y & 0x7ffffffffffffffflu) == inf;
-  if (xi && yi && x != y) { return nan; }
-  if (xi || yi) {
-    let s = select(y, x, xi) & 0x8000000000000000lu;
-    let neg = s != 0lu;
-    let away = (md == 3u && !neg) || (md == 2u && neg) || md == 1u;
-    return xv(s | select(0x7feffffffffffffflu, inf, away));
-  }
-  // Its TwoSum's s - a overflowing leaves the error NaN, the result s.
-  let one = vec2<u32>(0u, 0x3ff00000u);
-  let s = fma64m(a, one, b, 1u);
-  let bb = fma64m(s, one, a ^ vec2<u32>(0u, 0x80000000u), 1u);
-  if ((s.y & 0x7ff00000u) != 0x7ff00000u && (bb.y & 0x7ff00000u) == 0x7ff00000u) { return s; }
-  return fma64m(a, one, b, md);
+  return fma64m(a, vec2<u32>(0u, 0x3ff00000u), b, md);
 }
 // a / b correctly rounded to nearest even; NaN canonical.
-fn div64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+fn div64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return div64m(a, b, 1u); }
+// a / b correctly rounded in mode md; NaN canonical.
+fn div64m(a: vec2<u32>, b: vec2<u32>, md: u32) -> vec2<u32> {
   let x = xu(a); let y = xu(b);
   let nan = vec2<u32>(0xffffffffu, 0x7fffffffu);
   if (xnan(x) || xnan(y)) { return nan; }
@@ -251,10 +250,12 @@ fn div64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     if (r >= mb) { r = r - mb; q = q | 1lu; }
     r = r << 1u;
   }
-  return xv(xround64(s != 0lu, e, q, r != 0lu, 1u));
+  return xv(xround64(s != 0lu, e, q, r != 0lu, md));
 }
 // sqrt(a) correctly rounded to nearest even; sqrt(-0) = -0, NaN canonical.
-fn sqrt64(a: vec2<u32>) -> vec2<u32> {
+fn sqrt64(a: vec2<u32>) -> vec2<u32> { return sqrt64m(a, 1u); }
+// sqrt(a) correctly rounded in mode md; sqrt(-0) = -0, NaN canonical.
+fn sqrt64m(a: vec2<u32>, md: u32) -> vec2<u32> {
   let x = xu(a);
   let nan = vec2<u32>(0xffffffffu, 0x7fffffffu);
   if (xnan(x)) { return nan; }
@@ -276,7 +277,7 @@ fn sqrt64(a: vec2<u32>) -> vec2<u32> {
     let t = (q << 2u) | 1lu;
     if (r >= t) { r = r - t; q = (q << 1u) | 1lu; } else { q = q << 1u; }
   }
-  return xv(xround64(false, ((k - 58) >> 1u) + 55, q << 8u, r != 0lu, 1u));
+  return xv(xround64(false, ((k - 58) >> 1u) + 55, q << 8u, r != 0lu, md));
 }
 // setp.f64 (FCmp's codes, as fcmp32).
 fn fcmp64(a: vec2<u32>, b: vec2<u32>, op: u32) -> u32 {
@@ -445,8 +446,15 @@ pub(super) fn float_mode(r: FloatRound) -> u32 {
 }
 
 impl KernelWriter<'_> {
-    /// `fma.rn.f64` with the product and the addend negated as asked.
-    pub(super) fn f64_fma(&self, neg_ab: bool, neg_c: bool, [a, b, c]: [Val; 3]) -> String {
+    /// `fma.f64` in mode `round` with the product and the addend negated as
+    /// asked.
+    pub(super) fn f64_fma(
+        &self,
+        neg_ab: bool,
+        neg_c: bool,
+        round: FloatRound,
+        [a, b, c]: [Val; 3],
+    ) -> String {
         let flip = |v: Val, neg: bool| {
             let x = self.v64(v);
             if neg {
@@ -455,11 +463,10 @@ impl KernelWriter<'_> {
                 x
             }
         };
-        format!(
-            "fma64({}, {}, {})",
-            flip(a, neg_ab),
-            self.v64(b),
-            flip(c, neg_c)
-        )
+        let (x, y, z) = (flip(a, neg_ab), self.v64(b), flip(c, neg_c));
+        match round {
+            FloatRound::Nearest => format!("fma64({x}, {y}, {z})"),
+            r => format!("fma64m({x}, {y}, {z}, {}u)", float_mode(r)),
+        }
     }
 }
