@@ -10,8 +10,8 @@
 use crate::{AtomicF32Path, Binding, FmaF32Path, GpuError, KernelCache, KernelSpec};
 use vgpu_ir::cfg::{reserved_smem, AtomOp, CfgKernel, Inst, Space, TernOp};
 use vgpu_ir::wgsl::cfg::{
-    binds_f32_atomic_view, check_workgroup_bytes, emit_cfg_wgsl, emit_cfg_wgsl_initcheck, fault,
-    initcheck_binding, meta, warp_exchange_bytes, CfgWgslOptions, GLOBAL_BASE,
+    binds_f32_atomic_view, check_workgroup_bytes, emit_cfg_wgsl_with, fault, initcheck_binding,
+    meta, race_workgroup_bytes, warp_exchange_bytes, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
 };
 
 /// Bytes left free after each allocation in global memory, so an access just
@@ -142,13 +142,14 @@ fn launch_err(k: &CfgKernel, msg: String) -> GpuError {
     }
 }
 
-/// Checks the launch against the adapter's limits, naming the limit.
+/// Checks the launch against the adapter's limits, naming the limit; returns
+/// the bytes of workgroup memory left (for the race check's marks).
 fn check_limits(
     k: &CfgKernel,
     l: &CfgLaunch<'_>,
     limits: &wgpu::Limits,
     gmem: u64,
-) -> Result<(), GpuError> {
+) -> Result<u64, GpuError> {
     let [bx, by, bz] = l.block;
     let threads = bx as u64 * by as u64 * bz as u64;
     let e = |m: String| Err(launch_err(k, m));
@@ -201,7 +202,7 @@ fn check_limits(
             "global memory of {gmem} bytes (buffers and module variables) exceeds the adapter's max_storage_buffer_binding_size of {max_binding} bytes"
         ));
     }
-    Ok(())
+    Ok(limits.max_compute_workgroup_storage_size as u64 - shared)
 }
 
 /// The global-memory initcheck's bits for `layout` (a bit per byte of the
@@ -326,7 +327,7 @@ pub fn run_cfg_kernel(
         ));
     }
     let gmem_len = layout.total.max(4).next_multiple_of(4);
-    check_limits(k, launch, ctx.limits(), gmem_len)?;
+    let wg_free = check_limits(k, launch, ctx.limits(), gmem_len)?;
     let (dispatch, folded) = dispatch_shape(k, launch.grid, ctx.limits())?;
     let has_fma = k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
         matches!(
@@ -368,14 +369,15 @@ pub fn run_cfg_kernel(
         )?),
         None => None,
     };
-    let wgsl = if ginit.is_some() {
-        emit_cfg_wgsl_initcheck(k, &opts)
-    } else {
-        emit_cfg_wgsl(k, &opts)
-    }
-    .map_err(|e| launch_err(k, e.to_string()))?;
+    // The race check where its marks fit in the workgroup memory left.
+    let race = race_workgroup_bytes(k, &opts) <= wg_free;
+    let checks = CfgChecks {
+        initcheck: ginit.is_some(),
+        race,
+    };
+    let wgsl = emit_cfg_wgsl_with(k, &opts, checks).map_err(|e| launch_err(k, e.to_string()))?;
     let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
-        .specialisation(&format!("{opts:?} initcheck {}", ginit.is_some()))
+        .specialisation(&format!("{opts:?} {checks:?}"))
         .workgroup_size(launch.block);
     let compiled = !cache.is_compiled(&spec);
     // Global memory: the module's variables, then the buffers.

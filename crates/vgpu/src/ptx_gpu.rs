@@ -63,6 +63,7 @@ fn fault_class(c: u32) -> FaultClass {
         fault::CLASS_TRAP => FaultClass::Trap,
         fault::CLASS_BARRIER => FaultClass::Barrier,
         fault::CLASS_UNINITIALIZED | fault::CLASS_UNINITIALIZED_GLOBAL => FaultClass::Uninitialized,
+        fault::CLASS_RACE => FaultClass::Race,
         _ => FaultClass::OutOfBounds,
     }
 }
@@ -111,6 +112,26 @@ fn global_uninitialised(
             "{what} global byte 0x{at:x} that neither the host initialised nor any thread wrote before (initcheck; GPU kernel check)"
         ),
     }
+}
+
+/// The race check's message for the GPU's fault at `addr` (the shared byte;
+/// the high word's hazard and other warp: vgpu-ir's `fault::CLASS_RACE`), in
+/// the interpreter's words (vgpu-ptx race.rs) with the other access's warp.
+fn shared_race(addr: u64) -> String {
+    let at = addr & 0xffff_ffff;
+    let h = (addr >> 32) as u32;
+    let (hazard, here, there) = match h & 0xff {
+        1 => ("read-after-write", "read", "written"),
+        2 => ("write-after-write", "written", "written"),
+        _ => ("write-after-read", "written", "read"),
+    };
+    let warp = match h >> 8 {
+        0xff => "threads of other warps".to_string(),
+        w => format!("a thread of warp {w}"),
+    };
+    format!(
+        "{hazard} hazard on shared byte 0x{at:x}: {here} here, {there} by {warp}, with no barrier between (GPU kernel check)"
+    )
 }
 
 impl PtxRunner {
@@ -246,6 +267,7 @@ impl PtxRunner {
                 FaultClass::Uninitialized if raw == fault::CLASS_UNINITIALIZED_GLOBAL => {
                     global_uninitialised(&ck, &layout, &lens, opts, addr)
                 }
+                FaultClass::Race => shared_race(addr),
                 FaultClass::Uninitialized => "a load or atomic of shared memory that nothing wrote (nor did any other thread before the next barrier; GPU kernel check)".to_string(),
                 _ => format!("address {addr:#x} (GPU kernel check)"),
             };

@@ -338,3 +338,79 @@ fn reads_of_written_global_memory_are_not_reported() {
         .expect_err("unchecked initcheck on the GPU");
     assert!(e.to_string().contains("initcheck needs the checked"), "{e}");
 }
+
+/// A race on the GPU and the interpreter: both report class `race` in block
+/// `block`; the thread and line may differ (the second of the two accesses
+/// reports, and the GPU's schedule is not the interpreter's warp after warp),
+/// but the GPU's is one of `lines` and its message names the hazard.
+/// Unchecked, the GPU runs it to completion.
+fn same_race(m: &Module, entry: &str, cfg: &LaunchConfig, block: [u32; 3], lines: &[u32]) {
+    let cpu = fault(
+        launch(m, BackendChoice::Cpu, false, entry, cfg, 1024),
+        entry,
+    );
+    let gpu = fault(
+        launch(m, BackendChoice::Gpu, false, entry, cfg, 1024),
+        entry,
+    );
+    eprintln!("{entry}: cpu {cpu}\n{entry}: gpu {gpu}");
+    assert_eq!((cpu.class, cpu.block), (FaultClass::Race, block), "{entry}");
+    assert_eq!((gpu.class, gpu.block), (FaultClass::Race, block), "{entry}");
+    assert!(
+        lines.contains(&gpu.line),
+        "{entry}: the GPU's line {}",
+        gpu.line
+    );
+    assert!(
+        gpu.detail.contains("hazard on shared byte 0x") && gpu.detail.contains("warp"),
+        "{}",
+        gpu.detail
+    );
+    launch(m, BackendChoice::Gpu, true, entry, cfg, 1024)
+        .unwrap_or_else(|e| panic!("{entry} unchecked on the GPU: {e}"));
+}
+
+/// Threads of two warps read and write each other's words after a barrier
+/// with none between: a race (at the read or the write, whichever comes
+/// second).
+#[test]
+fn a_shared_race_between_warps_is_reported() {
+    let Some(m) = module() else { return };
+    same_race(
+        &m,
+        "sh_race",
+        &cfg([1, 1, 1], [64, 1, 1]),
+        [0, 0, 0],
+        &[346, 347],
+    );
+}
+
+/// Three warps read one word and one thread writes it in the same interval:
+/// a race whichever warp read first.
+#[test]
+fn a_write_after_several_warps_read_is_a_race() {
+    let Some(m) = module() else { return };
+    same_race(
+        &m,
+        "sh_race_readers",
+        &cfg([1, 1, 1], [96, 1, 1]),
+        [0, 0, 0],
+        &[370, 372],
+    );
+}
+
+/// The correct counterpart: exchanges between warps across barriers, reads
+/// of one word by every warp written after the next barrier, neighbours in
+/// a warp after bar.warp.sync, atomics: no race, the same sums.
+#[test]
+fn shared_accesses_ordered_by_barriers_do_not_race() {
+    let Some(m) = module() else { return };
+    let c = cfg([2, 1, 1], [64, 1, 1]);
+    let cpu =
+        launch(&m, BackendChoice::Cpu, false, "sh_race_ok", &c, 64).expect("sh_race_ok on the CPU");
+    let gpu =
+        launch(&m, BackendChoice::Gpu, false, "sh_race_ok", &c, 64).expect("sh_race_ok on the GPU");
+    assert_eq!(cpu, gpu);
+    // Thread 1: its neighbour 0's word (thread 32's index + 5) + 100.
+    assert_eq!(cpu[4..8], (32u32 + 5 + 100).to_le_bytes());
+}

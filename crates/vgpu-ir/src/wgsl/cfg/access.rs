@@ -205,6 +205,15 @@ impl KernelWriter<'_> {
                     space == Space::Generic,
                 ));
             }
+            if self.race && matches!(space, Space::Shared | Space::Generic) {
+                code.push_str(&checks::race_access(
+                    &name,
+                    size,
+                    line,
+                    rw as u32,
+                    space == Space::Generic,
+                ));
+            }
             if self.ginit && matches!(space, Space::Global | Space::Generic) {
                 code.push_str(&checks::ginit_access(
                     &name,

@@ -300,3 +300,137 @@ pub(super) fn ginit_access(t: &str, size: u8, line: u32, rw: u32, generic: bool)
         format!("        {s}\n")
     }
 }
+
+/// Whether the kernel's WGSL under `o` can have the shared-memory race check
+/// (when asked, [`super::CfgChecks::race`]): checked, a block of more than
+/// one CUDA warp (32 threads), shared memory, weak loads or stores by shared
+/// or generic addresses, and no strong loads (a kernel that waits on a flag
+/// with `.volatile`/`.relaxed`/`.acquire` loads orders its warps by release
+/// and acquire, which the check does not follow: it is not checked).
+pub fn race_check_applies(k: &CfgKernel, o: &super::CfgWgslOptions) -> bool {
+    let threads: u64 = o.block.iter().map(|&b| b as u64).product();
+    o.checked
+        && threads > 32
+        && k.shared_static as u64 + o.dyn_shared as u64 > 0
+        && !k.has_yields()
+        && k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
+            matches!(
+                s.inst,
+                Inst::Load {
+                    space: Space::Shared | Space::Generic,
+                    ..
+                } | Inst::Store {
+                    space: Space::Shared | Space::Generic,
+                    ..
+                }
+            )
+        })
+}
+
+/// Bytes of workgroup memory the race check takes for `o`'s shared memory
+/// (16 bits per byte; 0 when [`race_check_applies`] says no).
+pub fn race_workgroup_bytes(k: &CfgKernel, o: &super::CfgWgslOptions) -> u64 {
+    if race_check_applies(k, o) {
+        4 * race_words(k.shared_static as u64 + o.dyn_shared as u64)
+    } else {
+        0
+    }
+}
+
+fn race_words(shared: u64) -> u64 {
+    shared.div_ceil(2).max(1)
+}
+
+/// Declarations of the shared-memory race check, the interpreter's
+/// (vgpu-ptx race.rs) between warps: two accesses to one byte by threads of
+/// different CUDA warps (32 consecutive linear thread indices) in one
+/// barrier interval, at least one a weak write, race. Each byte of the
+/// kernel's shared memory has 16 bits in `wg_race` (two bytes a word): the
+/// last writer's warp + 1 (bits 0–5), the first reader's warp + 1 (6–11) and
+/// whether warps other than that one read it (12). Each access updates its
+/// bytes' marks by compare-and-swap, so whichever of two conflicting accesses
+/// comes second sees the first, in any schedule. The marks are cleared at
+/// each barrier's release ([`race_reset`]). `rc` faults
+/// [`fault::CLASS_RACE`] at the second access (its thread and line; the
+/// address's high word: 1 read-after-write, 2 write-after-write, 3
+/// write-after-read, and the other warp in bits 8–15, 255 for one of several
+/// reading warps) and returns true.
+/// Atomics neither mark nor test (they never race with each other; a race
+/// between an atomic and a weak access is not reported on the GPU), nor do
+/// accesses within one warp (ordered or not by `bar.warp.sync`: the GPU does
+/// not report them).
+pub(super) fn race_decls(shared: u32, block: [u32; 3]) -> String {
+    let n = race_words(shared as u64);
+    let [bx, by, _] = block;
+    format!(
+        "
+// The shared-memory race check (checks.rs).
+var<workgroup> wg_race: array<atomic<u32>, {n}>;
+// Byte o's access by warp w + 1: 0, or the hazard | the other warp << 8.
+fn rc_byte(o: u32, w: u32, write: bool) -> u32 {{
+  let i = o >> 1u;
+  let sh = (o & 1u) * 16u;
+  var old = atomicLoad(&wg_race[i]);
+  loop {{
+    let m = (old >> sh) & 0xffffu;
+    let wr = m & 63u;
+    let rd = (m >> 6u) & 63u;
+    var n = m;
+    if (write) {{
+      if (wr != 0u && wr != w) {{ return 2u | ((wr - 1u) << 8u); }}
+      if (rd != 0u && rd != w) {{ return 3u | ((rd - 1u) << 8u); }}
+      if ((m & 4096u) != 0u) {{ return 3u | (0xffu << 8u); }}
+      n = (m & ~63u) | w;
+    }} else {{
+      if (wr != 0u && wr != w) {{ return 1u | ((wr - 1u) << 8u); }}
+      if (rd == 0u) {{ n = m | (w << 6u); }} else if (rd != w) {{ n = m | 4096u; }}
+    }}
+    if (n == m) {{ return 0u; }}
+    let r = atomicCompareExchangeWeak(&wg_race[i], old, (old & ~(0xffffu << sh)) | (n << sh));
+    if (r.exchanged) {{ return 0u; }}
+    old = r.old_value;
+  }}
+  return 0u;
+}}
+fn rc(o: u32, size: u32, write: bool, line: u32) -> bool {{
+  let w = (g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z)) / 32u + 1u;
+  for (var j = 0u; j < size; j = j + 1u) {{
+    let b = o + j;
+    if (b >= SHARED_BYTES) {{ continue; }}
+    let h = rc_byte(b, w, write);
+    if (h != 0u) {{ raise({cls}u, line, vec2<u32>(b, h)); return true; }}
+  }}
+  return false;
+}}
+",
+        cls = fault::CLASS_RACE,
+    )
+}
+
+/// What every thread runs at a barrier's release, in uniform control flow
+/// (`threads`: the block's): the race check's marks cleared for the new
+/// interval, then a `workgroupBarrier`.
+pub(super) fn race_reset(shared: u32, threads: u32) -> String {
+    format!(
+        "    for (var i = lidx; i < {n}u; i = i + {threads}u) {{ atomicStore(&wg_race[i], 0u); }}\n    workgroupBarrier();\n",
+        n = race_words(shared as u64),
+    )
+}
+
+/// The statements after a shared access's checked offset `t` (`generic`: by
+/// a generic address, in shared memory when `gsp` is 1): the race check.
+/// `rw`: 0 load, 1 store (atomics have none).
+pub(super) fn race_access(t: &str, size: u8, line: u32, rw: u32, generic: bool) -> String {
+    if rw > 1 {
+        return String::new();
+    }
+    let s = format!(
+        "if (rc({t}, {size}u, {}, {line}u)) {{ pc = {RET}u; break; }}",
+        rw == 1
+    );
+    if generic {
+        format!("        if (gsp == 1u) {{ {s} }}\n")
+    } else {
+        format!("        {s}\n")
+    }
+}

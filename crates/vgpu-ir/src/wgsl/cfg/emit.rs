@@ -11,7 +11,9 @@ use super::half::{self, HALF_PRELUDE};
 use super::prelude::{F64_PRELUDE, INT_PRELUDE};
 use super::warp;
 use super::writer::{ExprWidth, KernelWriter, BACK, RET, WAIT, WARP, YIELD};
-use super::{binds_f32_atomic_view, check_cfg_wgsl, fault, meta, CfgWgslOptions, GLOBAL_BASE};
+use super::{
+    binds_f32_atomic_view, check_cfg_wgsl, fault, meta, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
+};
 use crate::cfg::*;
 use crate::error::IrError;
 use std::fmt::Write;
@@ -31,21 +33,27 @@ fn unsupported(k: &CfgKernel, reason: String) -> IrError {
 /// adapter without it, or its shared or local memory does not fit in 32-bit
 /// offsets.
 pub fn emit_cfg_wgsl(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrError> {
-    emit(k, o, false)
+    emit_cfg_wgsl_with(
+        k,
+        o,
+        CfgChecks {
+            initcheck: false,
+            race: true,
+        },
+    )
 }
 
-/// [`emit_cfg_wgsl`] with the global-memory initcheck when `o` is checked
-/// (checks.rs): the kernel then declares `ginit`, a bit per byte of global
-/// memory ([`super::initcheck_binding`]), and a load or atomic of a byte
-/// whose bit is clear faults [`fault::CLASS_UNINITIALIZED_GLOBAL`].
+/// [`emit_cfg_wgsl`] with the checks `c` chosen (when `o` is checked):
+/// [`CfgChecks::initcheck`], the global-memory initcheck, and
+/// [`CfgChecks::race`], the shared-memory race check (checks.rs).
 ///
 /// # Errors
 /// As [`emit_cfg_wgsl`].
-pub fn emit_cfg_wgsl_initcheck(k: &CfgKernel, o: &CfgWgslOptions) -> Result<String, IrError> {
-    emit(k, o, o.checked)
-}
-
-fn emit(k: &CfgKernel, o: &CfgWgslOptions, ginit: bool) -> Result<String, IrError> {
+pub fn emit_cfg_wgsl_with(
+    k: &CfgKernel,
+    o: &CfgWgslOptions,
+    c: CfgChecks,
+) -> Result<String, IrError> {
     check_cfg_wgsl(k, o)?;
     let shared = (k.shared_static as u64) + (o.dyn_shared as u64);
     if reserved_smem(shared).1 > u32::MAX as u64 / 2 {
@@ -61,7 +69,8 @@ fn emit(k: &CfgKernel, o: &CfgWgslOptions, ginit: bool) -> Result<String, IrErro
         tmp: 0,
         warps: k.has_warp_ops(),
         shadow: checks::shadow_check(k, o.checked),
-        ginit,
+        ginit: o.checked && c.initcheck,
+        race: c.race && checks::race_check_applies(k, o),
     };
     e.header(shared as u32);
     e.main()?;
@@ -309,6 +318,9 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
         if self.ginit {
             out.push_str(&checks::ginit_decls(super::initcheck_binding(k, o)));
         }
+        if self.race {
+            out.push_str(&checks::race_decls(shared, o.block));
+        }
     }
 
     fn main(&mut self) -> Result<(), IrError> {
@@ -466,6 +478,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 String::new()
             };
             let judge = checks::judge(k, self.o.checked);
+            let reset = self.race_reset("waiting");
             let _ = write!(
                 self.out,
                 "  if (pc != {RET}u) {{ atomicAdd(&wg_waiting, select(1u, 0x10000u, (pc & {YIELD}u) != 0u)); }}
@@ -473,7 +486,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   if (lidx == 0u) {{ wg_round = atomicLoad(&wg_waiting); atomicStore(&wg_waiting, 0u);{judge} }}
   let waiting = workgroupUniformLoad(&wg_round);
   if (waiting == 0u) {{ break; }}
-  if (pc != {RET}u) {{ pc = pc & select(~{WAIT}u, ~{YIELD}u, waiting >= 0x10000u); }}
+{reset}  if (pc != {RET}u) {{ pc = pc & select(~{WAIT}u, ~{YIELD}u, waiting >= 0x10000u); }}
   }}
 "
             );
@@ -489,6 +502,21 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }
         self.out.push_str("}\n");
         Ok(())
+    }
+
+    /// At the end of a round whose count is `cnt` (uniform): with the race
+    /// check, its marks cleared when the round released a barrier.
+    pub(super) fn race_reset(&self, cnt: &str) -> String {
+        if !self.race {
+            return String::new();
+        }
+        let shared = self.k.shared_static + self.o.dyn_shared;
+        format!(
+            "  if ({cnt} < 0x10000u) {{
+{}  }}
+",
+            checks::race_reset(shared, self.o.block.iter().product())
+        )
     }
 
     fn stmt(&mut self, s: &Stmt) -> Result<String, IrError> {
@@ -511,10 +539,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     // An element the program does not use (`used_bytes_mask`)
                     // is no read for the initialisation check, as in the
                     // interpreter.
-                    let (shadow, ginit) = (self.shadow, self.ginit);
+                    let (shadow, ginit, race) = (self.shadow, self.ginit, self.race);
                     let unused_elem = i < 32 && unused & (1 << i) != 0;
                     self.shadow &= !unused_elem;
                     self.ginit &= !unused_elem;
+                    self.race &= !unused_elem;
                     let (c, t) = self.access(
                         *space,
                         *base,
@@ -523,7 +552,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         line,
                         Rw::Read,
                     );
-                    (self.shadow, self.ginit) = (shadow, ginit);
+                    (self.shadow, self.ginit, self.race) = (shadow, ginit, race);
                     code.push_str(&c);
                     if let Some(r) = r {
                         let e = format!("ld_{sp}({t}, {size}u, {sign})");

@@ -29,8 +29,8 @@
 //!   every shared, local and parameter access bounded, and the number of block
 //!   transitions counted against a watchdog, barrier divergence caught at
 //!   each barrier's release and reads of shared memory nothing wrote
-//!   (checks.rs), and with [`emit_cfg_wgsl_initcheck`] reads of global
-//!   memory nothing wrote; the first fault is written to the
+//!   (checks.rs), races on shared memory between warps, and with
+//!   [`CfgChecks::initcheck`] reads of global memory nothing wrote; the first fault is written to the
 //!   fault record (class, line, block, thread, address) and the thread stops.
 //!
 //! Bindings (group 0): `0` global memory, `1` launch words ([`meta`] layout:
@@ -59,7 +59,8 @@ use crate::error::IrError;
 
 pub use atomic_probe::atomic_add_f32_probe_wgsl;
 pub use checks::check_workgroup_bytes;
-pub use emit::{emit_cfg_wgsl, emit_cfg_wgsl_initcheck};
+pub use checks::{race_check_applies, race_workgroup_bytes};
+pub use emit::{emit_cfg_wgsl, emit_cfg_wgsl_with};
 pub use fma_probe::fma_probe_wgsl;
 pub use warp::warp_exchange_bytes;
 
@@ -117,9 +118,30 @@ pub mod fault {
     pub const CLASS_UNINITIALIZED: u32 = 6;
     /// A load or atomic of global memory that neither the host initialised
     /// nor any thread wrote (the global-memory initcheck,
-    /// [`super::emit_cfg_wgsl_initcheck`]); the address is the first such
+    /// [`CfgChecks::initcheck`]); the address is the first such
     /// byte's, its high word 0 for a load and 1 for an atomic.
     pub const CLASS_UNINITIALIZED_GLOBAL: u32 = 7;
+    /// A shared-memory race between threads of different warps in one
+    /// barrier interval (checks.rs); the address is the byte's offset in
+    /// shared memory, its high word the hazard (1 read-after-write, 2
+    /// write-after-write, 3 write-after-read) and in bits 8–15 the other
+    /// warp (255: one of several).
+    pub const CLASS_RACE: u32 = 8;
+}
+
+/// The checks of a checked kernel that the caller chooses
+/// ([`emit_cfg_wgsl_with`]; nothing of them is emitted unchecked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CfgChecks {
+    /// The global-memory initcheck: the kernel declares `ginit`, a bit per
+    /// byte of global memory at [`initcheck_binding`], and a load or atomic
+    /// of a byte whose bit is clear faults
+    /// [`fault::CLASS_UNINITIALIZED_GLOBAL`].
+    pub initcheck: bool,
+    /// The shared-memory race check between warps, where
+    /// [`race_check_applies`] (it takes [`race_workgroup_bytes`] of
+    /// workgroup memory).
+    pub race: bool,
 }
 
 /// What the WGSL is generated for.
@@ -174,7 +196,7 @@ pub fn binds_f32_atomic_view(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
 
 /// The binding of the global-memory initcheck's bits (`ginit`, an
 /// `array<atomic<u32>>` with bit `o & 31` of word `o >> 5` for byte `o` of
-/// global memory) in the WGSL of [`emit_cfg_wgsl_initcheck`]: 5 when the
+/// global memory) in the WGSL of [`emit_cfg_wgsl_with`] with [`CfgChecks::initcheck`]: 5 when the
 /// kernel binds the `atomic<f32>` view at 4 ([`binds_f32_atomic_view`]),
 /// else 4.
 pub fn initcheck_binding(k: &CfgKernel, o: &CfgWgslOptions) -> u32 {

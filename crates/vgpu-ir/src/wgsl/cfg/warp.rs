@@ -178,6 +178,7 @@ impl KernelWriter<'_> {
             String::new()
         };
         let judge = checks::judge(k, self.o.checked);
+        let reset = self.race_reset("cnt");
         let _ = write!(
             self.out,
             "  let at_warp = pc >= {WARP}u && pc < {wait}u;
@@ -211,7 +212,7 @@ impl KernelWriter<'_> {
   if (lidx == 0u) {{ wg_round = atomicLoad(&wg_waiting); atomicStore(&wg_waiting, 0u);{judge} }}
   let cnt = workgroupUniformLoad(&wg_round);
   if (cnt == 0u) {{ break; }}
-  if (cnt < 0x10000u) {{
+{reset}  if (cnt < 0x10000u) {{
     if (pc != {ret}u) {{ pc = pc & ~{wait}u; }}
     continue;
   }}

@@ -48,6 +48,9 @@ pub(super) struct KernelWriter<'a> {
     /// Global accesses keep the global-memory initcheck's bits (checks.rs:
     /// checked, and the launch asked for the initcheck).
     pub(super) ginit: bool,
+    /// Shared accesses keep the race check's marks (checks.rs:
+    /// [`super::CfgChecks::race`] and [`super::checks::race_check_applies`]).
+    pub(super) race: bool,
 }
 
 impl KernelWriter<'_> {
