@@ -86,22 +86,22 @@ fn known_path() -> PathBuf {
     repo().join("ptx-cases/GPU_KNOWN_FAILURES.json")
 }
 
-/// Whether the GPU's reason `e` is the listed `k`, block and thread aside: in
-/// a kernel with a race (`shared_race`) which thread first reads what another
-/// has not yet written depends on the adapter's schedule (its subgroup width),
+/// Whether the GPU's reason `e` is the listed `k`, block, thread and address
+/// aside: where several threads fault, which one claims the fault record first
+/// (and so its block, thread and address) depends on the adapter's schedule,
 /// while the class, the entry and the PTX line do not.
 fn same_reason(k: &str, e: &str) -> bool {
     fn mask(s: &str) -> String {
         let mut out = String::new();
         let mut rest = s;
-        while let Some(i) = ["block (", "thread ("]
+        while let Some((i, end)) = [("block (", ')'), ("thread (", ')'), ("address 0x", ' ')]
             .iter()
-            .filter_map(|w| rest.find(w).map(|i| i + w.len()))
+            .filter_map(|&(w, end)| rest.find(w).map(|i| (i + w.len(), end)))
             .min()
         {
             out.push_str(&rest[..i]);
             rest = &rest[i..];
-            let j = rest.find(')').unwrap_or(rest.len());
+            let j = rest.find(end).unwrap_or(rest.len());
             out.push('*');
             rest = &rest[j..];
         }
