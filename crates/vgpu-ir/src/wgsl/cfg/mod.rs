@@ -46,6 +46,7 @@ mod bits;
 mod checks;
 mod emit;
 mod exp2;
+mod exprs;
 mod float64;
 mod float64_exact;
 mod fma_probe;
