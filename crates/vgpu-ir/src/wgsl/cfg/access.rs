@@ -196,32 +196,25 @@ impl KernelWriter<'_> {
                 code,
                 "        let {name} = {call};\n        if ({name} == {BAD}) {{ pc = {RET}u; break; }}"
             );
-            if self.shadow && matches!(space, Space::Shared | Space::Generic) {
-                code.push_str(&checks::shadow_access(
-                    &name,
-                    size,
-                    line,
-                    rw as u32,
-                    space == Space::Generic,
-                ));
-            }
-            if self.race && matches!(space, Space::Shared | Space::Generic) {
-                code.push_str(&checks::race_access(
-                    &name,
-                    size,
-                    line,
-                    rw as u32,
-                    space == Space::Generic,
-                ));
-            }
-            if self.ginit && matches!(space, Space::Global | Space::Generic) {
-                code.push_str(&checks::ginit_access(
-                    &name,
-                    size,
-                    line,
-                    rw as u32,
-                    space == Space::Generic,
-                ));
+            // The checks that follow the access, each where it applies.
+            let shared = matches!(space, Space::Shared | Space::Generic);
+            let global = matches!(space, Space::Global | Space::Generic);
+            type Check = fn(&str, u8, u32, u32, bool) -> String;
+            let checks: [(bool, Check); 3] = [
+                (self.shadow && shared, checks::shadow_access),
+                (self.race && shared, checks::race_access),
+                (self.ginit && global, checks::ginit_access),
+            ];
+            for (on, check) in checks {
+                if on {
+                    code.push_str(&check(
+                        &name,
+                        size,
+                        line,
+                        rw as u32,
+                        space == Space::Generic,
+                    ));
+                }
             }
         } else {
             let e = match space {
