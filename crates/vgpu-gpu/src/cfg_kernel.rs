@@ -408,37 +408,41 @@ pub fn run_cfg_kernel(
     // `atomic<f32>` for the device's f32 atomic adds; after it the
     // initcheck's bits.
     let ginit_at = initcheck_binding(k, &opts) as usize;
-    let mut bindings = vec![
-        Binding::ReadWrite(&mut gmem),
-        Binding::read(&words),
-        Binding::Read(&params),
-        Binding::read_write(&mut rec),
-    ];
-    if view {
-        bindings.push(Binding::Alias(0));
+    // The kernel's bindings in their order: global memory, the launch words,
+    // the parameters, the fault record, the f32 view where the kernel
+    // declares it, the initcheck's bits where it is on.
+    fn bind<'b>(
+        gmem: &'b mut [u8],
+        words: &'b [u32],
+        params: &'b [u8],
+        rec: &'b mut [u32],
+        view: bool,
+        ginit: Option<&'b mut Vec<u32>>,
+    ) -> Vec<Binding<'b>> {
+        let mut b = vec![
+            Binding::ReadWrite(gmem),
+            Binding::read(words),
+            Binding::Read(params),
+            Binding::read_write(rec),
+        ];
+        if view {
+            b.push(Binding::Alias(0));
+        }
+        if let Some(bits) = ginit {
+            b.push(Binding::read_write(bits));
+        }
+        b
     }
-    if let Some(bits) = ginit.as_mut() {
-        debug_assert_eq!(bindings.len(), ginit_at);
-        bindings.push(Binding::read_write(bits));
-    }
+    let has_ginit = ginit.is_some();
+    let mut bindings = bind(&mut gmem, &words, &params, &mut rec, view, ginit.as_mut());
+    debug_assert!(!has_ginit || bindings.len() == ginit_at + 1);
     cache.dispatch(&spec, &mut bindings, dispatch)?;
     drop(bindings);
     let kernel_seconds = if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 {
         let mut g2 = gmem.clone();
         let mut r2 = rec.clone();
         let mut i2 = ginit.clone();
-        let mut b2 = vec![
-            Binding::ReadWrite(&mut g2),
-            Binding::read(&words),
-            Binding::Read(&params),
-            Binding::read_write(&mut r2),
-        ];
-        if view {
-            b2.push(Binding::Alias(0));
-        }
-        if let Some(bits) = i2.as_mut() {
-            b2.push(Binding::read_write(bits));
-        }
+        let mut b2 = bind(&mut g2, &words, &params, &mut r2, view, i2.as_mut());
         let t = cache.time_dispatches(&spec, &mut b2, dispatch, launch.time_iterations)?;
         Some(t.as_secs_f64())
     } else {
