@@ -55,6 +55,37 @@ impl Default for ExecOptions {
     }
 }
 
+impl ExecOptions {
+    /// Buffer `i`'s name in messages: `buffer i (name)`, or `buffer i`
+    /// without a name.
+    pub fn buffer_name(&self, i: usize) -> String {
+        match self.buffer_names.get(i) {
+            Some(n) => format!("buffer {i} ({n})"),
+            None => format!("buffer {i}"),
+        }
+    }
+}
+
+/// The initcheck's message for a `what` (`read of`, `atomic on`) of global
+/// byte `at`, inside the allocation `name` of `len` bytes at `base` where it
+/// is known; `by` names the checker (`initcheck`, or the GPU's kernel check).
+pub fn uninitialised_global_message(
+    what: &str,
+    at: u64,
+    region: Option<(&str, u64, u64)>,
+    by: &str,
+) -> String {
+    match region {
+        Some((name, base, len)) => format!(
+            "{what} global byte 0x{at:x} (byte {} of `{name}`, {len} bytes at 0x{base:x}) that neither the host initialised nor any thread wrote before ({by})",
+            at - base
+        ),
+        None => format!(
+            "{what} global byte 0x{at:x} that neither the host initialised nor any thread wrote before ({by})"
+        ),
+    }
+}
+
 /// The default watchdog limit: instructions per warp.
 pub const DEFAULT_WATCHDOG: u64 = 1 << 26;
 

@@ -229,11 +229,7 @@ pub fn launch(
     let mut at = BUFFER_BASE;
     for (i, b) in buffers.iter().enumerate() {
         bases.push(at);
-        let name = match opts.buffer_names.get(i) {
-            Some(n) => format!("buffer {i} ({n})"),
-            None => format!("buffer {i}"),
-        };
-        regions.push(Region::new(name, at, b, true));
+        regions.push(Region::new(opts.buffer_name(i), at, b, true));
         at = (at + b.len() as u64 + BUFFER_GAP).next_multiple_of(256);
     }
     let params = param_bytes(k, args, &bases)?;

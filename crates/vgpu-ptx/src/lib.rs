@@ -54,6 +54,7 @@ pub use case::{
     run_case, run_case_on, run_case_with, BufferReport, Case, CaseOptions, CaseReport, Launcher,
 };
 pub use error::{Fault, FaultClass, PtxError};
+pub use exec_options::uninitialised_global_message;
 pub use launch::{
     launch, param_bytes, Dim3, ExecOptions, KernelArg, LaunchConfig, LaunchStats, Module,
     TraceStep, TraceTarget, DEFAULT_WATCHDOG,

@@ -106,12 +106,11 @@ impl Region {
     fn uninitialised(&self, off: u64, what: &str) -> MemFault {
         fault(
             FaultClass::Uninitialized,
-            format!(
-                "{what} global byte 0x{:x} (byte {off} of `{}`, {} bytes at 0x{:x}) that neither the host initialised nor any thread wrote before (initcheck)",
+            crate::exec_options::uninitialised_global_message(
+                what,
                 self.base + off,
-                self.name,
-                self.len,
-                self.base
+                Some((&self.name, self.base, self.len)),
+                "initcheck",
             ),
         )
     }

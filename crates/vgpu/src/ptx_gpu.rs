@@ -93,25 +93,16 @@ fn global_uninitialised(
         .iter()
         .zip(lens)
         .enumerate()
-        .map(|(i, (&a, &n))| {
-            let name = match opts.buffer_names.get(i) {
-                Some(b) => format!("buffer {i} ({b})"),
-                None => format!("buffer {i}"),
-            };
-            (name, a, n as u64)
-        });
+        .map(|(i, (&a, &n))| (opts.buffer_name(i), a, n as u64));
     let whose = globals
         .chain(buffers)
         .find(|(_, base, len)| at >= *base && at - base < *len);
-    match whose {
-        Some((name, base, len)) => format!(
-            "{what} global byte 0x{at:x} (byte {} of `{name}`, {len} bytes at 0x{base:x}) that neither the host initialised nor any thread wrote before (initcheck; GPU kernel check)",
-            at - base
-        ),
-        None => format!(
-            "{what} global byte 0x{at:x} that neither the host initialised nor any thread wrote before (initcheck; GPU kernel check)"
-        ),
-    }
+    vgpu_ptx::uninitialised_global_message(
+        what,
+        at,
+        whose.as_ref().map(|(n, b, l)| (n.as_str(), *b, *l)),
+        "initcheck; GPU kernel check",
+    )
 }
 
 /// The race check's message for the GPU's fault at `addr` (the shared byte;
