@@ -174,11 +174,7 @@ pub(super) fn shadow_access(t: &str, size: u8, line: u32, rw: u32, generic: bool
         1 => format!("sh_wr({t}, {size}u);"),
         _ => format!("if (!sh_at({t}, {line}u)) {{ pc = {RET}u; break; }}"),
     };
-    if generic {
-        format!("        if (gsp == 1u) {{ {s} }}\n")
-    } else {
-        format!("        {s}\n")
-    }
+    in_space(s, generic, 1)
 }
 
 /// Thread 0's judgement, inside its `if (lidx == 0u)` after `wg_round` is
@@ -294,11 +290,7 @@ pub(super) fn ginit_access(t: &str, size: u8, line: u32, rw: u32, generic: bool)
         1 => format!("gi_wr({t}, {size}u);"),
         _ => format!("if (!gi_at({t}, {line}u)) {{ pc = {RET}u; break; }}"),
     };
-    if generic {
-        format!("        if (gsp == 0u) {{ {s} }}\n")
-    } else {
-        format!("        {s}\n")
-    }
+    in_space(s, generic, 0)
 }
 
 /// Whether the kernel's WGSL under `o` can have the shared-memory race check
@@ -428,8 +420,15 @@ pub(super) fn race_access(t: &str, size: u8, line: u32, rw: u32, generic: bool) 
         "if (rc({t}, {size}u, {}, {line}u)) {{ pc = {RET}u; break; }}",
         rw == 1
     );
+    in_space(s, generic, 1)
+}
+
+/// A check's statement `s` after an access: as it is, or, for an access by a
+/// generic address, only where the address resolved to the space `gsp`
+/// (1 shared, 0 global).
+fn in_space(s: String, generic: bool, gsp: u32) -> String {
     if generic {
-        format!("        if (gsp == 1u) {{ {s} }}\n")
+        format!("        if (gsp == {gsp}u) {{ {s} }}\n")
     } else {
         format!("        {s}\n")
     }
