@@ -8,7 +8,7 @@ use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
 use super::float64_exact;
 use super::half::{self, HALF_PRELUDE};
-use super::prelude::{F64_PRELUDE, INT_PRELUDE};
+use super::prelude::{F64_INT64_PRELUDE, F64_PRELUDE, INT_PRELUDE};
 use super::warp;
 use super::writer::{ExprWidth, KernelWriter, BACK, RET, WAIT, WARP, YIELD};
 use super::{
@@ -124,6 +124,9 @@ impl KernelWriter<'_> {
         }
         if o.f64 && k.f64_line(false).is_some() {
             out.push_str(F64_PRELUDE);
+            if o.int64 {
+                out.push_str(F64_INT64_PRELUDE);
+            }
         }
         if o.f64 && o.int64 && k.f64_reg_line().is_some() {
             out.push_str(FLOAT64_PRELUDE);
@@ -161,6 +164,12 @@ var<workgroup> wg_round: u32;{warp_decls}
 var<private> lmem: array<u32, {lwords}>;
 var<private> g_wid: vec3<u32>;
 var<private> g_lid: vec3<u32>;
+// The block's linear index (x fastest) in the CUDA grid.
+var<private> g_blin: u32;
+// This thread's fault (class, line, address) not yet recorded (raise).
+var<private> g_fcls: u32;
+var<private> g_fline: u32;
+var<private> g_fa: vec2<u32>;
 // Never true (the watchdog word is below 2^31); the f64 helpers select on it
 // to keep values opaque to the shader compiler's algebra.
 var<private> opq: bool;
@@ -171,9 +180,22 @@ const RSMEM_END: u32 = {rend}u;
 const LOCAL_BYTES: u32 = {local}u;
 const PARAM_BYTES: u32 = {param}u;
 
-fn raise(cls: u32, line: u32, a: vec2<u32>) {{ raise_t(cls, line, a, g_lid); }}
+// A fault of this thread, kept until its state machine stops (the thread
+// stops at once) and recorded there by raise_t: one recording site per
+// kernel rather than one per checked access.
+fn raise(cls: u32, line: u32, a: vec2<u32>) {{
+  if (g_fcls == 0u) {{ g_fcls = cls; g_fline = line; g_fa = a; }}
+}}
+// The record keeps the lowest block (linear, x fastest) that faulted; the
+// details are the first fault's, or with the launch word meta::FAULT_ONLY
+// (not 0xffffffff) the first fault's of that block.
 fn raise_t(cls: u32, line: u32, a: vec2<u32>, t: vec3<u32>) {{
+  let key = g_blin;
+  atomicMin(&flt[{min_key}], key);
+  let only = words[{only}];
+  if (only != 0xffffffffu && only != key) {{ return; }}
   if (atomicAdd(&flt[{claimed}], 1u) == 0u) {{
+    atomicStore(&flt[{key_w}], key);
     atomicStore(&flt[{class}], cls);
     atomicStore(&flt[{line_w}], line);
     atomicStore(&flt[{b}], g_wid.x); atomicStore(&flt[{b}u + 1u], g_wid.y); atomicStore(&flt[{b}u + 2u], g_wid.z);
@@ -213,6 +235,9 @@ fn saddr(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32, rb: u32, re
             local = k.local_bytes,
             param = k.param_bytes,
             claimed = fault::CLAIMED,
+            min_key = fault::MIN_KEY,
+            key_w = fault::KEY,
+            only = meta::FAULT_ONLY,
             class = fault::CLASS,
             line_w = fault::LINE,
             b = fault::BLOCK,
@@ -345,6 +370,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   }}
   g_wid = cta;
   g_lid = lid;
+  g_blin = cta.x + ncta.x * (cta.y + ncta.y * cta.z);
   opq = words[{wd}] == 0xffffffffu;
   var steps: u32 = 0u;
 ",
@@ -466,6 +492,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let _ = writeln!(self.out, "        {t}\n      }}");
         }
         let _ = writeln!(self.out, "      default: {{ pc = {RET}u; }}\n    }}\n  }}");
+        if self.o.checked {
+            // The thread's fault, recorded before its round is judged.
+            self.out.push_str(
+                "  if (g_fcls != 0u) { raise_t(g_fcls, g_fline, g_fa, g_lid); g_fcls = 0u; }\n",
+            );
+        }
         if self.warps {
             self.warp_round(RET, WAIT);
             self.out.push_str("  }\n");

@@ -75,6 +75,11 @@ pub mod meta {
     pub const NREGIONS: usize = 0;
     /// Word: the watchdog's limit on block transitions per thread.
     pub const WATCHDOG: usize = 1;
+    /// Word: `0xffffffff` records the first fault's details; any other
+    /// value records only the first fault of the block with that linear
+    /// index ([`super::fault::KEY`]), for the re-run that reports the
+    /// lowest faulting block.
+    pub const FAULT_ONLY: usize = 2;
     /// Words `GRID..GRID + 3`: the CUDA grid (x, y, z) when the dispatch is
     /// not the grid itself but a two-dimensional fold of the linear block
     /// index (a grid dimension over the adapter's workgroups per dimension):
@@ -89,7 +94,8 @@ pub mod meta {
 
 /// Layout of the fault record (binding 3), in words.
 pub mod fault {
-    /// Nonzero once a fault is recorded (the first one wins).
+    /// Nonzero once a fault is recorded (the first one wins; see
+    /// [`MIN_KEY`]).
     pub const CLAIMED: usize = 0;
     /// The class ([`CLASS_OUT_OF_BOUNDS`] …).
     pub const CLASS: usize = 1;
@@ -101,8 +107,16 @@ pub mod fault {
     pub const THREAD: usize = 6;
     /// The faulting address, low then high word.
     pub const ADDR: usize = 9;
+    /// The recorded fault's block, its linear index (x fastest).
+    pub const KEY: usize = 11;
+    /// The lowest block (linear) in which a thread faulted (the host sets
+    /// it to `0xffffffff` before the dispatch). Where it differs from
+    /// [`KEY`], the host runs the launch again with
+    /// [`super::meta::FAULT_ONLY`] set to it, so that the reported fault is
+    /// the lowest faulting block's first, as the interpreter reports it.
+    pub const MIN_KEY: usize = 12;
     /// Words in the record.
-    pub const WORDS: usize = 12;
+    pub const WORDS: usize = 13;
     /// An access outside every allocation (or a write to a read-only one).
     pub const CLASS_OUT_OF_BOUNDS: u32 = 1;
     /// An access not aligned to its size.
