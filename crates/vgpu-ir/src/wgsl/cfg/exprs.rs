@@ -192,6 +192,8 @@ impl KernelWriter<'_> {
                     format!("fma_native_f32({a32}{na}, {b32}, {c32}{nc})")
                 } else if self.o.native_fma_f32 {
                     format!("bitcast<u32>(fma(f({a32}{na}), f({b32}), f({c32}{nc})))")
+                } else if self.o.int64 {
+                    format!("fma_f32_fast({a32}{na}, {b32}, {c32}{nc})")
                 } else {
                     format!("fma_f32({a32}{na}, {b32}, {c32}{nc})")
                 };

@@ -383,3 +383,23 @@ fn lg2_f32(a: u32) -> u32 {
   return bitcast<u32>(f32(s + ((two_sum_err(kf, a1, s) + a2) + small)));
 }
 "#;
+
+/// Helpers that compute in f64 and read its bits as a `u64` (emitted when the
+/// adapter has `SHADER_F64` and `SHADER_INT64`).
+pub(super) const F64_INT64_PRELUDE: &str = r#"
+// fma.rn.f32 in one f64 rounding of a*b + c (the product is exact in f64)
+// and one f32 rounding of that. The two roundings are the one exact rounding
+// unless the f64 sum is an f32 midpoint (its 29 bits below f32's precision
+// are 1 then zeros: a midpoint between the exact value and the f64 sum would
+// be an f64 nearer the exact value than the sum) or outside f32's normal
+// range (zero, subnormal, infinite, NaN): those take fma_f32.
+fn fma_f32_fast(a: u32, b: u32, c: u32) -> u32 {
+  let s = f64(f(a)) * f64(f(b)) + f64(f(c));
+  let u = bitcast<u64>(s);
+  let e = u32(u >> 52u) & 0x7ffu;
+  if (e >= 897u && e <= 1150u && (u32(u & 0xfffffffflu) & 0x1fffffffu) != 0x10000000u) {
+    return bitcast<u32>(f32(s));
+  }
+  return fma_f32(a, b, c);
+}
+"#;
