@@ -130,6 +130,11 @@ pub struct CfgRun {
     /// How the kernel's f32 fma ran: `Some(true)` the device's own `fma`,
     /// `Some(false)` the exact f64 emulation, `None` it has none.
     pub native_fma_f32: Option<bool>,
+    /// The kernel's speculative device `fma` was suspect somewhere (a
+    /// subnormal operand, or a zero or subnormal result of nonzero factors)
+    /// and the launch ran again on the emulation, whose results these are
+    /// (`native_fma_f32` is then `Some(false)`).
+    pub fma_rerun: bool,
     /// How the kernel's global f32 atomic adds ran: `Some(true)` the device's
     /// f32 atomics, `Some(false)` a compare-and-swap loop, `None` it has none.
     pub native_atomic_f32: Option<bool>,
@@ -302,6 +307,47 @@ fn dispatch_shape(
     Ok(([dx as u32, dy as u32, 1], Some(grid)))
 }
 
+/// With `VGPU_DUMP_WGSL=DIR` in the environment, writes the kernel's WGSL to
+/// `DIR/<entry>.wgsl` (for reading what the GPU runs).
+///
+/// # Errors
+/// [`GpuError::CfgLaunch`] naming the file when it cannot be written.
+fn dump_wgsl(k: &CfgKernel, wgsl: &str) -> Result<(), GpuError> {
+    let Some(dir) = std::env::var_os("VGPU_DUMP_WGSL") else {
+        return Ok(());
+    };
+    let path = std::path::Path::new(&dir).join(format!("{}.wgsl", k.name));
+    std::fs::write(&path, wgsl).map_err(|e| {
+        launch_err(
+            k,
+            format!("VGPU_DUMP_WGSL: cannot write {}: {e}", path.display()),
+        )
+    })
+}
+
+/// With `VGPU_LOAD_WGSL=DIR` in the environment and a file `DIR/<entry>.wgsl`,
+/// that file's WGSL instead of the generated one (for measuring a hand-edited
+/// variant of a dump; it must keep the generated kernel's bindings, launch
+/// words and fault record).
+///
+/// # Errors
+/// [`GpuError::CfgLaunch`] naming the file when it cannot be read.
+fn load_wgsl(k: &CfgKernel) -> Result<Option<String>, GpuError> {
+    let Some(dir) = std::env::var_os("VGPU_LOAD_WGSL") else {
+        return Ok(None);
+    };
+    let path = std::path::Path::new(&dir).join(format!("{}.wgsl", k.name));
+    if !path.exists() {
+        return Ok(None);
+    }
+    std::fs::read_to_string(&path).map(Some).map_err(|e| {
+        launch_err(
+            k,
+            format!("VGPU_LOAD_WGSL: cannot read {}: {e}", path.display()),
+        )
+    })
+}
+
 /// Runs `k` once over `buffers` (updated in place unless a fault is recorded).
 ///
 /// # Errors
@@ -373,6 +419,8 @@ pub fn run_cfg_kernel(
         race,
     };
     let wgsl = emit_cfg_wgsl_with(k, &opts, checks).map_err(|e| launch_err(k, e.to_string()))?;
+    dump_wgsl(k, &wgsl)?;
+    let wgsl = load_wgsl(k)?.unwrap_or(wgsl);
     let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
         .specialisation(&format!("{opts:?} {checks:?}"))
         .workgroup_size(launch.block);
@@ -459,16 +507,30 @@ pub fn run_cfg_kernel(
             rec = r2;
         }
     }
-    let kernel_seconds = if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 {
-        let mut g2 = gmem.clone();
-        let mut r2 = rec.clone();
-        let mut i2 = ginit.clone();
-        let mut b2 = bind(&mut g2, &words, &params, &mut r2, view, i2.as_mut());
-        let t = cache.time_dispatches(&spec, &mut b2, dispatch, launch.time_iterations)?;
-        Some(t.as_secs_f64())
-    } else {
-        None
-    };
+    let kernel_seconds =
+        if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 && rec[fault::SPEC] == 0 {
+            let mut g2 = gmem.clone();
+            let mut r2 = rec.clone();
+            let mut i2 = ginit.clone();
+            let mut b2 = bind(&mut g2, &words, &params, &mut r2, view, i2.as_mut());
+            let t = cache.time_dispatches(&spec, &mut b2, dispatch, launch.time_iterations)?;
+            Some(t.as_secs_f64())
+        } else {
+            None
+        };
+    // A suspect speculative fma (only the device's fma with SHADER_F64
+    // speculates): the launch again, on the exact emulation, from the same
+    // memory (the buffers are untouched until the end).
+    if rec[fault::SPEC] != 0 && rec[fault::CLAIMED] == 0 {
+        let emulated = CfgLaunch {
+            fma_f32: FmaF32Path::Emulated,
+            ..*launch
+        };
+        let mut run = run_cfg_kernel(cache, k, layout, &emulated, buffers)?;
+        run.compiled |= compiled;
+        run.fma_rerun = true;
+        return Ok(run);
+    }
     if rec[fault::CLAIMED] != 0 {
         let w = |i: usize| rec[i];
         return Ok(CfgRun {
@@ -482,6 +544,7 @@ pub fn run_cfg_kernel(
             compiled,
             kernel_seconds,
             native_fma_f32: has_fma.then_some(opts.native_fma_f32),
+            fma_rerun: false,
             native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
         });
     }
@@ -495,6 +558,7 @@ pub fn run_cfg_kernel(
         compiled,
         kernel_seconds,
         native_fma_f32: has_fma.then_some(opts.native_fma_f32),
+        fma_rerun: false,
         native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
     })
 }

@@ -419,14 +419,19 @@ fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
         "{native}"
     );
     assert!(!native.contains("fma_f32"), "{native}");
-    // With f64: the guarded form, zero or subnormal cases on the emulation.
+    // With f64: the speculative form, a suspect result (subnormal operand,
+    // zero or subnormal result) flagging the launch for the emulated re-run.
     o.f64 = true;
     let guarded = emit_cfg_wgsl(&k, &o).unwrap();
     validate(&guarded, true);
     assert!(
-        guarded.contains("fma_native_f32(r0 ^ 0x80000000u, r1, r2 ^ 0x80000000u)")
-            && guarded.contains("fn fma_native_f32(")
-            && guarded.contains("fn fma_f32("),
+        guarded.contains("fma_spec(r0 ^ 0x80000000u, r1, r2 ^ 0x80000000u)")
+            && guarded.contains("fn fma_spec(")
+            && guarded.contains("if (fma_suspect(a, b, c, r)) { g_spec = true; }")
+            && guarded.contains(&format!(
+                "if (g_spec) {{ atomicOr(&flt[{}], 1u); g_spec = false; }}",
+                vgpu_ir::wgsl::cfg::fault::SPEC
+            )),
         "{guarded}"
     );
     // Off: the f64 emulation, which needs SHADER_F64.

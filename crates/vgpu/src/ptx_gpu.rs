@@ -39,6 +39,10 @@ pub struct PtxRunner {
     /// How the last GPU kernel with an f32 fma ran it: `Some(true)` the
     /// device's `fma`, `Some(false)` the exact f64 emulation.
     pub native_fma_f32: Option<bool>,
+    /// GPU launches whose speculative device `fma` was suspect somewhere
+    /// (a subnormal operand, or a zero or subnormal result of nonzero
+    /// factors) and that ran again on the exact emulation.
+    pub fma_reruns: u64,
     /// GPU: how global `atom.add.f32`/`red.add.f32` run (default:
     /// `VGPU_PTX_ATOMIC_F32`, else the device's f32 atomics where vgpu-gpu's
     /// probe found them PTX's).
@@ -142,6 +146,7 @@ impl PtxRunner {
             atomic_f32: AtomicF32Path::Auto,
             native_atomic_f32: None,
             native_fma_f32: None,
+            fma_reruns: 0,
         }
     }
 
@@ -241,6 +246,7 @@ impl PtxRunner {
         self.gpu_compiles += run.compiled as u64;
         self.kernel_seconds = run.kernel_seconds.or(self.kernel_seconds);
         self.native_fma_f32 = run.native_fma_f32.or(self.native_fma_f32);
+        self.fma_reruns += run.fma_rerun as u64;
         self.native_atomic_f32 = run.native_atomic_f32.or(self.native_atomic_f32);
         if let Some(f) = run.fault {
             let CfgFault {

@@ -4,7 +4,8 @@
 //! interpreter bit for bit (NaN as NaN) where it is used: the emulation and
 //! the probe's choice on the probe's own adversarial triples, the forced
 //! native form on inputs where fused and unfused agree and (with SHADER_F64,
-//! where zero results take the emulation) on cancellations `c = -RN(a b)`;
+//! where a suspect result runs the launch again on the emulation) on
+//! cancellations `c = -RN(a b)` and subnormal operands;
 //! on ties it gives the device's `fma` exactly as the probe saw it. Skipped
 //! without an adapter unless `VGPU_REQUIRE_GPU=1`.
 
@@ -126,18 +127,32 @@ fn native_fma_is_the_devices_fma() {
         t.push([v(12, -11), v(12, -11), v(24, -23)]);
     }
     let ctx = GpuContext::get().unwrap();
+    let (cpu, gpu, native) = run(&k, FmaF32Path::Native, &t);
+    assert_eq!(
+        native,
+        Some(true),
+        "no suspect result: the device's fma kept"
+    );
+    assert_same(&cpu, &gpu, &t);
     if ctx.has_f64() {
-        // A multiply-then-add makes these 0, which the guard sends to the
-        // emulation; so does a device that flushes a subnormal result.
+        // Suspect results, which a device that flushes subnormals may get
+        // wrong: a multiply-then-add makes these 0, and subnormal addends.
+        // The speculative fma flags them and the launch runs again on the
+        // emulation (`native` then Some(false)), equal to the interpreter.
         let mut m = || f32::from_bits(0x3f80_0000 | (r.next32() & 0x7f_ffff));
+        let mut s = Vec::new();
         for i in 0..1024 {
             let (a, b) = (m() * 2f32.powi(i % 200 - 100), m());
-            t.push([a, b, -(a * b)]);
+            s.push([a, b, -(a * b)]);
+        }
+        s.push([1.5, 2.0, f32::from_bits(0x0000_0001)]);
+        s.push([f32::from_bits(0x0040_0000), 2.0, 0.0]);
+        for one in [&s[1024..1025], &s[1025..1026], &s[..]] {
+            let (cpu, gpu, native) = run(&k, FmaF32Path::Native, one);
+            assert_eq!(native, Some(false), "{one:?}: re-run on the emulation");
+            assert_same(&cpu, &gpu, one);
         }
     }
-    let (cpu, gpu, native) = run(&k, FmaF32Path::Native, &t);
-    assert_eq!(native, Some(true));
-    assert_same(&cpu, &gpu, &t);
     // On ties, where fused and unfused differ, the kernel's result is the
     // device's fma as the probe's kernel computes it (on lavapipe, whose fma
     // is a multiply-then-add, not the interpreter's).
@@ -147,10 +162,13 @@ fn native_fma_is_the_devices_fma() {
         [x, x, -(x * x)],
         [-x, x, -2f32.powi(-60)],
     ];
-    let (_, gpu, _) = run(&k, FmaF32Path::Native, &ties);
+    // One launch each: a suspect result (the second's zero, with SHADER_F64)
+    // runs its whole launch again on the emulation, as the probe's kernel
+    // computes that one triple.
     let mut cache = KernelCache::new().unwrap();
     let device = fma_on_device(&mut cache, &ties, ctx.has_f64()).unwrap();
     for (i, d) in device.iter().enumerate() {
-        assert_eq!(word(&gpu, 4 * i), *d, "{:?}", ties[i]);
+        let (_, gpu, _) = run(&k, FmaF32Path::Native, &ties[i..i + 1]);
+        assert_eq!(word(&gpu, 0), *d, "{:?}", ties[i]);
     }
 }

@@ -8,7 +8,7 @@ use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
 use super::float64_exact;
 use super::half::{self, HALF_PRELUDE};
-use super::prelude::{F64_INT64_PRELUDE, F64_PRELUDE, INT_PRELUDE};
+use super::prelude::{F64_INT64_PRELUDE, F64_PRELUDE, FMA_SPEC_PRELUDE, INT_PRELUDE};
 use super::warp;
 use super::writer::{ExprWidth, KernelWriter, BACK, RET, WAIT, WARP, YIELD};
 use super::{
@@ -122,10 +122,14 @@ impl KernelWriter<'_> {
         if k.blocks.iter().flat_map(|b| &b.stmts).any(exp2::uses) {
             out.push_str(&exp2::ex2_prelude());
         }
-        if o.f64 && k.f64_line(false).is_some() {
+        // The f64 helpers, which the f64 registers' conversions also use.
+        if o.f64 && (k.f64_line(false).is_some() || (o.int64 && k.f64_reg_line().is_some())) {
             out.push_str(F64_PRELUDE);
             if o.int64 {
                 out.push_str(F64_INT64_PRELUDE);
+            }
+            if fma_speculates(k, o) {
+                out.push_str(FMA_SPEC_PRELUDE);
             }
         }
         if o.f64 && o.int64 && k.f64_reg_line().is_some() {
@@ -492,6 +496,14 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let _ = writeln!(self.out, "        {t}\n      }}");
         }
         let _ = writeln!(self.out, "      default: {{ pc = {RET}u; }}\n    }}\n  }}");
+        if fma_speculates(self.k, self.o) {
+            // A suspect speculative fma: the launch runs again, emulated.
+            let _ = writeln!(
+                self.out,
+                "  if (g_spec) {{ atomicOr(&flt[{}], 1u); g_spec = false; }}",
+                fault::SPEC
+            );
+        }
         if self.o.checked {
             // The thread's fault, recorded before its round is judged.
             self.out.push_str(
@@ -712,4 +724,21 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             }
         })
     }
+}
+
+/// Whether the kernel's f32 fmas are the speculative device `fma`
+/// (`fma_spec`, prelude.rs): the device's fma chosen and SHADER_F64 there for
+/// the emulated re-run's guard.
+fn fma_speculates(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
+    o.native_fma_f32
+        && o.f64
+        && k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
+            matches!(
+                s.inst,
+                Inst::Tern {
+                    op: TernOp::FmaF32 { .. },
+                    ..
+                }
+            )
+        })
 }

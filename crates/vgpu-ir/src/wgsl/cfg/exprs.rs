@@ -189,7 +189,7 @@ impl KernelWriter<'_> {
                 let na = if neg_ab { " ^ 0x80000000u" } else { "" };
                 let nc = if neg_c { " ^ 0x80000000u" } else { "" };
                 let e = if self.o.native_fma_f32 && self.o.f64 {
-                    format!("fma_native_f32({a32}{na}, {b32}, {c32}{nc})")
+                    format!("fma_spec({a32}{na}, {b32}, {c32}{nc})")
                 } else if self.o.native_fma_f32 {
                     format!("bitcast<u32>(fma(f({a32}{na}), f({b32}), f({c32}{nc})))")
                 } else if self.o.int64 {

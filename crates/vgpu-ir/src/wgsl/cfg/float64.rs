@@ -46,12 +46,13 @@ fn i64_to_f64(x: vec2<u32>, signed: bool) -> f64 {
   if (signed) { return f64(bitcast<i64>(u)); }
   return f64(u);
 }
-// An f32 (bits) to f64, exact; a NaN canonical.
-fn f32_to_f64(a: u32) -> vec2<u32> { return b64(f64(bitcast<f32>(a))); }
-// An f64 to f32 bits, to nearest even; a NaN as the canonical 0x7fffffff.
+// An f32 (bits) to f64, exact (subnormals too: d32); a NaN canonical.
+fn f32_to_f64(a: u32) -> vec2<u32> { return b64(d32(a)); }
+// An f64 to f32 bits, to nearest even (subnormal results too: r32); a NaN as
+// the canonical 0x7fffffff.
 fn f64_to_f32(a: vec2<u32>) -> u32 {
   if (isnan64(a)) { return 0x7fffffffu; }
-  return bitcast<u32>(f32(d64(a)));
+  return r32(d64(a));
 }
 "#;
 

@@ -286,59 +286,89 @@ fn two_sum_err(a: f64, b: f64, s: f64) -> f64 {
   let bb = s1 - ao;
   return (ao - (s2 - bb)) + (bo - bb);
 }
+// An f32's value in f64, exact also for subnormals on a device that flushes
+// them in its conversions (NVIDIA's Vulkan driver does): m 2^-149 from the
+// bits.
+fn d32(a: u32) -> f64 {
+  if ((a & 0x7f800000u) != 0u) { return f64(f(a)); }
+  let m = f64(a & 0x7fffffu) * 1.40129846432481707092372958328991613e-45lf;
+  return select(m, -m, (a >> 31u) != 0u);
+}
+// The f32 nearest (ties to even) an f64, as bits, also where it is subnormal
+// on a device that flushes subnormal results of its conversions: below
+// 2^-126 the value is a whole number of 2^-149 (that number can be 2^23,
+// the least normal's bits).
+fn r32(s: f64) -> u32 {
+  let t = abs(s);
+  if (!(t < 1.17549435082228750796873653722224568e-38lf) || t == 0.0lf) {
+    return bitcast<u32>(f32(s));
+  }
+  let m = u32(round(t * 713623846352979940529142984724747568191373312.0lf));
+  return select(m, m | 0x80000000u, s < 0.0lf);
+}
 // One f32 rounding of an exact f64 value s + e (e the error of s = RN(s + e)),
-// to nearest even: RN(s) unless s is a midpoint between two f32s and e decides.
-fn round_sum_f32(s: f64, e: f64) -> f32 {
-  let t1 = f32(s);
-  let t1b = bitcast<u32>(t1);
+// to nearest even, as bits: RN(s) unless s is a midpoint between two f32s and
+// e decides.
+fn round_sum_f32(s: f64, e: f64) -> u32 {
+  let t1b = r32(s);
   if ((t1b & 0x7fffffffu) >= 0x7f800000u) {
     // Overflow: the midpoint that rounds to infinity is 2^128 - 2^103.
     let m = 340282356779733661637539395458142568448.0lf;
     if (abs(s) == m && e != 0.0lf && (e < 0.0lf) != (s < 0.0lf)) {
-      return bitcast<f32>((t1b & 0x80000000u) | 0x7f7fffffu);
+      return (t1b & 0x80000000u) | 0x7f7fffffu;
     }
-    return t1;
+    return t1b;
   }
-  let d = s - f64(t1);
-  if (d == 0.0lf || e == 0.0lf) { return t1; }
+  let d = s - d32(t1b);
+  if (d == 0.0lf || e == 0.0lf) { return t1b; }
   // The other f32 neighbour of s, on the side of d.
   let away = (d > 0.0lf) == (t1b >> 31u == 0u) || (t1b & 0x7fffffffu) == 0u;
   var t2b = select(t1b - 1u, t1b + 1u, away);
   if ((t1b & 0x7fffffffu) == 0u) { t2b = select(0x80000001u, 1u, d > 0.0lf); }
-  let t2 = bitcast<f32>(t2b);
-  if ((f64(t1) + f64(t2)) * 0.5lf != s) { return t1; }
+  if ((d32(t1b) + d32(t2b)) * 0.5lf != s) { return t1b; }
   // A tie broken by RN(s); the exact value lies on the side of e.
-  if ((e > 0.0lf) == (f64(t2) > s)) { return t2; }
-  return t1;
+  if ((e > 0.0lf) == (d32(t2b) > s)) { return t2b; }
+  return t1b;
 }
 fn fma_f32(a: u32, b: u32, c: u32) -> u32 {
-  let p = f64(f(a)) * f64(f(b));
-  let cc = f64(f(c));
+  let p = d32(a) * d32(b);
+  let cc = d32(c);
   if (((a & 0x7f800000u) == 0x7f800000u) || ((b & 0x7f800000u) == 0x7f800000u) || ((c & 0x7f800000u) == 0x7f800000u)) {
     return bitcast<u32>(f32(p + cc));
   }
   let s = p + cc;
-  return bitcast<u32>(round_sum_f32(s, two_sum_err(p, cc, s)));
+  return round_sum_f32(s, two_sum_err(p, cc, s));
 }
-// fma.rn.f32 on the device's own fma, found fused by vgpu-gpu's probe except
-// where it flushes subnormals (as NVIDIA's Vulkan driver does): an operand or
-// result that is zero or subnormal takes the emulation instead. Flushing
-// changes nothing else, so the rest is the device's one rounding.
+// Whether the device's fma r of a b c may differ from one rounding where the
+// device flushes subnormals (NVIDIA's Vulkan driver does): an operand is
+// subnormal, or the factors are nonzero and the result is zero or
+// subnormal. Otherwise flushing changes nothing and r, found fused by
+// vgpu-gpu's probe, is the one rounding.
+fn fma_suspect(a: u32, b: u32, c: u32, r: u32) -> bool {
+  let e = 0x7f800000u;
+  let sub = ((a & e) == 0u && (a << 9u) != 0u) || ((b & e) == 0u && (b << 9u) != 0u)
+    || ((c & e) == 0u && (c << 9u) != 0u);
+  return sub || ((r & e) == 0u && (a << 1u) != 0u && (b << 1u) != 0u);
+}
+// fma.rn.f32 on the device's own fma, suspect cases on the emulation (the
+// probe's form of what a kernel computes: a kernel keeps the device's result
+// and flags the launch for an emulated re-run instead, fma_spec).
 fn fma_native_f32(a: u32, b: u32, c: u32) -> u32 {
   let r = bitcast<u32>(fma(f(a), f(b), f(c)));
-  let e = 0x7f800000u;
-  if (min(min(a & e, b & e), min(c & e, r & e)) != 0u) { return r; }
-  return fma_f32(a, b, c);
+  if (fma_suspect(a, b, c, r)) { return fma_f32(a, b, c); }
+  return r;
 }
-fn div_f32(a: u32, b: u32) -> u32 { return bitcast<u32>(f32(f64(f(a)) / f64(f(b)))); }
+// ÷, √ and 1/x rounded in f64 then to f32: correctly rounded (53 >= 2 24 + 2
+// bits, so the double rounding is innocuous), subnormals exact both ways.
+fn div_f32(a: u32, b: u32) -> u32 { return r32(d32(a) / d32(b)); }
 fn sqrt_f32(a: u32) -> u32 {
   if ((a >> 31u) != 0u && (a & 0x7fffffffu) != 0u) { return 0x7fffffffu; }
-  return bitcast<u32>(f32(sqrt(f64(f(a)))));
+  return r32(sqrt(d32(a)));
 }
-fn rcp_f32(a: u32) -> u32 { return bitcast<u32>(f32(1.0lf / f64(f(a)))); }
+fn rcp_f32(a: u32) -> u32 { return r32(1.0lf / d32(a)); }
 fn rsqrt_f32(a: u32) -> u32 {
   if ((a >> 31u) != 0u && (a & 0x7fffffffu) != 0u) { return 0x7fffffffu; }
-  return bitcast<u32>(f32(1.0lf / sqrt(f64(f(a)))));
+  return r32(1.0lf / sqrt(d32(a)));
 }
 // lg2.approx.f32 as the interpreter defines it (log2 in f64, rounded to f32),
 // within about 0.6 f64 ulp: a = 2^k m, m in [1/sqrt2, sqrt2), u = (m-1)/(m+1)
@@ -394,12 +424,26 @@ pub(super) const F64_INT64_PRELUDE: &str = r#"
 // be an f64 nearer the exact value than the sum) or outside f32's normal
 // range (zero, subnormal, infinite, NaN): those take fma_f32.
 fn fma_f32_fast(a: u32, b: u32, c: u32) -> u32 {
-  let s = f64(f(a)) * f64(f(b)) + f64(f(c));
+  let s = d32(a) * d32(b) + d32(c);
   let u = bitcast<u64>(s);
   let e = u32(u >> 52u) & 0x7ffu;
   if (e >= 897u && e <= 1150u && (u32(u & 0xfffffffflu) & 0x1fffffffu) != 0x10000000u) {
     return bitcast<u32>(f32(s));
   }
   return fma_f32(a, b, c);
+}
+"#;
+
+/// The speculative f32 fma of a kernel on a device whose `fma` the probe
+/// found fused (with `SHADER_F64`): the device's result, a suspect one
+/// (`fma_suspect`) flagging the thread so that the launch runs again on the
+/// emulation (the flag reaches the fault record's `SPEC` word where the
+/// thread's state machine stops).
+pub(super) const FMA_SPEC_PRELUDE: &str = r#"
+var<private> g_spec: bool;
+fn fma_spec(a: u32, b: u32, c: u32) -> u32 {
+  let r = bitcast<u32>(fma(f(a), f(b), f(c)));
+  if (fma_suspect(a, b, c, r)) { g_spec = true; }
+  return r;
 }
 "#;
