@@ -18,6 +18,19 @@ use crate::cfg::*;
 use crate::error::IrError;
 use std::fmt::Write;
 
+/// The most exits (`break;`: a check's fault, the watchdog) one case of the
+/// state machine's switch holds before its block's statements go on in a
+/// continuation case (`pc` set to it, the next round of the loop).
+/// On Mesa (lavapipe 22.3 seen) the statements after a conditional `break`
+/// end up in a conditional of their own, so each exit nests the rest of the
+/// case one level deeper, and lavapipe's gallivm ignores the execution mask
+/// of conditionals nested past 80 levels (`LP_MAX_TGSI_NESTING`): code under
+/// them runs for every lane, e.g. a global access's region check breaking
+/// out with an in-bounds address (the case gpu_false_misaligned: the store
+/// after its block's 78th exit faulted). 32 leaves room for the nesting of
+/// the helpers inlined at that depth.
+const MAX_CASE_EXITS: usize = 32;
+
 fn unsupported(k: &CfgKernel, reason: String) -> IrError {
     IrError::Unsupported {
         kernel: k.name.clone(),
@@ -419,6 +432,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         }
         let bar_check = checks::barrier_check(k, self.o.checked);
         let (bar_idx, _) = checks::barrier_indices(k);
+        // The next continuation case's number (after the blocks').
+        let mut next_case = k.blocks.len() as u32;
         for (i, b) in k.blocks.iter().enumerate() {
             let _ = writeln!(self.out, "      case {i}u: {{");
             // The watchdog counts instructions (each block's statements and
@@ -447,16 +462,32 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     fault::CLASS_WATCHDOG
                 );
             }
+            // A case's exits so far (the watchdog's above): past
+            // MAX_CASE_EXITS its statements go on in a continuation case.
+            let mut exits = (self.o.checked && header[i]) as usize;
             for s in &b.stmts {
-                let code = self.stmt(s)?;
-                match s.guard {
-                    Some((g, neg)) => {
-                        let cmp = if neg { "==" } else { "!=" };
-                        let _ =
-                            writeln!(self.out, "        if (r{g} {cmp} 0u) {{\n{code}        }}");
-                    }
-                    None => self.out.push_str(&code),
+                let mut code = self.stmt(s)?;
+                if let Some((g, neg)) = s.guard {
+                    let cmp = if neg { "==" } else { "!=" };
+                    code = format!("        if (r{g} {cmp} 0u) {{\n{code}        }}\n");
                 }
+                let n = code.matches("break;").count();
+                if exits > 0 && exits + n > MAX_CASE_EXITS {
+                    if next_case >= BACK {
+                        return Err(unsupported(
+                            k,
+                            format!("{next_case} basic blocks and continuations"),
+                        ));
+                    }
+                    let _ = writeln!(
+                        self.out,
+                        "        pc = {next_case}u;\n      }}\n      case {next_case}u: {{"
+                    );
+                    next_case += 1;
+                    exits = 0;
+                }
+                exits += n;
+                self.out.push_str(&code);
             }
             let t = match b.term {
                 Term::Jump(t) => self.goto(i, t),
