@@ -10,7 +10,9 @@ use super::float64_exact;
 use super::half::{self, HALF_PRELUDE};
 use super::prelude::{F64_INT64_PRELUDE, F64_PRELUDE, FMA_SPEC_PRELUDE, INT_PRELUDE};
 use super::warp;
-use super::writer::{ExprWidth, KernelWriter, BACK, RET, WAIT, WARP, YIELD};
+use super::writer::{
+    round_mark, ExprWidth, KernelWriter, BACK, RET, ROUND_TAKE, WAIT, WARP, YIELD,
+};
 use super::{
     binds_f32_atomic_view, check_cfg_wgsl, fault, meta, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
 };
@@ -177,6 +179,7 @@ impl KernelWriter<'_> {
 @group(0) @binding(3) var<storage, read_write> flt: array<atomic<u32>>;
 {gmemf}var<workgroup> smem: array<{sty}, {swords}>;
 var<workgroup> wg_waiting: atomic<u32>;
+var<workgroup> wg_held: atomic<u32>;
 var<workgroup> wg_round: u32;{warp_decls}
 var<private> lmem: array<u32, {lwords}>;
 var<private> g_wid: vec3<u32>;
@@ -554,11 +557,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             };
             let judge = checks::judge(k, self.o.checked);
             let reset = self.race_reset("waiting");
+            let mark = round_mark(&format!("pc != {RET}u && (pc & {YIELD}u) != 0u"));
             let _ = write!(
                 self.out,
-                "  if (pc != {RET}u) {{ atomicAdd(&wg_waiting, select(1u, 0x10000u, (pc & {YIELD}u) != 0u)); }}
-{publish}  workgroupBarrier();
-  if (lidx == 0u) {{ wg_round = atomicLoad(&wg_waiting); atomicStore(&wg_waiting, 0u);{judge} }}
+                "{mark}{publish}  workgroupBarrier();
+  if (lidx == 0u) {{ {ROUND_TAKE}{judge} }}
   let waiting = workgroupUniformLoad(&wg_round);
   if (waiting == 0u) {{ break; }}
 {reset}  if (pc != {RET}u) {{ pc = pc & select(~{WAIT}u, ~{YIELD}u, waiting >= 0x10000u); }}

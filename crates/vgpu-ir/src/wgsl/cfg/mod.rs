@@ -6,9 +6,9 @@
 //! * Barriers: when the kernel has any, the state machine sits in an outer loop
 //!   of rounds. In a round every thread runs to its next barrier or its end;
 //!   then all meet at a `workgroupBarrier()` (in uniform control flow, as WGSL
-//!   demands), count through a workgroup atomic how many are waiting, and
-//!   leave the outer loop together when none is (the count made uniform with
-//!   `workgroupUniformLoad`). A thread that has returned keeps taking part in
+//!   demands), mark by workgroup atomic stores whether any is waiting (or
+//!   held back), and leave the outer loop together when none is (the marks
+//!   made uniform with `workgroupUniformLoad`; `writer::round_mark`). A thread that has returned keeps taking part in
 //!   the rounds and does nothing in them, as an exited CUDA thread does not
 //!   hold a `bar.sync` back. A thread ends its round early after a strong
 //!   load ([`crate::cfg::Term::Yield`]), so one spinning on a flag lets the

@@ -36,7 +36,7 @@
 use std::fmt::Write;
 
 use super::checks;
-use super::writer::{ExprWidth, KernelWriter, BACK, WARP, YIELD};
+use super::writer::{round_mark, ExprWidth, KernelWriter, BACK, ROUND_TAKE, WARP, YIELD};
 use crate::cfg::{ReduxOp, Reg, ShflMode, Term, VoteMode, WarpOp};
 
 /// No warp point (`wg_wpc` of a thread that is not at one).
@@ -179,6 +179,8 @@ impl KernelWriter<'_> {
         };
         let judge = checks::judge(k, self.o.checked);
         let reset = self.race_reset("cnt");
+        let mark = round_mark("at_warp || at_yield");
+        let take = ROUND_TAKE;
         let _ = write!(
             self.out,
             "  let at_warp = pc >= {WARP}u && pc < {wait}u;
@@ -207,9 +209,8 @@ impl KernelWriter<'_> {
   }}
   wg_wv[pb + lidx] = pv;
   let at_yield = pc != {ret}u && (pc & {YIELD}u) != 0u;
-  if (at_warp || at_yield) {{ atomicAdd(&wg_waiting, 0x10000u); }} else if (pc != {ret}u) {{ atomicAdd(&wg_waiting, 1u); }}
-{publish}  workgroupBarrier();
-  if (lidx == 0u) {{ wg_round = atomicLoad(&wg_waiting); atomicStore(&wg_waiting, 0u);{judge} }}
+{mark}{publish}  workgroupBarrier();
+  if (lidx == 0u) {{ {take}{judge} }}
   let cnt = workgroupUniformLoad(&wg_round);
   if (cnt == 0u) {{ break; }}
 {reset}  if (cnt < 0x10000u) {{

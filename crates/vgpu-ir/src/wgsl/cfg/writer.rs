@@ -121,3 +121,21 @@ impl KernelWriter<'_> {
         }
     }
 }
+
+/// A thread's part in a round's count (in uniform control flow, before the
+/// round's `workgroupBarrier()`): where `held` (a WGSL bool: at a warp
+/// point or yielded) it marks the round as holding threads back, else,
+/// where it has not returned, as having threads waiting at a barrier. Marks
+/// are atomic stores of 1, not counting read-modify-writes: every thread of
+/// the workgroup would otherwise serialise on one word (all the rounds need
+/// is whether any thread is in either state).
+pub(super) fn round_mark(held: &str) -> String {
+    format!(
+        "  if ({held}) {{ atomicStore(&wg_held, 1u); }} else if (pc != {RET}u) {{ atomicStore(&wg_waiting, 1u); }}\n"
+    )
+}
+
+/// Thread 0's reading of the round's marks into `wg_round` (1: a thread
+/// waits at a barrier, `0x10000` added: one is held back; 0: all returned),
+/// clearing them for the next round.
+pub(super) const ROUND_TAKE: &str = "wg_round = select(0u, 1u, atomicLoad(&wg_waiting) != 0u) | select(0u, 0x10000u, atomicLoad(&wg_held) != 0u); atomicStore(&wg_waiting, 0u); atomicStore(&wg_held, 0u);";
