@@ -2,21 +2,11 @@
 //! every memory space, sub-word stores, barriers (the uniform round loop),
 //! checked and unchecked, with and without f64.
 
+mod common;
+
+use common::validate;
 use vgpu_ir::cfg::*;
 use vgpu_ir::wgsl::cfg::{check_cfg_wgsl, emit_cfg_wgsl, CfgWgslOptions};
-
-fn validate(src: &str, f64: bool) {
-    let module = naga::front::wgsl::parse_str(src)
-        .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-    let caps = if f64 {
-        naga::valid::Capabilities::FLOAT64 | naga::valid::Capabilities::SHADER_INT64
-    } else {
-        naga::valid::Capabilities::empty()
-    };
-    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-}
 
 fn st(inst: Inst) -> Stmt {
     Stmt {

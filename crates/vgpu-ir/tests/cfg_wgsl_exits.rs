@@ -7,22 +7,14 @@
 //! the WGSL validates, and the unchecked kernel (no exits) is one case per
 //! block as before.
 
+mod common;
+
+use common::validate;
 use vgpu_ir::cfg::*;
 use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
 
 /// The most exits one case may hold (emit.rs's `MAX_CASE_EXITS`).
 const MAX_EXITS: usize = 32;
-
-fn validate(src: &str) {
-    let module = naga::front::wgsl::parse_str(src)
-        .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-    naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::empty(),
-    )
-    .validate(&module)
-    .unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-}
 
 fn st(inst: Inst, line: u32) -> Stmt {
     Stmt {
@@ -149,7 +141,7 @@ fn access_lines(body: &str) -> Vec<u32> {
 fn a_checked_block_of_many_accesses_goes_on_in_continuation_cases() {
     let k = many_stores(200);
     let src = emit_cfg_wgsl(&k, &opts(true)).unwrap();
-    validate(&src);
+    validate(&src, false);
     let cs = cases(&src);
     // Blocks 0..3, then the continuations of block 1 (numbered from 3).
     let nums: Vec<u32> = cs.iter().map(|(n, _)| *n).collect();
@@ -203,12 +195,12 @@ fn a_checked_block_of_many_accesses_goes_on_in_continuation_cases() {
 fn blocks_within_the_limit_and_unchecked_kernels_keep_one_case_per_block() {
     // Unchecked: no exits, one case per block whatever its length.
     let src = emit_cfg_wgsl(&many_stores(200), &opts(false)).unwrap();
-    validate(&src);
+    validate(&src, false);
     let nums: Vec<u32> = cases(&src).iter().map(|(n, _)| *n).collect();
     assert_eq!(nums, vec![0, 1, 2]);
     // Checked: the watchdog and 31 accesses fill block 1's case exactly.
     let src = emit_cfg_wgsl(&many_stores(MAX_EXITS as u32 - 1), &opts(true)).unwrap();
-    validate(&src);
+    validate(&src, false);
     let cs = cases(&src);
     assert_eq!(
         cs.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
@@ -217,7 +209,7 @@ fn blocks_within_the_limit_and_unchecked_kernels_keep_one_case_per_block() {
     assert_eq!(cs[1].1.matches("break;").count(), MAX_EXITS);
     // One more goes on in a continuation holding it alone.
     let src = emit_cfg_wgsl(&many_stores(MAX_EXITS as u32), &opts(true)).unwrap();
-    validate(&src);
+    validate(&src, false);
     let cs = cases(&src);
     assert_eq!(
         cs.iter().map(|(n, _)| *n).collect::<Vec<_>>(),

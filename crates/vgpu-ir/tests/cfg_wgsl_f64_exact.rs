@@ -5,17 +5,11 @@
 //! without SHADER_INT64 is refused naming the line. Bit-for-bit agreement with
 //! the interpreter is `crates/vgpu/tests/ptx_gpu_f64_exact.rs`.
 
+mod common;
+
+use common::validate;
 use vgpu_ir::cfg::*;
 use vgpu_ir::wgsl::cfg::{check_cfg_wgsl, emit_cfg_wgsl, CfgWgslOptions};
-
-fn validate(src: &str) {
-    let module = naga::front::wgsl::parse_str(src)
-        .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-    let caps = naga::valid::Capabilities::FLOAT64 | naga::valid::Capabilities::SHADER_INT64;
-    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-}
 
 fn options(int64: bool) -> CfgWgslOptions {
     CfgWgslOptions {
@@ -250,7 +244,7 @@ fn every_exact_operation_emits_its_integer_sequence_and_validates() {
     let ops = every_exact_op();
     let k = kernel(ops.iter().map(|(i, _)| i.clone()).collect());
     let src = emit_cfg_wgsl(&k, &options(true)).unwrap();
-    validate(&src);
+    validate(&src, true);
     for (_, call) in &ops {
         assert!(src.contains(call), "{call} missing:\n{src}");
     }
@@ -274,7 +268,7 @@ fn every_exact_operation_emits_its_integer_sequence_and_validates() {
 fn each_exact_operation_alone_validates() {
     for (inst, call) in every_exact_op() {
         let src = emit_cfg_wgsl(&kernel(vec![inst]), &options(true)).unwrap();
-        validate(&src);
+        validate(&src, true);
         assert!(src.contains(call), "{call}");
     }
 }
@@ -288,7 +282,7 @@ fn kernels_without_exact_operations_leave_the_helpers_out() {
         b: Val::Reg(1),
     }]);
     let src = emit_cfg_wgsl(&k, &options(true)).unwrap();
-    validate(&src);
+    validate(&src, true);
     assert!(!src.contains("fn fma64(") && !src.contains("struct U128"));
 }
 

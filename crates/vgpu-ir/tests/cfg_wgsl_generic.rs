@@ -4,19 +4,11 @@
 //! with barriers only, one with warp operations, and one with neither (the
 //! yield alone makes it run in rounds).
 
+mod common;
+
+use common::validate;
 use vgpu_ir::cfg::*;
 use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
-
-fn validate(src: &str) {
-    let module = naga::front::wgsl::parse_str(src)
-        .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(src)));
-    naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::empty(),
-    )
-    .validate(&module)
-    .unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-}
 
 fn st(inst: Inst) -> Stmt {
     Stmt {
@@ -136,7 +128,7 @@ fn generic_accesses_and_yields_validate() {
                 f32_atomic_add: false,
             };
             let src = emit_cfg_wgsl(&k, &o).unwrap();
-            validate(&src);
+            validate(&src, false);
             let check = if checked { "xaddr(" } else { "xoff(" };
             assert!(
                 src.contains(check) && src.contains("atom_x("),
