@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::validate;
+use common::{param_pointer, validate};
 use vgpu_ir::cfg::*;
 use vgpu_ir::wgsl::cfg::{check_cfg_wgsl, emit_cfg_wgsl, CfgWgslOptions};
 
@@ -32,15 +32,7 @@ fn everything() -> CfgKernel {
             d: 0,
             s: Special::Tid(0),
         }),
-        st(Inst::Load {
-            space: Space::Param,
-            size: 8,
-            sign: false,
-            d: vec![Some(2)],
-            base: Imm(0),
-            off: 0,
-            unused: 0,
-        }),
+        st(param_pointer(2)),
         st(Inst::Load {
             space: Space::Global,
             size: 2,

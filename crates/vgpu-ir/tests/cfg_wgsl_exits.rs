@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::validate;
+use common::{param_pointer, validate};
 use vgpu_ir::cfg::*;
 use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
 
@@ -28,7 +28,7 @@ fn st(inst: Inst, line: u32) -> Stmt {
 /// watchdog's exit) with `stores` 4-byte global stores (every third one
 /// guarded) and a branch back to itself or on to block 2, which returns.
 fn many_stores(stores: u32) -> CfgKernel {
-    use Val::{Imm, Reg as R};
+    use Val::Reg as R;
     let mut body = Vec::new();
     for i in 0..stores {
         let mut s = st(
@@ -59,18 +59,7 @@ fn many_stores(stores: u32) -> CfgKernel {
                         },
                         1,
                     ),
-                    st(
-                        Inst::Load {
-                            space: Space::Param,
-                            size: 8,
-                            sign: false,
-                            d: vec![Some(1)],
-                            base: Imm(0),
-                            off: 0,
-                            unused: 0,
-                        },
-                        2,
-                    ),
+                    st(param_pointer(1), 2),
                 ],
                 term: Term::Jump(1),
             },

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::validate;
+use common::{param_pointer, validate};
 use vgpu_ir::cfg::*;
 use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
 
@@ -22,15 +22,7 @@ fn st(inst: Inst) -> Stmt {
 fn generic(end: Term) -> CfgKernel {
     use Val::{Imm, Reg as R};
     let s = vec![
-        st(Inst::Load {
-            space: Space::Param,
-            size: 8,
-            sign: false,
-            d: vec![Some(1)],
-            base: Imm(0),
-            off: 0,
-            unused: 0,
-        }),
+        st(param_pointer(1)),
         st(Inst::Store {
             space: Space::Generic,
             size: 1,

@@ -15,3 +15,17 @@ pub(crate) fn validate(src: &str, f64: bool) {
         .validate(&module)
         .unwrap_or_else(|e| panic!("{e:?}\n{src}"));
 }
+
+/// The kernel's first parameter, a 64-bit pointer, loaded into register `d`.
+#[allow(dead_code)] // each test crate compiles this module; not all use it
+pub(crate) fn param_pointer(d: vgpu_ir::cfg::Reg) -> vgpu_ir::cfg::Inst {
+    vgpu_ir::cfg::Inst::Load {
+        space: vgpu_ir::cfg::Space::Param,
+        size: 8,
+        sign: false,
+        d: vec![Some(d)],
+        base: vgpu_ir::cfg::Val::Imm(0),
+        off: 0,
+        unused: 0,
+    }
+}
