@@ -9,9 +9,9 @@
 
 mod common;
 
-use common::{param_pointer, validate};
+use common::{param_pointer, plain_options, validate};
 use vgpu_ir::cfg::*;
-use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
+use vgpu_ir::wgsl::cfg::emit_cfg_wgsl;
 
 /// The most exits one case may hold (emit.rs's `MAX_CASE_EXITS`).
 const MAX_EXITS: usize = 32;
@@ -84,18 +84,6 @@ fn many_stores(stores: u32) -> CfgKernel {
     }
 }
 
-fn opts(checked: bool) -> CfgWgslOptions {
-    CfgWgslOptions {
-        block: [64, 1, 1],
-        dyn_shared: 0,
-        checked,
-        f64: false,
-        int64: false,
-        native_fma_f32: false,
-        f32_atomic_add: false,
-    }
-}
-
 /// The state machine's cases: (number, body) in the order written.
 fn cases(src: &str) -> Vec<(u32, String)> {
     let main = &src[src.find("switch pc {").expect("the state machine")..];
@@ -129,7 +117,7 @@ fn access_lines(body: &str) -> Vec<u32> {
 #[test]
 fn a_checked_block_of_many_accesses_goes_on_in_continuation_cases() {
     let k = many_stores(200);
-    let src = emit_cfg_wgsl(&k, &opts(true)).unwrap();
+    let src = emit_cfg_wgsl(&k, &plain_options(true)).unwrap();
     validate(&src, false);
     let cs = cases(&src);
     // Blocks 0..3, then the continuations of block 1 (numbered from 3).
@@ -183,12 +171,12 @@ fn a_checked_block_of_many_accesses_goes_on_in_continuation_cases() {
 #[test]
 fn blocks_within_the_limit_and_unchecked_kernels_keep_one_case_per_block() {
     // Unchecked: no exits, one case per block whatever its length.
-    let src = emit_cfg_wgsl(&many_stores(200), &opts(false)).unwrap();
+    let src = emit_cfg_wgsl(&many_stores(200), &plain_options(false)).unwrap();
     validate(&src, false);
     let nums: Vec<u32> = cases(&src).iter().map(|(n, _)| *n).collect();
     assert_eq!(nums, vec![0, 1, 2]);
     // Checked: the watchdog and 31 accesses fill block 1's case exactly.
-    let src = emit_cfg_wgsl(&many_stores(MAX_EXITS as u32 - 1), &opts(true)).unwrap();
+    let src = emit_cfg_wgsl(&many_stores(MAX_EXITS as u32 - 1), &plain_options(true)).unwrap();
     validate(&src, false);
     let cs = cases(&src);
     assert_eq!(
@@ -197,7 +185,7 @@ fn blocks_within_the_limit_and_unchecked_kernels_keep_one_case_per_block() {
     );
     assert_eq!(cs[1].1.matches("break;").count(), MAX_EXITS);
     // One more goes on in a continuation holding it alone.
-    let src = emit_cfg_wgsl(&many_stores(MAX_EXITS as u32), &opts(true)).unwrap();
+    let src = emit_cfg_wgsl(&many_stores(MAX_EXITS as u32), &plain_options(true)).unwrap();
     validate(&src, false);
     let cs = cases(&src);
     assert_eq!(

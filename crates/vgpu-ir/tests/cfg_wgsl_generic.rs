@@ -6,9 +6,9 @@
 
 mod common;
 
-use common::{param_pointer, validate};
+use common::{param_pointer, plain_options, validate};
 use vgpu_ir::cfg::*;
-use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
+use vgpu_ir::wgsl::cfg::emit_cfg_wgsl;
 
 fn st(inst: Inst) -> Stmt {
     Stmt {
@@ -110,15 +110,7 @@ fn generic_accesses_and_yields_validate() {
         let k = generic(end);
         assert!(k.has_yields());
         for checked in [true, false] {
-            let o = CfgWgslOptions {
-                block: [64, 1, 1],
-                dyn_shared: 0,
-                checked,
-                f64: false,
-                int64: false,
-                native_fma_f32: false,
-                f32_atomic_add: false,
-            };
+            let o = plain_options(checked);
             let src = emit_cfg_wgsl(&k, &o).unwrap();
             validate(&src, false);
             let check = if checked { "xaddr(" } else { "xoff(" };

@@ -29,3 +29,18 @@ pub(crate) fn param_pointer(d: vgpu_ir::cfg::Reg) -> vgpu_ir::cfg::Inst {
         unused: 0,
     }
 }
+
+/// Options for a 64-thread block without f64, int64, the device's fma or f32
+/// atomics.
+#[allow(dead_code)] // each test crate compiles this module; not all use it
+pub(crate) fn plain_options(checked: bool) -> vgpu_ir::wgsl::cfg::CfgWgslOptions {
+    vgpu_ir::wgsl::cfg::CfgWgslOptions {
+        block: [64, 1, 1],
+        dyn_shared: 0,
+        checked,
+        f64: false,
+        int64: false,
+        native_fma_f32: false,
+        f32_atomic_add: false,
+    }
+}
