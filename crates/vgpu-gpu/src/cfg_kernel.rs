@@ -497,6 +497,8 @@ pub fn run_cfg_kernel(
     // record stands then.
     if rec[fault::CLAIMED] != 0 && rec[fault::KEY] != rec[fault::MIN_KEY] {
         words[meta::FAULT_ONLY] = rec[fault::MIN_KEY];
+        // A fault returns no memory: the first run's is freed first.
+        gmem = Vec::new();
         let mut g2 = fresh_gmem();
         let mut r2 = fresh_rec.clone();
         let mut i2 = fresh_ginit()?;
@@ -526,6 +528,9 @@ pub fn run_cfg_kernel(
             fma_f32: FmaF32Path::Emulated,
             ..*launch
         };
+        // The speculative run's memory freed before the re-run's.
+        drop(gmem);
+        drop(ginit);
         let mut run = run_cfg_kernel(cache, k, layout, &emulated, buffers)?;
         run.compiled |= compiled;
         run.fma_rerun = true;
