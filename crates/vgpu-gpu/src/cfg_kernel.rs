@@ -523,7 +523,7 @@ pub fn run_cfg_kernel(
     // A suspect speculative fma (only the device's fma with SHADER_F64
     // speculates): the launch again, on the exact emulation, from the same
     // memory (the buffers are untouched until the end).
-    if rec[fault::SPEC] != 0 && rec[fault::CLAIMED] == 0 {
+    if rec[fault::SPEC] != 0 && rec[fault::CLAIMED] == 0 && opts.native_fma_f32 {
         let emulated = CfgLaunch {
             fma_f32: FmaF32Path::Emulated,
             ..*launch
