@@ -8,7 +8,7 @@
 //! dimension folded into two dimensions), the fault record read back.
 
 use crate::{AtomicF32Path, Binding, FmaF32Path, GpuError, KernelCache, KernelSpec};
-use vgpu_ir::cfg::{reserved_smem, AtomOp, CfgKernel, Inst, Space, TernOp};
+use vgpu_ir::cfg::{reserved_smem, AtomOp, CfgKernel, Inst, Space};
 use vgpu_ir::wgsl::cfg::{
     binds_f32_atomic_view, check_workgroup_bytes, emit_cfg_wgsl_with, fault, initcheck_binding,
     meta, race_workgroup_bytes, warp_exchange_bytes, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
@@ -375,15 +375,7 @@ pub fn run_cfg_kernel(
     let gmem_len = layout.total.max(4).next_multiple_of(4);
     let wg_free = check_limits(k, launch, ctx.limits(), gmem_len)?;
     let (dispatch, folded) = dispatch_shape(k, launch.grid, ctx.limits())?;
-    let has_fma = k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
-        matches!(
-            s.inst,
-            Inst::Tern {
-                op: TernOp::FmaF32 { .. },
-                ..
-            }
-        )
-    });
+    let has_fma = k.has_fma_f32();
     let has_atomic_f32 = k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
         matches!(
             s.inst,
@@ -411,7 +403,7 @@ pub fn run_cfg_kernel(
             .map(|host| initcheck_bits(k, layout, launch, host, gmem_len, &limits))
             .transpose()
     };
-    let mut ginit = fresh_ginit()?;
+    let ginit = fresh_ginit()?;
     // The race check where its marks fit in the workgroup memory left.
     let race = race_workgroup_bytes(k, &opts) <= wg_free;
     let checks = CfgChecks {
@@ -483,13 +475,19 @@ pub fn run_cfg_kernel(
         }
         b
     }
-    let has_ginit = ginit.is_some();
-    let mut gmem = fresh_gmem();
-    let mut rec = fresh_rec.clone();
-    let mut bindings = bind(&mut gmem, &words, &params, &mut rec, view, ginit.as_mut());
-    debug_assert!(!has_ginit || bindings.len() == ginit_at + 1);
-    cache.dispatch(&spec, &mut bindings, dispatch)?;
-    drop(bindings);
+    // One dispatch from the launch's memory and the initcheck's fresh bits:
+    // its global memory, fault record and bits afterwards.
+    let mut dispatch_fresh = |words: &[u32], mut ginit: Option<Vec<u32>>| {
+        let mut gmem = fresh_gmem();
+        let mut rec = fresh_rec.clone();
+        let has_ginit = ginit.is_some();
+        let mut b = bind(&mut gmem, words, &params, &mut rec, view, ginit.as_mut());
+        debug_assert!(!has_ginit || b.len() == ginit_at + 1);
+        cache.dispatch(&spec, &mut b, dispatch)?;
+        drop(b);
+        Ok::<_, GpuError>((gmem, rec, ginit))
+    };
+    let (mut gmem, mut rec, ginit) = dispatch_fresh(&words, ginit)?;
     // Not the lowest faulting block's fault: the launch again from the same
     // memory, recording only that block's first fault (the interpreter
     // reports the lowest failing block's error). A kernel whose faults
@@ -499,18 +497,16 @@ pub fn run_cfg_kernel(
         words[meta::FAULT_ONLY] = rec[fault::MIN_KEY];
         // A fault returns no memory: the first run's is freed first.
         gmem = Vec::new();
-        let mut g2 = fresh_gmem();
-        let mut r2 = fresh_rec.clone();
-        let mut i2 = fresh_ginit()?;
-        let mut b2 = bind(&mut g2, &words, &params, &mut r2, view, i2.as_mut());
-        cache.dispatch(&spec, &mut b2, dispatch)?;
-        drop(b2);
+        let (_, r2, _) = dispatch_fresh(&words, fresh_ginit()?)?;
         if r2[fault::CLAIMED] != 0 {
             rec = r2;
         }
     }
+    // A suspect speculative fma (only the device's fma with SHADER_F64
+    // speculates): the launch runs again on the exact emulation below.
+    let rerun_emulated = rec[fault::SPEC] != 0 && rec[fault::CLAIMED] == 0 && opts.native_fma_f32;
     let kernel_seconds =
-        if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 && rec[fault::SPEC] == 0 {
+        if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 && !rerun_emulated {
             let mut g2 = gmem.clone();
             let mut r2 = rec.clone();
             let mut i2 = ginit.clone();
@@ -520,10 +516,9 @@ pub fn run_cfg_kernel(
         } else {
             None
         };
-    // A suspect speculative fma (only the device's fma with SHADER_F64
-    // speculates): the launch again, on the exact emulation, from the same
-    // memory (the buffers are untouched until the end).
-    if rec[fault::SPEC] != 0 && rec[fault::CLAIMED] == 0 && opts.native_fma_f32 {
+    // The emulated re-run, from the same memory (the buffers are untouched
+    // until the end).
+    if rerun_emulated {
         let emulated = CfgLaunch {
             fma_f32: FmaF32Path::Emulated,
             ..*launch

@@ -372,6 +372,20 @@ impl CfgKernel {
             .any(|b| matches!(b.term, Term::Yield { .. }))
     }
 
+    /// Whether any statement is an f32 fma (`fma.rn.f32`, `mad.rn.f32`, a
+    /// contracted multiply-add).
+    pub fn has_fma_f32(&self) -> bool {
+        self.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
+            matches!(
+                s.inst,
+                Inst::Tern {
+                    op: TernOp::FmaF32 { .. },
+                    ..
+                }
+            )
+        })
+    }
+
     /// Whether any block ends in a warp operation.
     pub fn has_warp_ops(&self) -> bool {
         self.blocks

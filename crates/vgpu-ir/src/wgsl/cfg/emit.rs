@@ -764,15 +764,5 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 /// (`fma_spec`, prelude.rs): the device's fma chosen and SHADER_F64 there for
 /// the emulated re-run's guard.
 fn fma_speculates(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
-    o.native_fma_f32
-        && o.f64
-        && k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
-            matches!(
-                s.inst,
-                Inst::Tern {
-                    op: TernOp::FmaF32 { .. },
-                    ..
-                }
-            )
-        })
+    o.native_fma_f32 && o.f64 && k.has_fma_f32()
 }
