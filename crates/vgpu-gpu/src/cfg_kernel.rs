@@ -307,16 +307,20 @@ fn dispatch_shape(
     Ok(([dx as u32, dy as u32, 1], Some(grid)))
 }
 
+/// `DIR/<entry>.wgsl` where the environment variable `var` is `DIR`.
+fn wgsl_path(var: &str, k: &CfgKernel) -> Option<std::path::PathBuf> {
+    std::env::var_os(var).map(|dir| std::path::Path::new(&dir).join(format!("{}.wgsl", k.name)))
+}
+
 /// With `VGPU_DUMP_WGSL=DIR` in the environment, writes the kernel's WGSL to
 /// `DIR/<entry>.wgsl` (for reading what the GPU runs).
 ///
 /// # Errors
 /// [`GpuError::CfgLaunch`] naming the file when it cannot be written.
 fn dump_wgsl(k: &CfgKernel, wgsl: &str) -> Result<(), GpuError> {
-    let Some(dir) = std::env::var_os("VGPU_DUMP_WGSL") else {
+    let Some(path) = wgsl_path("VGPU_DUMP_WGSL", k) else {
         return Ok(());
     };
-    let path = std::path::Path::new(&dir).join(format!("{}.wgsl", k.name));
     std::fs::write(&path, wgsl).map_err(|e| {
         launch_err(
             k,
@@ -333,13 +337,9 @@ fn dump_wgsl(k: &CfgKernel, wgsl: &str) -> Result<(), GpuError> {
 /// # Errors
 /// [`GpuError::CfgLaunch`] naming the file when it cannot be read.
 fn load_wgsl(k: &CfgKernel) -> Result<Option<String>, GpuError> {
-    let Some(dir) = std::env::var_os("VGPU_LOAD_WGSL") else {
+    let Some(path) = wgsl_path("VGPU_LOAD_WGSL", k).filter(|p| p.exists()) else {
         return Ok(None);
     };
-    let path = std::path::Path::new(&dir).join(format!("{}.wgsl", k.name));
-    if !path.exists() {
-        return Ok(None);
-    }
     std::fs::read_to_string(&path).map(Some).map_err(|e| {
         launch_err(
             k,
