@@ -8,7 +8,7 @@
 //! dimension folded into two dimensions), the fault record read back.
 
 use crate::{AtomicF32Path, Binding, FmaF32Path, GpuError, KernelCache, KernelSpec};
-use vgpu_ir::cfg::{reserved_smem, AtomOp, CfgKernel, Inst, Space};
+use vgpu_ir::cfg::{reserved_smem, CfgKernel};
 use vgpu_ir::wgsl::cfg::{
     binds_f32_atomic_view, check_workgroup_bytes, emit_cfg_wgsl_with, fault, initcheck_binding,
     meta, race_workgroup_bytes, warp_exchange_bytes, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
@@ -376,16 +376,7 @@ pub fn run_cfg_kernel(
     let wg_free = check_limits(k, launch, ctx.limits(), gmem_len)?;
     let (dispatch, folded) = dispatch_shape(k, launch.grid, ctx.limits())?;
     let has_fma = k.has_fma_f32();
-    let has_atomic_f32 = k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
-        matches!(
-            s.inst,
-            Inst::Atom {
-                space: Space::Global,
-                op: AtomOp::AddF32,
-                ..
-            }
-        )
-    });
+    let has_atomic_f32 = k.has_global_atomic_add_f32();
     let opts = CfgWgslOptions {
         block: launch.block,
         dyn_shared: launch.dyn_shared,

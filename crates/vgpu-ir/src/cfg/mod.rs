@@ -386,6 +386,21 @@ impl CfgKernel {
         })
     }
 
+    /// Whether any statement is an f32 atomic add on global memory
+    /// (`atom.global.add.f32`, `red.global.add.f32`).
+    pub fn has_global_atomic_add_f32(&self) -> bool {
+        self.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
+            matches!(
+                s.inst,
+                Inst::Atom {
+                    space: Space::Global,
+                    op: AtomOp::AddF32,
+                    ..
+                }
+            )
+        })
+    }
+
     /// Whether any block ends in a warp operation.
     pub fn has_warp_ops(&self) -> bool {
         self.blocks

@@ -202,17 +202,7 @@ pub struct CfgWgslOptions {
 /// Whether the WGSL of `k` under `o` declares binding 4, the `atomic<f32>`
 /// view of global memory ([`CfgWgslOptions::f32_atomic_add`]).
 pub fn binds_f32_atomic_view(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
-    o.f32_atomic_add
-        && k.blocks.iter().flat_map(|b| &b.stmts).any(|s| {
-            matches!(
-                s.inst,
-                crate::cfg::Inst::Atom {
-                    space: crate::cfg::Space::Global,
-                    op: crate::cfg::AtomOp::AddF32,
-                    ..
-                }
-            )
-        })
+    o.f32_atomic_add && k.has_global_atomic_add_f32()
 }
 
 /// The binding of the global-memory initcheck's bits (`ginit`, an
