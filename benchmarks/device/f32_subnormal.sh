@@ -26,7 +26,7 @@ a.astype(np.uint32).tofile(f"{w}/a.bin"); b.astype(np.uint32).tofile(f"{w}/b.bin
 PY
 for be in cpu gpu; do
   mkdir -p "$W/$be"
-  "$V" ptx run benchmarks/device/f32_subnormal.ptx --entry sub --grid 16 --block 256 --backend $be \
+  "$V" ptx run crates/vgpu/tests/kernels/f32_subnormal.ptx --entry f32_subnormal --grid 16 --block 256 --backend $be \
     --arg "$W/a.bin" --arg "$W/b.bin" --arg "zeros:u32:16384:$W/$be/o.bin" --arg u32:4096 \
     --out-dir "$W/$be" >> "$OUT/f32_subnormal.txt" 2>&1
 done

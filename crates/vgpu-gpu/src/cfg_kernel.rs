@@ -14,6 +14,20 @@ use vgpu_ir::wgsl::cfg::{
     meta, race_workgroup_bytes, warp_exchange_bytes, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
 };
 
+/// Whether kernels are written in structured form where their shape allows
+/// (`VGPU_PTX_CONTROL`: `auto` or unset) or always as the state machine
+/// (`switch`, for comparing the two).
+///
+/// # Errors
+/// [`GpuError::BadControlEnv`] for another value.
+fn structured_from_env() -> Result<bool, GpuError> {
+    match std::env::var("VGPU_PTX_CONTROL").as_deref() {
+        Err(_) | Ok("auto") => Ok(true),
+        Ok("switch") => Ok(false),
+        Ok(v) => Err(GpuError::BadControlEnv { value: v.into() }),
+    }
+}
+
 /// Bytes left free after each allocation in global memory, so an access just
 /// past one lands in no allocation.
 const GAP: u64 = 256;
@@ -130,6 +144,10 @@ pub struct CfgRun {
     /// How the kernel's f32 fma ran: `Some(true)` the device's own `fma`,
     /// `Some(false)` the exact f64 emulation, `None` it has none.
     pub native_fma_f32: Option<bool>,
+    /// The kernel ran declaring f32 subnormals kept, and the device keeps
+    /// them (vgpu-gpu's `subnormal_probe`): its plain f32 arithmetic is
+    /// PTX's also on subnormal operands and results.
+    pub f32_subnormals: bool,
     /// The kernel's speculative device `fma` was suspect somewhere (a
     /// subnormal operand, or a zero or subnormal result of nonzero factors)
     /// and the launch ran again on the emulation, whose results these are
@@ -385,6 +403,8 @@ pub fn run_cfg_kernel(
         int64: ctx.has_int64(),
         native_fma_f32: has_fma && launch.fma_f32.native(ctx)?,
         f32_atomic_add: has_atomic_f32 && launch.atomic_f32.native(ctx)?,
+        structured: structured_from_env()?,
+        f32_subnormals: crate::subnormal_probe::f32_subnormals_kept(ctx)?,
     };
     let view = binds_f32_atomic_view(k, &opts);
     let limits = ctx.limits().clone();
@@ -406,7 +426,8 @@ pub fn run_cfg_kernel(
     let wgsl = load_wgsl(k)?.unwrap_or(wgsl);
     let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
         .specialisation(&format!("{opts:?} {checks:?}"))
-        .workgroup_size(launch.block);
+        .workgroup_size(launch.block)
+        .keep_f32_subnormals();
     let compiled = !cache.is_compiled(&spec);
     // Global memory: the module's variables, then the buffers.
     let fresh_gmem = || {
@@ -537,6 +558,7 @@ pub fn run_cfg_kernel(
             native_fma_f32: has_fma.then_some(opts.native_fma_f32),
             fma_rerun: false,
             native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
+            f32_subnormals: opts.f32_subnormals,
         });
     }
     for (b, &a) in buffers.iter_mut().zip(&layout.buffer_addrs) {
@@ -551,5 +573,6 @@ pub fn run_cfg_kernel(
         native_fma_f32: has_fma.then_some(opts.native_fma_f32),
         fma_rerun: false,
         native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
+        f32_subnormals: opts.f32_subnormals,
     })
 }

@@ -136,6 +136,12 @@ pub enum GpuError {
         /// The value found.
         value: String,
     },
+    /// `VGPU_PTX_CONTROL` holds none of its values.
+    #[error("VGPU_PTX_CONTROL={value:?}: expected one of auto, switch")]
+    BadControlEnv {
+        /// The value found.
+        value: String,
+    },
     /// `VGPU_PTX_ATOMIC_F32` holds none of its values.
     #[error("VGPU_PTX_ATOMIC_F32={value:?}: expected one of auto, cas, native")]
     BadAtomicEnv {

@@ -106,17 +106,20 @@ pub fn fma_f32_fused(ctx: &'static GpuContext) -> Result<bool, GpuError> {
 /// Runs the probe now on `ctx` (uncached; its own kernel cache, so no
 /// caller's counts change): [`fma_on_device`] over [`fma_f32_triples`], in
 /// the form the kernels use on this device (guarded where it has
-/// SHADER_F64).
+/// SHADER_F64 and does not keep f32 subnormals; where it keeps them, the
+/// bare `fma`, so the suspect triples test the device's fma too), compiled
+/// declaring f32 subnormals kept as the kernels are.
 ///
 /// # Errors
 /// Compilation and dispatch errors.
 pub fn probe_fma_f32(ctx: &'static GpuContext) -> Result<FmaProbe, GpuError> {
     let mut cache = KernelCache::with_context(ctx);
     let triples = fma_f32_triples();
-    let got = fma_on_device(&mut cache, &triples, ctx.has_f64())?;
+    let guarded = ctx.has_f64() && !crate::subnormal_probe::f32_subnormals_kept(ctx)?;
+    let got = fma_on_device(&mut cache, &triples, guarded)?;
     let mut probe = FmaProbe {
         triples: triples.len(),
-        guarded: ctx.has_f64(),
+        guarded,
         mismatches: 0,
         first: None,
     };
@@ -154,8 +157,9 @@ pub fn fma_on_device(
     let mut abc: Vec<u32> = triples.iter().flatten().map(|x| x.to_bits()).collect();
     abc.push(0);
     let mut out = vec![0u32; triples.len()];
-    let spec =
-        KernelSpec::new("fma_probe", fma_probe_wgsl(guarded), "main").workgroup_size([64, 1, 1]);
+    let spec = KernelSpec::new("fma_probe", fma_probe_wgsl(guarded), "main")
+        .workgroup_size([64, 1, 1])
+        .keep_f32_subnormals();
     let groups = (triples.len() as u32).div_ceil(64);
     cache.dispatch(
         &spec,

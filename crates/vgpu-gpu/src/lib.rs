@@ -31,6 +31,7 @@ pub mod matmul;
 pub mod pipeline_cache;
 mod runtime;
 mod stats;
+pub mod subnormal_probe;
 mod vgpu_cache;
 
 pub use adaptive::{run_adaptive_gpu, AdaptiveGpuError, GpuAdaptive, GpuAdaptiveOptions};
@@ -48,4 +49,5 @@ pub use matmul::{check_shapes, matmul_cpu};
 pub use pipeline_cache::PipelineCacheInfo;
 pub use runtime::{AdapterSummary, GpuContext};
 pub use stats::CacheStats;
+pub use subnormal_probe::{f32_subnormals_kept, probe_f32_subnormals};
 pub use vgpu_cache::VgpuCache;

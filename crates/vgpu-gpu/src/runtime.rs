@@ -55,6 +55,8 @@ pub struct GpuContext {
     pub(crate) fma_f32_fused: OnceLock<bool>,
     /// Whether the f32 atomic add is PTX's here ([`crate::atomic_probe`]), once probed.
     pub(crate) f32_atomic_add_exact: OnceLock<bool>,
+    /// subnormal_probe.rs's verdict, once run.
+    pub(crate) f32_subnormals_kept: OnceLock<bool>,
 }
 
 impl fmt::Debug for GpuContext {
@@ -126,12 +128,20 @@ impl GpuContext {
         // A pipeline cache keeps compiled pipelines between processes (`pipeline_cache`).
         // 64-bit integers move compiled PTX's f64 registers (`has_int64`).
         // f32 atomics add compiled PTX's global `atom.add.f32` (`has_f32_atomic_add`).
+        // SPIR-V passthrough on Vulkan lets compiled PTX declare that f32
+        // subnormals are kept (`keeps_f32_subnormals`).
+        let passthrough = if info.backend == wgpu::Backend::Vulkan {
+            wgpu::Features::PASSTHROUGH_SHADERS
+        } else {
+            wgpu::Features::empty()
+        };
         let features = adapter.features()
             & (wgpu::Features::SHADER_F64
                 | wgpu::Features::SHADER_INT64
                 | wgpu::Features::TIMESTAMP_QUERY
                 | wgpu::Features::PIPELINE_CACHE
-                | wgpu::Features::SHADER_FLOAT32_ATOMIC);
+                | wgpu::Features::SHADER_FLOAT32_ATOMIC
+                | passthrough);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("vgpu"),
             required_features: features,
@@ -176,6 +186,7 @@ impl GpuContext {
         Ok(GpuContext {
             fma_f32_fused: OnceLock::new(),
             f32_atomic_add_exact: OnceLock::new(),
+            f32_subnormals_kept: OnceLock::new(),
             pipeline_cache,
             device,
             queue,
@@ -228,6 +239,29 @@ impl GpuContext {
     /// compiled PTX's f64 registers need beside `SHADER_F64`.
     pub fn has_int64(&self) -> bool {
         self.features.contains(wgpu::Features::SHADER_INT64)
+    }
+
+    /// Whether kernels asking for it ([`crate::KernelSpec::keep_f32_subnormals`])
+    /// are compiled to SPIR-V by naga here and declare `DenormPreserve` for
+    /// f32 (Vulkan's float controls): the adapter is Vulkan with SPIR-V
+    /// passthrough. Without it, a driver may flush f32 subnormals in
+    /// arithmetic (NVIDIA's does: `benchmarks/device/f32_subnormal.sh`).
+    pub fn keeps_f32_subnormals(&self) -> bool {
+        self.features.contains(wgpu::Features::PASSTHROUGH_SHADERS)
+    }
+
+    /// naga's validation capabilities for this device's features.
+    pub(crate) fn naga_capabilities(&self) -> naga::valid::Capabilities {
+        use naga::valid::Capabilities as C;
+        let mut c = C::empty();
+        c.set(C::FLOAT64, self.has_f64());
+        c.set(C::SHADER_INT64, self.has_int64());
+        c.set(
+            C::SHADER_FLOAT32_ATOMIC,
+            self.features
+                .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC),
+        );
+        c
     }
 
     /// The on-disk pipeline cache, where the adapter has one and it is not

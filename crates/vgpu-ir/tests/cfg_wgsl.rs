@@ -301,6 +301,8 @@ fn every_operation_validates_checked_and_unchecked() {
             int64: true,
             native_fma_f32: false,
             f32_atomic_add: false,
+            structured: true,
+            f32_subnormals: false,
         };
         validate(&emit_cfg_wgsl(&k, &o).unwrap(), true);
     }
@@ -317,6 +319,8 @@ fn f32_exact_operations_need_f64_and_name_the_line() {
         int64: false,
         native_fma_f32: false,
         f32_atomic_add: false,
+        structured: true,
+        f32_subnormals: false,
     };
     let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("line 7") && e.contains("SHADER_F64"), "{e}");
@@ -333,6 +337,8 @@ fn f64_registers_need_int64_and_name_the_line() {
         int64: false,
         native_fma_f32: false,
         f32_atomic_add: false,
+        structured: true,
+        f32_subnormals: false,
     };
     let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("line 11") && e.contains("SHADER_INT64"), "{e}");
@@ -350,6 +356,8 @@ fn malformed_kernels_are_refused() {
         int64: true,
         native_fma_f32: false,
         f32_atomic_add: false,
+        structured: true,
+        f32_subnormals: false,
     };
     let e = emit_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("block 99 out of range"), "{e}");
@@ -392,6 +400,8 @@ fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
         int64: false,
         native_fma_f32: true,
         f32_atomic_add: false,
+        structured: true,
+        f32_subnormals: false,
     };
     check_cfg_wgsl(&k, &o).unwrap();
     let native = emit_cfg_wgsl(&k, &o).unwrap();

@@ -5,7 +5,8 @@
 //! levels (the case gpu_false_misaligned: the store after its block's 78th
 //! exit faulted on an in-bounds address). The continuations keep the statements in order,
 //! the WGSL validates, and the unchecked kernel (no exits) is one case per
-//! block as before.
+//! block as before. The structured form (no switch) has the same limit on its
+//! returns plus nesting, past which the kernel keeps the state machine.
 
 mod common;
 
@@ -15,6 +16,13 @@ use vgpu_ir::wgsl::cfg::emit_cfg_wgsl;
 
 /// The most exits one case may hold (emit.rs's `MAX_CASE_EXITS`).
 const MAX_EXITS: usize = 32;
+
+/// [`plain_options`] with the state machine whatever the kernel's shape.
+fn switch_options(checked: bool) -> vgpu_ir::wgsl::cfg::CfgWgslOptions {
+    let mut o = plain_options(checked);
+    o.structured = false;
+    o
+}
 
 fn st(inst: Inst, line: u32) -> Stmt {
     Stmt {
@@ -117,7 +125,7 @@ fn access_lines(body: &str) -> Vec<u32> {
 #[test]
 fn a_checked_block_of_many_accesses_goes_on_in_continuation_cases() {
     let k = many_stores(200);
-    let src = emit_cfg_wgsl(&k, &plain_options(true)).unwrap();
+    let src = emit_cfg_wgsl(&k, &switch_options(true)).unwrap();
     validate(&src, false);
     let cs = cases(&src);
     // Blocks 0..3, then the continuations of block 1 (numbered from 3).
@@ -171,12 +179,12 @@ fn a_checked_block_of_many_accesses_goes_on_in_continuation_cases() {
 #[test]
 fn blocks_within_the_limit_and_unchecked_kernels_keep_one_case_per_block() {
     // Unchecked: no exits, one case per block whatever its length.
-    let src = emit_cfg_wgsl(&many_stores(200), &plain_options(false)).unwrap();
+    let src = emit_cfg_wgsl(&many_stores(200), &switch_options(false)).unwrap();
     validate(&src, false);
     let nums: Vec<u32> = cases(&src).iter().map(|(n, _)| *n).collect();
     assert_eq!(nums, vec![0, 1, 2]);
     // Checked: the watchdog and 31 accesses fill block 1's case exactly.
-    let src = emit_cfg_wgsl(&many_stores(MAX_EXITS as u32 - 1), &plain_options(true)).unwrap();
+    let src = emit_cfg_wgsl(&many_stores(MAX_EXITS as u32 - 1), &switch_options(true)).unwrap();
     validate(&src, false);
     let cs = cases(&src);
     assert_eq!(
@@ -185,7 +193,7 @@ fn blocks_within_the_limit_and_unchecked_kernels_keep_one_case_per_block() {
     );
     assert_eq!(cs[1].1.matches("break;").count(), MAX_EXITS);
     // One more goes on in a continuation holding it alone.
-    let src = emit_cfg_wgsl(&many_stores(MAX_EXITS as u32), &plain_options(true)).unwrap();
+    let src = emit_cfg_wgsl(&many_stores(MAX_EXITS as u32), &switch_options(true)).unwrap();
     validate(&src, false);
     let cs = cases(&src);
     assert_eq!(
@@ -193,4 +201,28 @@ fn blocks_within_the_limit_and_unchecked_kernels_keep_one_case_per_block() {
         vec![0, 1, 3, 2]
     );
     assert_eq!(access_lines(&cs[2].1), vec![100 + MAX_EXITS as u32 - 1]);
+}
+
+#[test]
+fn the_structured_form_keeps_within_the_nesting_limit() {
+    // 40 checked stores: 40 returns, the watchdog's and the loop's nesting
+    // are within 64: structured, every store once, in order.
+    let src = emit_cfg_wgsl(&many_stores(40), &plain_options(true)).unwrap();
+    validate(&src, false);
+    assert!(src.contains("fn run_thread(") && !src.contains("switch pc"));
+    assert_eq!(access_lines(&src), (100..140).collect::<Vec<u32>>());
+    assert!(
+        !src.contains("pc = 4294967295u; break;"),
+        "exits are returns:\n{src}"
+    );
+    let body = &src[src.find("fn run_thread(").unwrap()..];
+    assert_eq!(body.matches("{ return; }").count(), 41, "{body}");
+    // 70: past it, the state machine with its continuation cases.
+    let src = emit_cfg_wgsl(&many_stores(70), &plain_options(true)).unwrap();
+    validate(&src, false);
+    assert!(src.contains("switch pc") && !src.contains("fn run_thread("));
+    // Unchecked, no exits: structured whatever the length.
+    let src = emit_cfg_wgsl(&many_stores(200), &plain_options(false)).unwrap();
+    validate(&src, false);
+    assert!(src.contains("fn run_thread("));
 }

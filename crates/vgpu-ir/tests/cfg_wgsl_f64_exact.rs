@@ -20,6 +20,8 @@ fn options(int64: bool) -> CfgWgslOptions {
         int64,
         native_fma_f32: false,
         f32_atomic_add: false,
+        structured: true,
+        f32_subnormals: false,
     }
 }
 

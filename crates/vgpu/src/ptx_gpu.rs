@@ -39,6 +39,9 @@ pub struct PtxRunner {
     /// How the last GPU kernel with an f32 fma ran it: `Some(true)` the
     /// device's `fma`, `Some(false)` the exact f64 emulation.
     pub native_fma_f32: Option<bool>,
+    /// Whether the last GPU launch kept f32 subnormals (vgpu-gpu's
+    /// `subnormal_probe`; `None`: no GPU launch yet).
+    pub f32_subnormals: Option<bool>,
     /// GPU launches whose speculative device `fma` was suspect somewhere
     /// (a subnormal operand, or a zero or subnormal result of nonzero
     /// factors) and that ran again on the exact emulation.
@@ -146,6 +149,7 @@ impl PtxRunner {
             atomic_f32: AtomicF32Path::Auto,
             native_atomic_f32: None,
             native_fma_f32: None,
+            f32_subnormals: None,
             fma_reruns: 0,
         }
     }
@@ -246,6 +250,7 @@ impl PtxRunner {
         self.gpu_compiles += run.compiled as u64;
         self.kernel_seconds = run.kernel_seconds.or(self.kernel_seconds);
         self.native_fma_f32 = run.native_fma_f32.or(self.native_fma_f32);
+        self.f32_subnormals = Some(run.f32_subnormals);
         self.fma_reruns += run.fma_rerun as u64;
         self.native_atomic_f32 = run.native_atomic_f32.or(self.native_atomic_f32);
         if let Some(f) = run.fault {

@@ -3,8 +3,9 @@
 //! (chosen by vgpu-gpu's probe, `vgpu_gpu::fma_probe`). Each equals the
 //! interpreter bit for bit (NaN as NaN) where it is used: the emulation and
 //! the probe's choice on the probe's own adversarial triples, the forced
-//! native form on inputs where fused and unfused agree and (with SHADER_F64,
-//! where a suspect result runs the launch again on the emulation) on
+//! native form on inputs where fused and unfused agree and (with SHADER_F64
+//! on a device not keeping f32 subnormals, where a suspect result runs the
+//! launch again on the emulation) on
 //! cancellations `c = -RN(a b)` and subnormal operands;
 //! on ties it gives the device's `fma` exactly as the probe saw it. Skipped
 //! without an adapter unless `VGPU_REQUIRE_GPU=1`.
@@ -13,7 +14,7 @@ mod common;
 
 use common::ptx_gpu::{line, word, Kernel, Rng, Words};
 use vgpu::gpu::fma_probe::{fma_f32_triples, fma_on_device};
-use vgpu::gpu::{fma_f32_fused, FmaF32Path, GpuContext, KernelCache};
+use vgpu::gpu::{f32_subnormals_kept, fma_f32_fused, FmaF32Path, GpuContext, KernelCache};
 use vgpu::ptx::KernelArg;
 
 const NAMES: [&str; 4] = [
@@ -127,6 +128,9 @@ fn native_fma_is_the_devices_fma() {
         t.push([v(12, -11), v(12, -11), v(24, -23)]);
     }
     let ctx = GpuContext::get().unwrap();
+    // The kernels' device fma is speculative where the device has SHADER_F64
+    // and may flush f32 subnormals; where it keeps them, the bare `fma`.
+    let speculates = ctx.has_f64() && !f32_subnormals_kept(ctx).unwrap();
     let (cpu, gpu, native) = run(&k, FmaF32Path::Native, &t);
     assert_eq!(
         native,
@@ -134,7 +138,7 @@ fn native_fma_is_the_devices_fma() {
         "no suspect result: the device's fma kept"
     );
     assert_same(&cpu, &gpu, &t);
-    if ctx.has_f64() {
+    if speculates {
         // Suspect results, which a device that flushes subnormals may get
         // wrong: a multiply-then-add makes these 0, and subnormal addends.
         // The speculative fma flags them and the launch runs again on the
@@ -166,7 +170,7 @@ fn native_fma_is_the_devices_fma() {
     // runs its whole launch again on the emulation, as the probe's kernel
     // computes that one triple.
     let mut cache = KernelCache::new().unwrap();
-    let device = fma_on_device(&mut cache, &ties, ctx.has_f64()).unwrap();
+    let device = fma_on_device(&mut cache, &ties, speculates).unwrap();
     for (i, d) in device.iter().enumerate() {
         let (_, gpu, _) = run(&k, FmaF32Path::Native, &ties[i..i + 1]);
         assert_eq!(word(&gpu, 0), *d, "{:?}", ties[i]);

@@ -312,7 +312,33 @@ pub(super) fn compile(
         label: Some(&spec.label),
         source: wgpu::ShaderSource::Wgsl(std::borrow::Cow::Borrowed(&spec.wgsl)),
     };
-    let module = if spec.runtime_checks {
+    let module = if spec.f32_subnormals && ctx.keeps_f32_subnormals() && spec.constants.is_empty() {
+        let words =
+            super::spirv::denorm_preserving(ctx, spec).map_err(|message| GpuError::Compile {
+                label: spec.label.to_string(),
+                entry: spec.entry.to_string(),
+                message,
+            })?;
+        let entry = wgpu::PassthroughShaderEntryPoint {
+            name: std::borrow::Cow::Borrowed(&spec.entry),
+            workgroup_size: (
+                spec.workgroup_size[0],
+                spec.workgroup_size[1],
+                spec.workgroup_size[2],
+            ),
+        };
+        // SAFETY: the words are naga's own SPIR-V for WGSL that naga
+        // validated (spirv.rs), plus the float-controls capability and
+        // execution mode, which Vulkan 1.2 drivers accept.
+        unsafe {
+            device.create_shader_module_passthrough(wgpu::ShaderModuleDescriptorPassthrough {
+                label: Some(&spec.label),
+                entry_points: std::borrow::Cow::Borrowed(std::slice::from_ref(&entry)),
+                spirv: Some(std::borrow::Cow::Owned(words)),
+                ..Default::default()
+            })
+        }
+    } else if spec.runtime_checks {
         device.create_shader_module(desc)
     } else {
         // SAFETY: the spec's creator promised, through the `unsafe`

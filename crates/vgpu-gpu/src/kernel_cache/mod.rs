@@ -67,6 +67,7 @@
 //! ```
 
 mod dispatch;
+mod spirv;
 mod timestamps;
 
 use crate::hash::hash_parts;
@@ -102,6 +103,7 @@ pub struct KernelSpec {
     constants: Vec<(String, f64)>,
     runtime_checks: bool,
     zero_workgroup_memory: bool,
+    f32_subnormals: bool,
     digest: u64,
 }
 
@@ -121,6 +123,7 @@ impl KernelSpec {
             constants: Vec::new(),
             runtime_checks: true,
             zero_workgroup_memory: true,
+            f32_subnormals: false,
             digest: 0,
         };
         s.rehash();
@@ -170,6 +173,17 @@ impl KernelSpec {
         self
     }
 
+    /// Asks that f32 subnormals be kept in the kernel's arithmetic, where the
+    /// context can say so ([`GpuContext::keeps_f32_subnormals`]): the WGSL is
+    /// then compiled to SPIR-V by naga here, with the `DenormPreserve` 32
+    /// execution mode added, and passed through to the driver. Elsewhere the
+    /// kernel compiles as usual.
+    pub fn keep_f32_subnormals(mut self) -> Self {
+        self.f32_subnormals = true;
+        self.rehash();
+        self
+    }
+
     /// Whether wgpu's runtime checks are on (the default; see
     /// [`KernelSpec::without_runtime_checks`]).
     pub fn runtime_checks(&self) -> bool {
@@ -188,7 +202,11 @@ impl KernelSpec {
             consts.extend_from_slice(name.as_bytes());
             consts.extend_from_slice(&value.to_bits().to_le_bytes());
         }
-        let flags = [self.runtime_checks as u8, self.zero_workgroup_memory as u8];
+        let flags = [
+            self.runtime_checks as u8,
+            self.zero_workgroup_memory as u8,
+            self.f32_subnormals as u8,
+        ];
         self.digest = hash_parts(&[
             self.wgsl.as_bytes(),
             self.entry.as_bytes(),

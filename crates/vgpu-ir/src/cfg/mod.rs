@@ -20,6 +20,7 @@
 
 mod exp2;
 mod ops;
+pub mod shape;
 mod warp;
 
 pub use exp2::{ex2_f32, EX2_COEFFS, EX2_NEAR_TIES};

@@ -42,5 +42,7 @@ pub(crate) fn plain_options(checked: bool) -> vgpu_ir::wgsl::cfg::CfgWgslOptions
         int64: false,
         native_fma_f32: false,
         f32_atomic_add: false,
+        structured: true,
+        f32_subnormals: false,
     }
 }

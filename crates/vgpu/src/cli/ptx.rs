@@ -405,6 +405,16 @@ fn report_backend(r: &PtxRunner) {
     for f in &r.fallbacks {
         println!("  fallback: {f}");
     }
+    if let Some(kept) = r.f32_subnormals {
+        println!(
+            "f32 subnormals {}",
+            if kept {
+                "kept (the kernel declares DenormPreserve and the device honours it)"
+            } else {
+                "not declared kept: a device that flushes them differs from PTX on subnormal operands and results"
+            }
+        );
+    }
     if let Some(native) = r.native_fma_f32 {
         let how = if native {
             "native (the device's fma, fused)"

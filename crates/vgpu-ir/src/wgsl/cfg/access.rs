@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 use super::checks;
 use super::fault;
-use super::writer::{KernelWriter, RET};
+use super::writer::{KernelWriter, EXIT};
 use crate::cfg::{CfgKernel, Inst, Space, Val, GENERIC_LOCAL_WINDOW, GENERIC_SHARED_WINDOW};
 
 /// What an address check returns after recording a fault.
@@ -194,7 +194,7 @@ impl KernelWriter<'_> {
             };
             let _ = writeln!(
                 code,
-                "        let {name} = {call};\n        if ({name} == {BAD}) {{ pc = {RET}u; break; }}"
+                "        let {name} = {call};\n        if ({name} == {BAD}) {{ {EXIT} }}"
             );
             // The checks that follow the access, each where it applies.
             let shared = matches!(space, Space::Shared | Space::Generic);

@@ -32,7 +32,7 @@
 use std::fmt::Write;
 
 use super::fault;
-use super::writer::{RET, WAIT};
+use super::writer::{EXIT, WAIT};
 use crate::cfg::{CfgKernel, Inst, Space, Term};
 
 /// The barrier check's index of each block ending in a barrier (`None` for
@@ -172,7 +172,7 @@ pub(super) fn shadow_access(t: &str, size: u8, line: u32, rw: u32, generic: bool
     let s = match rw {
         0 => format!("sh_rd({t}, {size}u, {line}u);"),
         1 => format!("sh_wr({t}, {size}u);"),
-        _ => format!("if (!sh_at({t}, {line}u)) {{ pc = {RET}u; break; }}"),
+        _ => format!("if (!sh_at({t}, {line}u)) {{ {EXIT} }}"),
     };
     in_space(s, generic, 1)
 }
@@ -286,9 +286,9 @@ fn gi_at(o: u32, line: u32) -> bool {{
 /// initcheck's test or mark. `rw`: 0 load, 1 store, 2 atomic.
 pub(super) fn ginit_access(t: &str, size: u8, line: u32, rw: u32, generic: bool) -> String {
     let s = match rw {
-        0 => format!("if (!gi_rd({t}, {size}u, {line}u, 0u)) {{ pc = {RET}u; break; }}"),
+        0 => format!("if (!gi_rd({t}, {size}u, {line}u, 0u)) {{ {EXIT} }}"),
         1 => format!("gi_wr({t}, {size}u);"),
-        _ => format!("if (!gi_at({t}, {line}u)) {{ pc = {RET}u; break; }}"),
+        _ => format!("if (!gi_at({t}, {line}u)) {{ {EXIT} }}"),
     };
     in_space(s, generic, 0)
 }
@@ -416,10 +416,7 @@ pub(super) fn race_access(t: &str, size: u8, line: u32, rw: u32, generic: bool) 
     if rw > 1 {
         return String::new();
     }
-    let s = format!(
-        "if (rc({t}, {size}u, {}, {line}u)) {{ pc = {RET}u; break; }}",
-        rw == 1
-    );
+    let s = format!("if (rc({t}, {size}u, {}, {line}u)) {{ {EXIT} }}", rw == 1);
     in_space(s, generic, 1)
 }
 

@@ -11,7 +11,7 @@ use super::half::{self, HALF_PRELUDE};
 use super::prelude::{F64_INT64_PRELUDE, F64_PRELUDE, FMA_SPEC_PRELUDE, INT_PRELUDE};
 use super::warp;
 use super::writer::{
-    round_mark, ExprWidth, KernelWriter, BACK, RET, ROUND_TAKE, WAIT, WARP, YIELD,
+    round_mark, ExprWidth, KernelWriter, BACK, EXIT, RET, ROUND_TAKE, WAIT, WARP, YIELD,
 };
 use super::{
     binds_f32_atomic_view, check_cfg_wgsl, fault, meta, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
@@ -397,13 +397,19 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             wd = meta::WATCHDOG,
             grid = meta::GRID
         );
-        for (i, t) in k.regs.iter().enumerate() {
-            let ty = match t {
-                RegTy::B64 => "vec2<u32>",
-                _ => "u32",
-            };
-            let _ = writeln!(self.out, "  var r{i}: {ty};");
+        if let Some(shape) = super::structured::shape(k, self.o) {
+            if let Some(body) = self.structured(&shape)? {
+                let _ = writeln!(
+                    self.out,
+                    "  if (pc == {RET}u) {{ return; }}\n  run_thread(lid, cta, ncta, lidx);"
+                );
+                self.epilogue(false);
+                self.out.push_str("}\n");
+                self.out.push_str(&body);
+                return Ok(());
+            }
         }
+        self.reg_decls();
         if self.warps {
             // The round's parity (warp.rs double-buffers its slots by it).
             self.out
@@ -439,41 +445,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         let mut next_case = k.blocks.len() as u32;
         for (i, b) in k.blocks.iter().enumerate() {
             let _ = writeln!(self.out, "      case {i}u: {{");
-            // The watchdog counts instructions (each block's statements and
-            // its terminator) and is checked at loop headers, which every
-            // endless execution passes.
-            if self.o.checked && !header[i] {
-                let _ = writeln!(self.out, "        steps = steps + {}u;", b.stmts.len() + 1);
-            }
-            if self.o.checked && header[i] {
-                let line = b
-                    .stmts
-                    .first()
-                    .map(|s| s.line)
-                    .or(match b.term {
-                        Term::Barrier { line, .. }
-                        | Term::Trap { line }
-                        | Term::Warp { line, .. } => Some(line),
-                        _ => None,
-                    })
-                    .unwrap_or(0);
-                let _ = writeln!(
-                    self.out,
-                    "        steps = steps + {}u;\n        if (steps > words[{}]) {{ raise({}u, {line}u, vec2<u32>(0u, 0u)); pc = {RET}u; break; }}",
-                    b.stmts.len() + 1,
-                    meta::WATCHDOG,
-                    fault::CLASS_WATCHDOG
-                );
-            }
+            let wd = self.watchdog(i, header[i]);
+            self.out.push_str(&wd);
             // A case's exits so far (the watchdog's above): past
             // MAX_CASE_EXITS its statements go on in a continuation case.
             let mut exits = (self.o.checked && header[i]) as usize;
             for s in &b.stmts {
-                let mut code = self.stmt(s)?;
-                if let Some((g, neg)) = s.guard {
-                    let cmp = if neg { "==" } else { "!=" };
-                    code = format!("        if (r{g} {cmp} 0u) {{\n{code}        }}\n");
-                }
+                let code = self.guarded(s)?;
                 let n = code.matches("break;").count();
                 if exits > 0 && exits + n > MAX_CASE_EXITS {
                     if next_case >= BACK {
@@ -530,6 +508,71 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let _ = writeln!(self.out, "        {t}\n      }}");
         }
         let _ = writeln!(self.out, "      default: {{ pc = {RET}u; }}\n    }}\n  }}");
+        self.epilogue(rounds);
+        self.out.push_str("}\n");
+        Ok(())
+    }
+
+    /// The declarations of the kernel's registers (`r{i}`).
+    pub(super) fn reg_decls(&mut self) {
+        for (i, t) in self.k.regs.iter().enumerate() {
+            let ty = match t {
+                RegTy::B64 => "vec2<u32>",
+                _ => "u32",
+            };
+            let _ = writeln!(self.out, "  var r{i}: {ty};");
+        }
+    }
+
+    /// A statement's code, under its guard.
+    pub(super) fn guarded(&mut self, s: &Stmt) -> Result<String, IrError> {
+        let code = self.stmt(s)?;
+        Ok(match s.guard {
+            Some((g, neg)) => {
+                let cmp = if neg { "==" } else { "!=" };
+                format!("        if (r{g} {cmp} 0u) {{\n{code}        }}\n")
+            }
+            None => code,
+        })
+    }
+
+    /// The watchdog's code at the start of block `i` of a checked kernel: it
+    /// counts instructions (each block's statements and its terminator) and
+    /// is checked at loop headers, which every endless execution passes.
+    pub(super) fn watchdog(&self, i: usize, header: bool) -> String {
+        if !self.o.checked {
+            return String::new();
+        }
+        let b = &self.k.blocks[i];
+        let n = b.stmts.len() + 1;
+        if !header {
+            return format!("        steps = steps + {n}u;\n");
+        }
+        let line = b
+            .stmts
+            .first()
+            .map(|s| s.line)
+            .or(match b.term {
+                Term::Barrier { line, .. } | Term::Trap { line } | Term::Warp { line, .. } => {
+                    Some(line)
+                }
+                _ => None,
+            })
+            .unwrap_or(0);
+        format!(
+            "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ raise({}u, {line}u, vec2<u32>(0u, 0u)); {EXIT} }}\n",
+            meta::WATCHDOG,
+            fault::CLASS_WATCHDOG
+        )
+    }
+
+    /// What follows a thread's run in `main`: its speculative fma's flag and
+    /// its fault recorded, then the rounds' end (`rounds`: the kernel runs
+    /// in rounds) or, without rounds, the shared-memory initialisation
+    /// check's judgement at the block's end.
+    fn epilogue(&mut self, rounds: bool) {
+        let k = self.k;
+        let bar_check = checks::barrier_check(k, self.o.checked);
         if fma_speculates(self.k, self.o) {
             // A suspect speculative fma: the launch runs again, emulated.
             let _ = writeln!(
@@ -578,8 +621,6 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 checks::judge(k, self.o.checked)
             );
         }
-        self.out.push_str("}\n");
-        Ok(())
     }
 
     /// At the end of a round whose count is `cnt` (uniform): with the race
@@ -761,8 +802,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 }
 
 /// Whether the kernel's f32 fmas are the speculative device `fma`
-/// (`fma_spec`, prelude.rs): the device's fma chosen and SHADER_F64 there for
-/// the emulated re-run's guard.
-fn fma_speculates(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
-    o.native_fma_f32 && o.f64 && k.has_fma_f32()
+/// (`fma_spec`, prelude.rs): the device's fma chosen, SHADER_F64 there for
+/// the emulated re-run's guard, and the device not declared to keep f32
+/// subnormals (where it is, the bare `fma` is exact).
+pub(super) fn fma_speculates(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
+    o.native_fma_f32 && o.f64 && !o.f32_subnormals && k.has_fma_f32()
 }

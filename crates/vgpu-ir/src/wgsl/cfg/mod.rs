@@ -52,6 +52,8 @@ mod float64_exact;
 mod fma_probe;
 mod half;
 mod prelude;
+mod structured;
+mod subnormal_probe;
 mod warp;
 mod writer;
 
@@ -63,6 +65,7 @@ pub use checks::check_workgroup_bytes;
 pub use checks::{race_check_applies, race_workgroup_bytes};
 pub use emit::{emit_cfg_wgsl, emit_cfg_wgsl_with};
 pub use fma_probe::fma_probe_wgsl;
+pub use subnormal_probe::f32_subnormal_probe_wgsl;
 pub use warp::warp_exchange_bytes;
 
 /// The byte address that global memory's offset 0 has (module variables sit
@@ -197,6 +200,18 @@ pub struct CfgWgslOptions {
     /// round and flush subnormals as PTX's does. Off: a compare-and-swap
     /// loop on the word.
     pub f32_atomic_add: bool,
+    /// Write the kernel's control flow as structured WGSL (`loop`, `if`,
+    /// direct `workgroupBarrier()`s) where its shape allows
+    /// (structured.rs: reducible, single-exit loops, barriers met alike by
+    /// a block's threads, unchecked where it has barriers); off, or where
+    /// it does not apply: the state machine of `switch pc`.
+    pub structured: bool,
+    /// The device keeps f32 subnormals in its arithmetic (the kernel is
+    /// compiled with SPIR-V's `DenormPreserve`: vgpu-gpu's
+    /// `KernelSpec::keep_f32_subnormals`): the device's fma
+    /// ([`CfgWgslOptions::native_fma_f32`]) is then the bare `fma`, exact
+    /// without the speculation's test.
+    pub f32_subnormals: bool,
 }
 
 /// Whether the WGSL of `k` under `o` declares binding 4, the `atomic<f32>`

@@ -10,6 +10,11 @@ use crate::cfg::{Block, BlockId, CfgKernel, Reg, RegTy, Term, Val};
 
 /// The `pc` of a thread that has returned (or faulted).
 pub(super) const RET: u32 = 0xffff_ffff;
+/// The statement that ends a thread in the state machine (a check's fault,
+/// the watchdog): `pc` set to [`RET`], out of the switch's loop. The
+/// structured form (structured.rs) writes `return;` in its place.
+pub(super) const EXIT: &str = "pc = 4294967295u; break;";
+const _: () = assert!(RET == 4_294_967_295);
 /// Set in `pc` while the thread has yielded for the rest of the round
 /// ([`crate::cfg::Term::Yield`]); `next` in the low bits.
 pub(super) const YIELD: u32 = 0x8000_0000;

@@ -1,0 +1,87 @@
+//! Whether the device keeps f32 subnormals in compiled PTX's plain
+//! arithmetic (`add`, `mul`, `sub`, `setp` without `.ftz`, which keep them).
+//! Kernels are compiled declaring `DenormPreserve` where the context can
+//! ([`GpuContext::keeps_f32_subnormals`]); whether the driver honours it is
+//! found by running vgpu-ir's probe kernel through that same path on pairs
+//! of subnormals and of a subnormal and a power of two, against the host's
+//! f32 arithmetic. Where it does, the device's fma needs no speculation
+//! ([`vgpu_ir::wgsl::cfg::CfgWgslOptions::f32_subnormals`]).
+
+use crate::kernel_cache::{Binding, KernelCache, KernelSpec};
+use crate::runtime::GpuContext;
+use crate::GpuError;
+use vgpu_ir::wgsl::cfg::f32_subnormal_probe_wgsl;
+
+/// Whether compiled kernels keep f32 subnormals on `ctx`: false where the
+/// context cannot declare it, else [`probe_f32_subnormals`]'s verdict on the
+/// first call, kept in `ctx` for every later one.
+///
+/// # Errors
+/// The probe's dispatch errors (nothing is kept then).
+pub fn f32_subnormals_kept(ctx: &'static GpuContext) -> Result<bool, GpuError> {
+    if !ctx.keeps_f32_subnormals() {
+        return Ok(false);
+    }
+    if let Some(&k) = ctx.f32_subnormals_kept.get() {
+        return Ok(k);
+    }
+    let kept = probe_f32_subnormals(ctx)? == 0;
+    Ok(*ctx.f32_subnormals_kept.get_or_init(|| kept))
+}
+
+/// Runs the probe now on `ctx` (uncached; its own kernel cache): how many of
+/// its results differ from the host's.
+///
+/// # Errors
+/// Compilation and dispatch errors.
+pub fn probe_f32_subnormals(ctx: &'static GpuContext) -> Result<usize, GpuError> {
+    let pairs = subnormal_pairs();
+    let ab: Vec<u32> = pairs.iter().flat_map(|p| p.map(f32::to_bits)).collect();
+    let mut out = vec![0u32; 4 * pairs.len()];
+    let spec = KernelSpec::new("f32_subnormal_probe", f32_subnormal_probe_wgsl(), "main")
+        .workgroup_size([64, 1, 1])
+        .keep_f32_subnormals();
+    let mut cache = KernelCache::with_context(ctx);
+    cache.dispatch(
+        &spec,
+        &mut [Binding::read(&ab), Binding::write(&mut out)],
+        [(pairs.len() as u32).div_ceil(64), 1, 1],
+    )?;
+    let mut wrong = 0;
+    for (p, got) in pairs.iter().zip(out.chunks(4)) {
+        let [a, b] = *p;
+        let want = [
+            (a + b).to_bits(),
+            (a * b).to_bits(),
+            (a - b).to_bits(),
+            (a < b) as u32,
+        ];
+        wrong += want.iter().zip(got).filter(|(w, g)| w != g).count();
+    }
+    Ok(wrong)
+}
+
+/// 512 pairs: subnormal `a` of either sign beside a subnormal `b`
+/// (even pairs) or a power of two from 2⁻²⁰ to 2³⁹ (odd pairs), whose sums,
+/// differences, products and order a flushing device gets wrong.
+fn subnormal_pairs() -> Vec<[f32; 2]> {
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 16) as u32
+    };
+    let mut sub = move || f32::from_bits((next() % 0x7f_ffff + 1) | ((next() & 1) << 31));
+    (0..512)
+        .map(|i| {
+            let a = sub();
+            let b = if i % 2 == 0 {
+                sub()
+            } else {
+                f32::from_bits(((i as u32 / 2) % 60 + 107) << 23)
+            };
+            [a, b]
+        })
+        .collect()
+}

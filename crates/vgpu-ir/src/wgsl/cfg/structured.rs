@@ -1,0 +1,284 @@
+//! The structured form: a kernel whose control flow has a structured shape
+//! ([`Shape`]) is written as WGSL `loop`s and `if`s in a function
+//! `run_thread` that `main` calls, instead of the state machine's
+//! `loop { switch pc { … } }`, and its barriers as direct
+//! `workgroupBarrier()`s instead of rounds. GPU compilers keep the registers
+//! of structured code in hardware registers and schedule across its blocks,
+//! which they cannot do across the cases of a switch on a variable.
+//!
+//! It applies where [`shape`] says: no warp operations or yields (they meet
+//! in rounds), and for a kernel with barriers, unchecked (a check's fault
+//! ends its thread, which must not leave the others waiting at a barrier)
+//! with every barrier met by all threads of a block alike
+//! ([`Shape::barriers_uniform`]).
+//!
+//! Writing: from a block, its statements, then by its terminator: a jump
+//! goes on at its target; a branch becomes `if (p) { … } else { … }`, each
+//! arm written up to the branch's immediate post-dominator, where the code
+//! goes on; a loop header opens `loop { … }` whose body returns to the
+//! header by `continue;` and leaves to the loop's one exit block by `break;`,
+//! after which the code goes on at that block. A block reached along several
+//! unstructured paths is written once per path; past a budget of twice the
+//! blocks (or, for lavapipe's nesting limit, [`MAX_NESTING`]), the kernel
+//! keeps the state machine.
+
+use super::fault;
+use super::writer::{KernelWriter, EXIT};
+use super::CfgWgslOptions;
+use crate::cfg::shape::Shape;
+use crate::cfg::{BlockId, CfgKernel, Inst, Space, Term};
+use crate::error::IrError;
+use std::fmt::Write;
+
+/// The most returns plus nesting depth of the structured form. Mesa lowers
+/// each `return` inside control flow by nesting the rest of the function in
+/// a conditional, and lavapipe ignores the execution mask of conditionals
+/// nested past 80 levels (emit.rs, `MAX_CASE_EXITS`); 64 leaves room for
+/// the helpers inlined at that depth.
+const MAX_NESTING: usize = 64;
+
+/// The shape of `k` when it is written in structured form under `o`, else
+/// `None` (the state machine).
+pub(super) fn shape(k: &CfgKernel, o: &CfgWgslOptions) -> Option<Shape> {
+    if !o.structured || k.has_warp_ops() || k.has_yields() {
+        return None;
+    }
+    let barriers = k.has_barriers();
+    if barriers && o.checked {
+        return None;
+    }
+    let s = Shape::of(k).ok()?;
+    if barriers && !s.barriers_uniform(k) {
+        return None;
+    }
+    Some(s)
+}
+
+/// Whether threads of a block may pass values through global memory across
+/// a barrier: a block that stores to global memory (or atomically updates
+/// it) reaches a barrier, and the kernel reads global memory. `bar.sync`
+/// orders global accesses too, so the barrier is then also a
+/// `storageBarrier()`.
+fn global_exchange(k: &CfgKernel, shape: &Shape) -> bool {
+    let global = |s: &Space| matches!(s, Space::Global | Space::Generic);
+    let insts = || k.blocks.iter().flat_map(|b| &b.stmts).map(|s| &s.inst);
+    let reads = insts().any(|i| match i {
+        Inst::Load { space, .. } | Inst::Atom { space, .. } => global(space),
+        _ => false,
+    });
+    let writes_before_barrier = k.blocks.iter().enumerate().any(|(i, b)| {
+        b.stmts.iter().any(|s| match &s.inst {
+            Inst::Store { space, .. } | Inst::Atom { space, .. } => global(space),
+            _ => false,
+        }) && shape.reaches_barrier(k, i as BlockId)
+    });
+    reads && writes_before_barrier
+}
+
+/// The state of writing one structured kernel.
+struct Writing<'s> {
+    shape: &'s Shape,
+    /// Blocks written so far, and the most allowed.
+    written: usize,
+    budget: usize,
+    /// `return`s written, and the deepest nesting of loops and ifs.
+    returns: usize,
+    depth: usize,
+    deepest: usize,
+    /// A barrier's statement.
+    barrier: &'static str,
+}
+
+impl Writing<'_> {
+    /// Whether code can go on at `j` inside the loop with header `lp` (or at
+    /// the top level): `j` is in the loop or its exit.
+    fn in_scope(&self, j: BlockId, lp: Option<BlockId>) -> bool {
+        match lp.and_then(|h| self.shape.loops[h as usize].as_ref()) {
+            Some(l) => l.body[j as usize] || l.exit == Some(j),
+            None => true,
+        }
+    }
+}
+
+impl KernelWriter<'_> {
+    /// The function `run_thread` holding the kernel's registers and its
+    /// control flow in structured form, or `None` where that form would be
+    /// over its budget or nesting limit (the module documentation).
+    ///
+    /// # Errors
+    /// As a statement's code ([`KernelWriter::guarded`]).
+    pub(super) fn structured(&mut self, shape: &Shape) -> Result<Option<String>, IrError> {
+        let before = std::mem::take(&mut self.out);
+        let tmp = self.tmp;
+        self.out.push_str(
+            "\nfn run_thread(lid: vec3<u32>, cta: vec3<u32>, ncta: vec3<u32>, lidx: u32) {\n  var steps: u32 = 0u;\n",
+        );
+        self.reg_decls();
+        let mut w = Writing {
+            shape,
+            written: 0,
+            budget: 2 * self.k.blocks.len() + 8,
+            returns: 0,
+            depth: 1,
+            deepest: 1,
+            barrier: if global_exchange(self.k, shape) {
+                "storageBarrier(); workgroupBarrier();"
+            } else {
+                "workgroupBarrier();"
+            },
+        };
+        let fits = self.seq(&mut w, 0, None, None, false)?;
+        self.out.push_str("}\n");
+        let body = std::mem::replace(&mut self.out, before);
+        if !fits || w.returns + w.deepest > MAX_NESTING {
+            self.tmp = tmp;
+            return Ok(None);
+        }
+        Ok(Some(body))
+    }
+
+    /// A line of control flow at the current depth.
+    fn ctl(&mut self, w: &Writing, s: &str) {
+        let _ = writeln!(self.out, "{:1$}{s}", "", 2 * w.depth);
+    }
+
+    /// One arm of a branch: the code from `b` up to `follow` ([`Self::seq`]),
+    /// apart; `None`: over the budget.
+    fn arm(
+        &mut self,
+        w: &mut Writing,
+        b: BlockId,
+        follow: Option<BlockId>,
+        lp: Option<BlockId>,
+    ) -> Result<Option<String>, IrError> {
+        let before = std::mem::take(&mut self.out);
+        let fits = self.seq(w, b, follow, lp, false)?;
+        let arm = std::mem::replace(&mut self.out, before);
+        Ok(fits.then_some(arm))
+    }
+
+    /// Writes the code from block `b` up to `follow` (exclusive; `None`: the
+    /// end), inside the loop with header `lp`: reaching the header is
+    /// `continue;`, reaching its exit `break;`. `at_header`: `b` is `lp`'s
+    /// header, starting its body. `Ok(false)`: over the budget.
+    fn seq(
+        &mut self,
+        w: &mut Writing,
+        mut b: BlockId,
+        follow: Option<BlockId>,
+        lp: Option<BlockId>,
+        mut at_header: bool,
+    ) -> Result<bool, IrError> {
+        loop {
+            if !at_header {
+                if Some(b) == follow {
+                    return Ok(true);
+                }
+                if let Some(h) = lp {
+                    if b == h {
+                        self.ctl(w, "continue;");
+                        return Ok(true);
+                    }
+                    if w.shape.loops[h as usize].as_ref().and_then(|l| l.exit) == Some(b) {
+                        self.ctl(w, "break;");
+                        return Ok(true);
+                    }
+                }
+                if let Some(l) = &w.shape.loops[b as usize] {
+                    let exit = l.exit;
+                    self.ctl(w, "loop {");
+                    w.depth += 1;
+                    w.deepest = w.deepest.max(w.depth);
+                    if !self.seq(w, b, None, Some(b), true)? {
+                        return Ok(false);
+                    }
+                    w.depth -= 1;
+                    self.ctl(w, "}");
+                    match exit {
+                        Some(e) => {
+                            b = e;
+                            continue;
+                        }
+                        None => return Ok(true),
+                    }
+                }
+            }
+            at_header = false;
+            w.written += 1;
+            if w.written > w.budget {
+                return Ok(false);
+            }
+            let i = b as usize;
+            let k = self.k;
+            let blk = &k.blocks[i];
+            let mut code = self.watchdog(i, w.shape.loops[i].is_some());
+            for s in &blk.stmts {
+                code += &self.guarded(s)?;
+            }
+            let code = code.replace(EXIT, "return;");
+            w.returns += code.matches("return;").count();
+            self.out.push_str(&code);
+            match blk.term {
+                Term::Jump(t) => b = t,
+                Term::Barrier { next, .. } => {
+                    self.ctl(w, w.barrier);
+                    b = next;
+                }
+                Term::Branch { then, els, .. } if then == els => b = then,
+                Term::Branch { p, neg, then, els } => {
+                    let j = w.shape.ipdom[i];
+                    w.depth += 1;
+                    w.deepest = w.deepest.max(w.depth);
+                    let Some(a) = self.arm(w, then, j, lp)? else {
+                        return Ok(false);
+                    };
+                    let Some(c) = self.arm(w, els, j, lp)? else {
+                        return Ok(false);
+                    };
+                    w.depth -= 1;
+                    let (yes, no) = if neg { ("==", "!=") } else { ("!=", "==") };
+                    match (a.is_empty(), c.is_empty()) {
+                        (true, true) => {}
+                        (false, true) => {
+                            self.ctl(w, &format!("if (r{p} {yes} 0u) {{"));
+                            self.out.push_str(&a);
+                            self.ctl(w, "}");
+                        }
+                        (true, false) => {
+                            self.ctl(w, &format!("if (r{p} {no} 0u) {{"));
+                            self.out.push_str(&c);
+                            self.ctl(w, "}");
+                        }
+                        (false, false) => {
+                            self.ctl(w, &format!("if (r{p} {yes} 0u) {{"));
+                            self.out.push_str(&a);
+                            self.ctl(w, "} else {");
+                            self.out.push_str(&c);
+                            self.ctl(w, "}");
+                        }
+                    }
+                    match j {
+                        Some(j) if w.in_scope(j, lp) => b = j,
+                        _ => return Ok(true),
+                    }
+                }
+                Term::Return => {
+                    w.returns += 1;
+                    self.ctl(w, "return;");
+                    return Ok(true);
+                }
+                Term::Trap { line } => {
+                    w.returns += 1;
+                    let raise = format!(
+                        "raise({}u, {line}u, vec2<u32>(0u, 0u)); return;",
+                        fault::CLASS_TRAP
+                    );
+                    self.ctl(w, &raise);
+                    return Ok(true);
+                }
+                // shape() keeps kernels with either in the state machine.
+                Term::Yield { .. } | Term::Warp { .. } => return Ok(false),
+            }
+        }
+    }
+}
