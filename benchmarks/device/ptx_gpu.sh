@@ -38,6 +38,8 @@ np.zeros(1, np.float32).tofile(f"{w}/out.bin")
 PY
 vgpu_case() { # name, check flag, entry, grid, block, shared, args...
   local name=$1 check=$2 entry=$3 grid=$4 block=$5 shared=$6; shift 6
+  # PTX_GPU_SKIP: cases to leave out, as name:on|off (e.g. "matmul_tiled:on").
+  case " ${PTX_GPU_SKIP:-} " in *" $name:$check "*) return;; esac
   local a=() mode=checked
   for x in "$@"; do a+=(--arg "$x"); done
   [ "$check" = off ] && a+=(--unchecked) && mode=unchecked

@@ -145,8 +145,10 @@ pub struct CfgRun {
     /// `Some(false)` the exact f64 emulation, `None` it has none.
     pub native_fma_f32: Option<bool>,
     /// The kernel ran declaring f32 subnormals kept, and the device keeps
-    /// them (vgpu-gpu's `subnormal_probe`): its plain f32 arithmetic is
-    /// PTX's also on subnormal operands and results.
+    /// them in plain arithmetic (vgpu-gpu's `subnormal_probe`): its `add`,
+    /// `sub`, `mul` and comparisons are PTX's also on subnormal operands and
+    /// results (its fma is exact either way: the emulation, or the device's
+    /// kept bare where it keeps them too, speculative where not).
     pub f32_subnormals: bool,
     /// The kernel's speculative device `fma` was suspect somewhere (a
     /// subnormal operand, or a zero or subnormal result of nonzero factors)
@@ -395,6 +397,7 @@ pub fn run_cfg_kernel(
     let (dispatch, folded) = dispatch_shape(k, launch.grid, ctx.limits())?;
     let has_fma = k.has_fma_f32();
     let has_atomic_f32 = k.has_global_atomic_add_f32();
+    let kept = crate::subnormal_probe::f32_subnormals_kept(ctx)?;
     let opts = CfgWgslOptions {
         block: launch.block,
         dyn_shared: launch.dyn_shared,
@@ -404,7 +407,7 @@ pub fn run_cfg_kernel(
         native_fma_f32: has_fma && launch.fma_f32.native(ctx)?,
         f32_atomic_add: has_atomic_f32 && launch.atomic_f32.native(ctx)?,
         structured: structured_from_env()?,
-        f32_subnormals: crate::subnormal_probe::f32_subnormals_kept(ctx)?,
+        f32_subnormals: kept.plain && kept.fma,
     };
     let view = binds_f32_atomic_view(k, &opts);
     let limits = ctx.limits().clone();
@@ -558,7 +561,7 @@ pub fn run_cfg_kernel(
             native_fma_f32: has_fma.then_some(opts.native_fma_f32),
             fma_rerun: false,
             native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
-            f32_subnormals: opts.f32_subnormals,
+            f32_subnormals: kept.plain,
         });
     }
     for (b, &a) in buffers.iter_mut().zip(&layout.buffer_addrs) {
@@ -573,6 +576,6 @@ pub fn run_cfg_kernel(
         native_fma_f32: has_fma.then_some(opts.native_fma_f32),
         fma_rerun: false,
         native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
-        f32_subnormals: opts.f32_subnormals,
+        f32_subnormals: kept.plain,
     })
 }

@@ -106,8 +106,9 @@ pub fn fma_f32_fused(ctx: &'static GpuContext) -> Result<bool, GpuError> {
 /// Runs the probe now on `ctx` (uncached; its own kernel cache, so no
 /// caller's counts change): [`fma_on_device`] over [`fma_f32_triples`], in
 /// the form the kernels use on this device (guarded where it has
-/// SHADER_F64 and does not keep f32 subnormals; where it keeps them, the
-/// bare `fma`, so the suspect triples test the device's fma too), compiled
+/// SHADER_F64 and does not keep f32 subnormals in plain arithmetic and its
+/// fma; where it keeps them, the bare `fma`, so the suspect triples test the
+/// device's fma too), compiled
 /// declaring f32 subnormals kept as the kernels are.
 ///
 /// # Errors
@@ -115,7 +116,8 @@ pub fn fma_f32_fused(ctx: &'static GpuContext) -> Result<bool, GpuError> {
 pub fn probe_fma_f32(ctx: &'static GpuContext) -> Result<FmaProbe, GpuError> {
     let mut cache = KernelCache::with_context(ctx);
     let triples = fma_f32_triples();
-    let guarded = ctx.has_f64() && !crate::subnormal_probe::f32_subnormals_kept(ctx)?;
+    let kept = crate::subnormal_probe::f32_subnormals_kept(ctx)?;
+    let guarded = ctx.has_f64() && !(kept.plain && kept.fma);
     let got = fma_on_device(&mut cache, &triples, guarded)?;
     let mut probe = FmaProbe {
         triples: triples.len(),

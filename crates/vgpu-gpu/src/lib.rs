@@ -49,5 +49,5 @@ pub use matmul::{check_shapes, matmul_cpu};
 pub use pipeline_cache::PipelineCacheInfo;
 pub use runtime::{AdapterSummary, GpuContext};
 pub use stats::CacheStats;
-pub use subnormal_probe::{f32_subnormals_kept, probe_f32_subnormals};
+pub use subnormal_probe::{f32_subnormals_kept, probe_f32_subnormals, SubnormalProbe};
 pub use vgpu_cache::VgpuCache;

@@ -56,7 +56,7 @@ pub struct GpuContext {
     /// Whether the f32 atomic add is PTX's here ([`crate::atomic_probe`]), once probed.
     pub(crate) f32_atomic_add_exact: OnceLock<bool>,
     /// subnormal_probe.rs's verdict, once run.
-    pub(crate) f32_subnormals_kept: OnceLock<bool>,
+    pub(crate) f32_subnormals_kept: OnceLock<crate::SubnormalProbe>,
 }
 
 impl fmt::Debug for GpuContext {

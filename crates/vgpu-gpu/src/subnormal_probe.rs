@@ -4,7 +4,9 @@
 //! ([`GpuContext::keeps_f32_subnormals`]); whether the driver honours it is
 //! found by running vgpu-ir's probe kernel through that same path on pairs
 //! of subnormals and of a subnormal and a power of two, against the host's
-//! f32 arithmetic. Where it does, the device's fma needs no speculation
+//! f32 arithmetic, and likewise its `fma` (on products that are exact, so
+//! that fusion does not matter). Where both keep them, the device's fma
+//! needs no speculation
 //! ([`vgpu_ir::wgsl::cfg::CfgWgslOptions::f32_subnormals`]).
 
 use crate::kernel_cache::{Binding, KernelCache, KernelSpec};
@@ -12,32 +14,47 @@ use crate::runtime::GpuContext;
 use crate::GpuError;
 use vgpu_ir::wgsl::cfg::f32_subnormal_probe_wgsl;
 
-/// Whether compiled kernels keep f32 subnormals on `ctx`: false where the
+/// What the probe found: whether the device keeps f32 subnormals in plain
+/// arithmetic and in its `fma`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubnormalProbe {
+    /// `add`, `mul`, `sub` and `<` kept every subnormal operand and result.
+    pub plain: bool,
+    /// `fma` did too (NVIDIA's keeps them in plain arithmetic under
+    /// `DenormPreserve` but flushes them in its `fma`).
+    pub fma: bool,
+}
+
+/// Whether compiled kernels keep f32 subnormals on `ctx`: neither where the
 /// context cannot declare it, else [`probe_f32_subnormals`]'s verdict on the
 /// first call, kept in `ctx` for every later one.
 ///
 /// # Errors
 /// The probe's dispatch errors (nothing is kept then).
-pub fn f32_subnormals_kept(ctx: &'static GpuContext) -> Result<bool, GpuError> {
+pub fn f32_subnormals_kept(ctx: &'static GpuContext) -> Result<SubnormalProbe, GpuError> {
     if !ctx.keeps_f32_subnormals() {
-        return Ok(false);
+        return Ok(SubnormalProbe {
+            plain: false,
+            fma: false,
+        });
     }
     if let Some(&k) = ctx.f32_subnormals_kept.get() {
         return Ok(k);
     }
-    let kept = probe_f32_subnormals(ctx)? == 0;
+    let kept = probe_f32_subnormals(ctx)?;
     Ok(*ctx.f32_subnormals_kept.get_or_init(|| kept))
 }
 
-/// Runs the probe now on `ctx` (uncached; its own kernel cache): how many of
-/// its results differ from the host's.
+/// Runs the probe now on `ctx` (uncached; its own kernel cache), against
+/// the host's f32 arithmetic.
 ///
 /// # Errors
 /// Compilation and dispatch errors.
-pub fn probe_f32_subnormals(ctx: &'static GpuContext) -> Result<usize, GpuError> {
+pub fn probe_f32_subnormals(ctx: &'static GpuContext) -> Result<SubnormalProbe, GpuError> {
     let pairs = subnormal_pairs();
-    let ab: Vec<u32> = pairs.iter().flat_map(|p| p.map(f32::to_bits)).collect();
-    let mut out = vec![0u32; 4 * pairs.len()];
+    let mut ab: Vec<u32> = pairs.iter().flat_map(|p| p.map(f32::to_bits)).collect();
+    ab.push(2f32.to_bits());
+    let mut out = vec![0u32; 5 * pairs.len()];
     let spec = KernelSpec::new("f32_subnormal_probe", f32_subnormal_probe_wgsl(), "main")
         .workgroup_size([64, 1, 1])
         .keep_f32_subnormals();
@@ -47,18 +64,22 @@ pub fn probe_f32_subnormals(ctx: &'static GpuContext) -> Result<usize, GpuError>
         &mut [Binding::read(&ab), Binding::write(&mut out)],
         [(pairs.len() as u32).div_ceil(64), 1, 1],
     )?;
-    let mut wrong = 0;
-    for (p, got) in pairs.iter().zip(out.chunks(4)) {
+    let mut probe = SubnormalProbe {
+        plain: true,
+        fma: true,
+    };
+    for (p, got) in pairs.iter().zip(out.chunks(5)) {
         let [a, b] = *p;
-        let want = [
+        let plain = [
             (a + b).to_bits(),
             (a * b).to_bits(),
             (a - b).to_bits(),
             (a < b) as u32,
         ];
-        wrong += want.iter().zip(got).filter(|(w, g)| w != g).count();
+        probe.plain &= plain[..] == got[..4];
+        probe.fma &= a.mul_add(2.0, b).to_bits() == got[4];
     }
-    Ok(wrong)
+    Ok(probe)
 }
 
 /// 512 pairs: subnormal `a` of either sign beside a subnormal `b`

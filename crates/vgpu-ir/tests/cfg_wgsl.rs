@@ -419,13 +419,23 @@ fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
     assert!(
         guarded.contains("fma_spec(r0 ^ 0x80000000u, r1, r2 ^ 0x80000000u)")
             && guarded.contains("fn fma_spec(")
-            && guarded.contains("if (fma_suspect(a, b, c, r)) { g_spec = true; }")
+            && guarded.contains("g_spec = g_spec | fma_suspect(a, b, c, r);")
             && guarded.contains(&format!(
                 "if (g_spec) {{ atomicOr(&flt[{}], 1u); g_spec = false; }}",
                 vgpu_ir::wgsl::cfg::fault::SPEC
             )),
         "{guarded}"
     );
+    // A device that keeps f32 subnormals in its fma: the bare fma again.
+    o.f32_subnormals = true;
+    let kept = emit_cfg_wgsl(&k, &o).unwrap();
+    validate(&kept, true);
+    assert!(
+        kept.contains("bitcast<u32>(fma(f(r0 ^ 0x80000000u), f(r1), f(r2 ^ 0x80000000u)))")
+            && !kept.contains("fn fma_spec("),
+        "{kept}"
+    );
+    o.f32_subnormals = false;
     // Off: the f64 emulation, which needs SHADER_F64.
     o.native_fma_f32 = false;
     o.f64 = false;

@@ -206,11 +206,11 @@ pub struct CfgWgslOptions {
     /// a block's threads, unchecked where it has barriers); off, or where
     /// it does not apply: the state machine of `switch pc`.
     pub structured: bool,
-    /// The device keeps f32 subnormals in its arithmetic (the kernel is
-    /// compiled with SPIR-V's `DenormPreserve`: vgpu-gpu's
-    /// `KernelSpec::keep_f32_subnormals`): the device's fma
-    /// ([`CfgWgslOptions::native_fma_f32`]) is then the bare `fma`, exact
-    /// without the speculation's test.
+    /// The device keeps f32 subnormals in its arithmetic and its `fma` (the
+    /// kernel is compiled with SPIR-V's `DenormPreserve`: vgpu-gpu's
+    /// `KernelSpec::keep_f32_subnormals` and `subnormal_probe`): the
+    /// device's fma ([`CfgWgslOptions::native_fma_f32`]) is then the bare
+    /// `fma`, exact without the speculation's test.
     pub f32_subnormals: bool,
 }
 

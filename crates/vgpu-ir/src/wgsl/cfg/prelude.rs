@@ -344,11 +344,12 @@ fn fma_f32(a: u32, b: u32, c: u32) -> u32 {
 // subnormal, or the factors are nonzero and the result is zero or
 // subnormal. Otherwise flushing changes nothing and r, found fused by
 // vgpu-gpu's probe, is the one rounding.
+// Without branches (`&`, `|` on bools do not short-circuit): a subnormal's
+// magnitude bits lie in [1, 0x7fffff].
 fn fma_suspect(a: u32, b: u32, c: u32, r: u32) -> bool {
-  let e = 0x7f800000u;
-  let sub = ((a & e) == 0u && (a << 9u) != 0u) || ((b & e) == 0u && (b << 9u) != 0u)
-    || ((c & e) == 0u && (c << 9u) != 0u);
-  return sub || ((r & e) == 0u && (a << 1u) != 0u && (b << 1u) != 0u);
+  let sub = (((a & 0x7fffffffu) - 1u) < 0x7fffffu) | (((b & 0x7fffffffu) - 1u) < 0x7fffffu)
+    | (((c & 0x7fffffffu) - 1u) < 0x7fffffu);
+  return sub | (((r & 0x7f800000u) == 0u) & ((a << 1u) != 0u) & ((b << 1u) != 0u));
 }
 // fma.rn.f32 on the device's own fma, suspect cases on the emulation (the
 // probe's form of what a kernel computes: a kernel keeps the device's result
@@ -443,7 +444,7 @@ pub(super) const FMA_SPEC_PRELUDE: &str = r#"
 var<private> g_spec: bool;
 fn fma_spec(a: u32, b: u32, c: u32) -> u32 {
   let r = bitcast<u32>(fma(f(a), f(b), f(c)));
-  if (fma_suspect(a, b, c, r)) { g_spec = true; }
+  g_spec = g_spec | fma_suspect(a, b, c, r);
   return r;
 }
 "#;
