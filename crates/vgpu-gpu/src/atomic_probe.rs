@@ -189,13 +189,7 @@ pub fn atomic_add_on_device(
 /// * random normal pairs of nearby and distant exponents, and random bits.
 pub fn atomic_add_f32_pairs() -> Vec<[f32; 2]> {
     let mut p = Vec::new();
-    let mut s = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 16) as u32
-    };
+    let mut next = crate::xorshift::xorshift32(0x9e37_79b9_7f4a_7c15u64);
     let specials = [
         0.0f32,
         f32::from_bits(1),

@@ -191,13 +191,7 @@ fn pow2(e: i32) -> f32 {
 /// * random bit patterns.
 pub fn fma_f32_triples() -> Vec<[f32; 3]> {
     let mut t = Vec::new();
-    let mut s = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 16) as u32
-    };
+    let mut next = crate::xorshift::xorshift32(0x2545_f491_4f6c_dd1du64);
     let mant = |r: u32| f32::from_bits(0x3f80_0000 | (r & 0x7f_ffff));
     // Midpoints decided by a tiny addend.
     for n in 0..960 {

@@ -33,6 +33,7 @@ mod runtime;
 mod stats;
 pub mod subnormal_probe;
 mod vgpu_cache;
+mod xorshift;
 
 pub use adaptive::{run_adaptive_gpu, AdaptiveGpuError, GpuAdaptive, GpuAdaptiveOptions};
 pub use atomic_probe::{f32_atomic_add_exact, probe_atomic_add_f32, AtomicF32Path, AtomicProbe};
@@ -49,5 +50,7 @@ pub use matmul::{check_shapes, matmul_cpu};
 pub use pipeline_cache::PipelineCacheInfo;
 pub use runtime::{AdapterSummary, GpuContext};
 pub use stats::CacheStats;
-pub use subnormal_probe::{f32_subnormals_kept, probe_f32_subnormals, SubnormalProbe};
+pub use subnormal_probe::{
+    f32_subnormal_pairs, f32_subnormals_kept, probe_f32_subnormals, SubnormalProbe,
+};
 pub use vgpu_cache::VgpuCache;

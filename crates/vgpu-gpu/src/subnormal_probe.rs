@@ -51,7 +51,7 @@ pub fn f32_subnormals_kept(ctx: &'static GpuContext) -> Result<SubnormalProbe, G
 /// # Errors
 /// Compilation and dispatch errors.
 pub fn probe_f32_subnormals(ctx: &'static GpuContext) -> Result<SubnormalProbe, GpuError> {
-    let pairs = subnormal_pairs();
+    let pairs = f32_subnormal_pairs();
     let mut ab: Vec<u32> = pairs.iter().flat_map(|p| p.map(f32::to_bits)).collect();
     ab.push(2f32.to_bits());
     let mut out = vec![0u32; 5 * pairs.len()];
@@ -82,17 +82,11 @@ pub fn probe_f32_subnormals(ctx: &'static GpuContext) -> Result<SubnormalProbe, 
     Ok(probe)
 }
 
-/// 512 pairs: subnormal `a` of either sign beside a subnormal `b`
-/// (even pairs) or a power of two from 2⁻²⁰ to 2³⁹ (odd pairs), whose sums,
-/// differences, products and order a flushing device gets wrong.
-fn subnormal_pairs() -> Vec<[f32; 2]> {
-    let mut s = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 16) as u32
-    };
+/// The probe's 512 pairs: subnormal `a` of either sign beside a subnormal
+/// `b` (even pairs) or a power of two from 2⁻²⁰ to 2³⁹ (odd pairs), whose
+/// sums, differences, products and order a flushing device gets wrong.
+pub fn f32_subnormal_pairs() -> Vec<[f32; 2]> {
+    let mut next = crate::xorshift::xorshift32(0x9e37_79b9_7f4a_7c15u64);
     let mut sub = move || f32::from_bits((next() % 0x7f_ffff + 1) | ((next() & 1) << 31));
     (0..512)
         .map(|i| {

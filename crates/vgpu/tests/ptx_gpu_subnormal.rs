@@ -7,27 +7,9 @@
 
 mod common;
 
-use common::ptx_gpu::{line, word, Kernel, Rng};
-use vgpu::gpu::{f32_subnormals_kept, probe_f32_subnormals, GpuContext};
+use common::ptx_gpu::{line, word, Kernel};
+use vgpu::gpu::{f32_subnormal_pairs, f32_subnormals_kept, probe_f32_subnormals, GpuContext};
 use vgpu::ptx::KernelArg;
-
-/// 4096 pairs: a subnormal of either sign beside a subnormal (even) or a
-/// power of two from 2⁻²⁰ to 2³⁹ (odd).
-fn pairs() -> Vec<[f32; 2]> {
-    let mut r = Rng(0x51_7cc1_b727_220a);
-    let mut sub = move || f32::from_bits((r.next32() % 0x7f_ffff + 1) | ((r.next32() & 1) << 31));
-    (0..4096)
-        .map(|i| {
-            let a = sub();
-            let b = if i % 2 == 0 {
-                sub()
-            } else {
-                f32::from_bits(((i as u32 / 2) % 60 + 107) << 23)
-            };
-            [a, b]
-        })
-        .collect()
-}
 
 #[test]
 fn subnormal_arithmetic_matches_the_interpreter_where_the_device_keeps_subnormals() {
@@ -35,7 +17,8 @@ fn subnormal_arithmetic_matches_the_interpreter_where_the_device_keeps_subnormal
         return;
     };
     let ctx = GpuContext::get().unwrap();
-    let p = pairs();
+    // The probe's pairs (subnormals beside subnormals and powers of two).
+    let p = f32_subnormal_pairs();
     let n = p.len();
     let col = |j: usize| {
         p.iter()
