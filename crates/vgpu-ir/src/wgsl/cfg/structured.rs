@@ -189,6 +189,9 @@ impl KernelWriter<'_> {
                     self.ctl(w, "loop {");
                     w.depth += 1;
                     w.deepest = w.deepest.max(w.depth);
+                    if w.deepest > MAX_NESTING {
+                        return Ok(false);
+                    }
                     if !self.seq(w, b, None, Some(b), true)? {
                         return Ok(false);
                     }
@@ -229,6 +232,9 @@ impl KernelWriter<'_> {
                     let j = w.shape.ipdom[i];
                     w.depth += 1;
                     w.deepest = w.deepest.max(w.depth);
+                    if w.deepest > MAX_NESTING {
+                        return Ok(false);
+                    }
                     let Some(a) = self.arm(w, then, j, lp)? else {
                         return Ok(false);
                     };
