@@ -25,6 +25,22 @@ const OP_CAPABILITY: u32 = 17;
 const CAP_DENORM_PRESERVE: u32 = 4464;
 /// The `DenormPreserve` execution mode.
 const MODE_DENORM_PRESERVE: u32 = 4459;
+/// SPIR-V's `OpExtInstImport`.
+const OP_EXT_INST_IMPORT: u32 = 11;
+/// SPIR-V's `OpExtInst`.
+const OP_EXT_INST: u32 = 12;
+/// SPIR-V's `OpDecorate`.
+const OP_DECORATE: u32 = 71;
+/// The annotation instructions (`OpDecorate` … `OpGroupMemberDecorate`,
+/// `OpDecorateId`, `OpDecorateString`, `OpMemberDecorateString`).
+const ANNOTATIONS: [u32; 8] = [71, 72, 73, 74, 75, 332, 5632, 5633];
+/// The float arithmetic whose results get `NoContraction`: `OpFNegate`,
+/// `OpFAdd`, `OpFSub`, `OpFMul`, `OpFDiv`.
+const FLOAT_ARITH: [u32; 5] = [127, 129, 131, 133, 136];
+/// GLSL.std.450's `Fma`.
+const GLSL_FMA: u32 = 50;
+/// The `NoContraction` decoration.
+const DEC_NO_CONTRACTION: u32 = 42;
 
 /// `spec`'s WGSL as SPIR-V declaring f32 subnormals kept (module
 /// documentation), or naga's message.
@@ -65,13 +81,53 @@ pub(super) fn denorm_preserving(ctx: &GpuContext, spec: &KernelSpec) -> Result<V
     };
     let words =
         spv::write_vec(&module, &info, &options, Some(&pipeline)).map_err(|e| e.to_string())?;
-    add_denorm_preserve(words, &spec.entry)
+    no_contraction(add_denorm_preserve(words, &spec.entry)?)
 }
 
-/// `words` with f32 subnormals declared kept for entry point `entry`: the
-/// capability after the module's capabilities, the extension after it, and
-/// the execution mode after the entry point's first one.
-fn add_denorm_preserve(words: Vec<u32>, entry: &str) -> Result<Vec<u32>, String> {
+/// `words` with every float `+ − × ÷` and GLSL `Fma` result decorated
+/// `NoContraction`: a driver may otherwise fuse a multiply and a following
+/// add into one rounding, and split an `Fma` into two (GLSL.std.450: `Fma`
+/// is one operation only where its result is `precise`). PTX's `mul.rn`,
+/// `add.rn` are never contracted and its `fma.rn` is one rounding; on the
+/// H100 the `lorenz_rk4` case differed from the interpreter (232 of 900
+/// words) with the device's `fma` undecorated while the probes, small
+/// kernels, found it fused. The decorations go after the module's last
+/// annotation.
+fn no_contraction(words: Vec<u32>) -> Result<Vec<u32>, String> {
+    let insts = instructions(&words)?;
+    let op = |w: &[u32]| w[0] & 0xffff;
+    let glsl: Vec<u32> = insts
+        .iter()
+        .filter(|w| op(w) == OP_EXT_INST_IMPORT && w.len() > 2)
+        .filter(|w| name(&w[2..]) == b"GLSL.std.450")
+        .map(|w| w[1])
+        .collect();
+    let ids: Vec<u32> = insts
+        .iter()
+        .filter_map(|w| {
+            let float = FLOAT_ARITH.contains(&op(w)) && w.len() > 2;
+            let fma =
+                op(w) == OP_EXT_INST && w.len() > 4 && glsl.contains(&w[3]) && w[4] == GLSL_FMA;
+            (float || fma).then(|| w[2])
+        })
+        .collect();
+    let Some(last) = insts.iter().rposition(|w| ANNOTATIONS.contains(&op(w))) else {
+        return Err("no annotation in the SPIR-V".into());
+    };
+    let mut out = words[..5].to_vec();
+    for (j, w) in insts.iter().enumerate() {
+        out.extend_from_slice(w);
+        if j == last {
+            for &id in &ids {
+                out.extend([(3 << 16) | OP_DECORATE, id, DEC_NO_CONTRACTION]);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The instructions after the header, each as its words.
+fn instructions(words: &[u32]) -> Result<Vec<&[u32]>, String> {
     if words.len() < 5 {
         return Err("SPIR-V shorter than its header".into());
     }
@@ -85,13 +141,23 @@ fn add_denorm_preserve(words: Vec<u32>, entry: &str) -> Result<Vec<u32>, String>
         insts.push(&words[i..i + n]);
         i += n;
     }
+    Ok(insts)
+}
+
+/// A literal string's bytes (up to its NUL).
+fn name(w: &[u32]) -> Vec<u8> {
+    w.iter()
+        .flat_map(|x| x.to_le_bytes())
+        .take_while(|&b| b != 0)
+        .collect()
+}
+
+/// `words` with f32 subnormals declared kept for entry point `entry`: the
+/// capability after the module's capabilities, the extension after it, and
+/// the execution mode after the entry point's first one.
+fn add_denorm_preserve(words: Vec<u32>, entry: &str) -> Result<Vec<u32>, String> {
+    let insts = instructions(&words)?;
     let op = |w: &[u32]| w[0] & 0xffff;
-    let name = |w: &[u32]| -> Vec<u8> {
-        w.iter()
-            .flat_map(|x| x.to_le_bytes())
-            .take_while(|&b| b != 0)
-            .collect()
-    };
     let func = insts
         .iter()
         .find(|w| op(w) == OP_ENTRY_POINT && w.len() > 3 && name(&w[3..]) == entry.as_bytes())
@@ -138,7 +204,10 @@ mod tests {
     /// naga's SPIR-V for a small compute kernel.
     fn spirv() -> Vec<u32> {
         let src = "@group(0) @binding(0) var<storage, read_write> b: array<f32>;
-@compute @workgroup_size(4) fn main(@builtin(global_invocation_id) g: vec3<u32>) { b[g.x] = b[g.x] + 1e-40; }";
+@compute @workgroup_size(4) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  b[g.x] = b[g.x] + 1e-40;
+  b[0] = fma(b[1], b[2], b[3]) * b[4];
+}";
         let m = naga::front::wgsl::parse_str(src).unwrap();
         let info = naga::valid::Validator::new(
             naga::valid::ValidationFlags::all(),
@@ -198,6 +267,37 @@ mod tests {
             .flat_map(|x| x.to_le_bytes())
             .collect();
         assert!(name.starts_with(b"SPV_KHR_float_controls\0"));
+    }
+
+    #[test]
+    fn float_arithmetic_and_fma_are_decorated_no_contraction_after_the_annotations() {
+        let before = spirv();
+        let after = no_contraction(before.clone()).unwrap();
+        let ops: Vec<Inst> = insts(&after)
+            .into_iter()
+            .map(|w| (w[0] & 0xffff, w))
+            .collect();
+        let results: Vec<u32> = ops
+            .iter()
+            .filter(|(o, w)| FLOAT_ARITH.contains(o) || (*o == OP_EXT_INST && w[4] == GLSL_FMA))
+            .map(|(_, w)| w[2])
+            .collect();
+        // The add, the fma and the multiply.
+        assert_eq!(results.len(), 3, "{ops:?}");
+        let decorated: Vec<(usize, u32)> = ops
+            .iter()
+            .enumerate()
+            .filter(|(_, (o, w))| *o == OP_DECORATE && w[2] == DEC_NO_CONTRACTION)
+            .map(|(i, (_, w))| (i, w[1]))
+            .collect();
+        assert_eq!(decorated.iter().map(|d| d.1).collect::<Vec<_>>(), results);
+        // Together, right after the module's other annotations.
+        let first = decorated[0].0;
+        assert!(ANNOTATIONS.contains(&ops[first - 1].0));
+        assert!(ops[first + 3..]
+            .iter()
+            .all(|(o, _)| !ANNOTATIONS.contains(o)));
+        assert_eq!(after.len(), before.len() + 3 * 3);
     }
 
     #[test]
