@@ -301,13 +301,9 @@ fn unstructured_control_flow_is_named() {
     }
 }
 
-/// 200 nested ifs (block i goes on to i + 1 or straight to the end): past
-/// the nesting limit the kernel keeps the state machine, found without
-/// recursing through all 200 levels.
-#[test]
-fn nesting_past_the_limit_keeps_the_state_machine() {
+/// `n` nested ifs: block `i` goes on to `i + 1` or straight to the end.
+fn nested(n: u32) -> CfgKernel {
     use Val::Imm;
-    let n = 200u32;
     let mut blocks: Vec<Block> = (0..n)
         .map(|i| {
             block(
@@ -323,29 +319,21 @@ fn nesting_past_the_limit_keeps_the_state_machine() {
         .collect();
     blocks.push(block(vec![], Term::Jump(n + 1)));
     blocks.push(block(vec![], Term::Return));
-    let k = kernel(vec![RegTy::Pred], blocks);
+    kernel(vec![RegTy::Pred], blocks)
+}
+
+/// 200 nested ifs: past the nesting limit the kernel keeps the state
+/// machine, found without recursing through all 200 levels.
+#[test]
+fn nesting_past_the_limit_keeps_the_state_machine() {
+    let k = nested(200);
     assert!(Shape::of(&k).is_ok());
     let w = emit_cfg_wgsl(&k, &plain_options(false)).unwrap();
     validate(&w, false);
     assert!(w.contains("switch pc") && !w.contains("fn run_thread("));
     // 20 levels fit (the innermost if, both of whose arms go straight to
     // the end, is written as nothing).
-    let mut blocks: Vec<Block> = (0..20u32)
-        .map(|i| {
-            block(
-                vec![lt(0, Imm(i as u64), Imm(7))],
-                Term::Branch {
-                    p: 0,
-                    neg: false,
-                    then: i + 1,
-                    els: 21,
-                },
-            )
-        })
-        .collect();
-    blocks.push(block(vec![], Term::Jump(21)));
-    blocks.push(block(vec![], Term::Return));
-    let w = emit_cfg_wgsl(&kernel(vec![RegTy::Pred], blocks), &plain_options(false)).unwrap();
+    let w = emit_cfg_wgsl(&nested(20), &plain_options(false)).unwrap();
     validate(&w, false);
     assert!(
         w.contains("fn run_thread(") && w.matches("if (r0 != 0u) {").count() == 19,
