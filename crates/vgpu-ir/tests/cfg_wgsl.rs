@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{param_pointer, validate};
+use common::{param_pointer, plain_options, validate};
 use vgpu_ir::cfg::*;
 use vgpu_ir::wgsl::cfg::{check_cfg_wgsl, emit_cfg_wgsl, CfgWgslOptions};
 
@@ -296,13 +296,9 @@ fn every_operation_validates_checked_and_unchecked() {
         let o = CfgWgslOptions {
             block: [64, 2, 1],
             dyn_shared: 100,
-            checked,
             f64: true,
             int64: true,
-            native_fma_f32: false,
-            f32_atomic_add: false,
-            structured: true,
-            f32_subnormals: false,
+            ..plain_options(checked)
         };
         validate(&emit_cfg_wgsl(&k, &o).unwrap(), true);
     }
@@ -313,14 +309,7 @@ fn f32_exact_operations_need_f64_and_name_the_line() {
     let k = everything();
     let o = CfgWgslOptions {
         block: [32, 1, 1],
-        dyn_shared: 0,
-        checked: true,
-        f64: false,
-        int64: false,
-        native_fma_f32: false,
-        f32_atomic_add: false,
-        structured: true,
-        f32_subnormals: false,
+        ..plain_options(true)
     };
     let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("line 7") && e.contains("SHADER_F64"), "{e}");
@@ -331,14 +320,8 @@ fn f64_registers_need_int64_and_name_the_line() {
     let k = everything();
     let o = CfgWgslOptions {
         block: [32, 1, 1],
-        dyn_shared: 0,
-        checked: true,
         f64: true,
-        int64: false,
-        native_fma_f32: false,
-        f32_atomic_add: false,
-        structured: true,
-        f32_subnormals: false,
+        ..plain_options(true)
     };
     let e = check_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("line 11") && e.contains("SHADER_INT64"), "{e}");
@@ -350,14 +333,9 @@ fn malformed_kernels_are_refused() {
     k.blocks[1].term = Term::Jump(99);
     let o = CfgWgslOptions {
         block: [32, 1, 1],
-        dyn_shared: 0,
-        checked: true,
         f64: true,
         int64: true,
-        native_fma_f32: false,
-        f32_atomic_add: false,
-        structured: true,
-        f32_subnormals: false,
+        ..plain_options(true)
     };
     let e = emit_cfg_wgsl(&k, &o).unwrap_err().to_string();
     assert!(e.contains("block 99 out of range"), "{e}");
@@ -394,14 +372,8 @@ fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
     let k = one_fma();
     let mut o = CfgWgslOptions {
         block: [32, 1, 1],
-        dyn_shared: 0,
-        checked: true,
-        f64: false,
-        int64: false,
         native_fma_f32: true,
-        f32_atomic_add: false,
-        structured: true,
-        f32_subnormals: false,
+        ..plain_options(true)
     };
     check_cfg_wgsl(&k, &o).unwrap();
     let native = emit_cfg_wgsl(&k, &o).unwrap();

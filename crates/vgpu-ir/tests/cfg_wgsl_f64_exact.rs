@@ -7,21 +7,16 @@
 
 mod common;
 
-use common::validate;
+use common::{plain_options, validate};
 use vgpu_ir::cfg::*;
 use vgpu_ir::wgsl::cfg::{check_cfg_wgsl, emit_cfg_wgsl, CfgWgslOptions};
 
 fn options(int64: bool) -> CfgWgslOptions {
     CfgWgslOptions {
         block: [32, 1, 1],
-        dyn_shared: 0,
-        checked: true,
         f64: true,
         int64,
-        native_fma_f32: false,
-        f32_atomic_add: false,
-        structured: true,
-        f32_subnormals: false,
+        ..plain_options(true)
     }
 }
 

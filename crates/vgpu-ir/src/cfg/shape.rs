@@ -84,7 +84,7 @@ impl Shape {
                 preds[t as usize].push(i as BlockId);
             }
         }
-        let reach = reachable(&succs);
+        let reach = reachable_from(&succs, 0);
         // Post-dominators over the reachable blocks, node n the exit.
         let exits: Vec<usize> = (0..n)
             .filter(|&i| reach[i] && succs[i].is_empty())
@@ -253,8 +253,7 @@ impl Shape {
                 Term::Barrier { .. } | Term::Yield { .. } | Term::Warp { .. }
             )
         };
-        let n = k.blocks.len();
-        for b in 0..n {
+        for b in 0..k.blocks.len() {
             if !self.divergent_branch[b] {
                 continue;
             }
@@ -263,24 +262,24 @@ impl Shape {
                 return false;
             }
             let leaves = region.iter().any(|&x| self.succs[x as usize].is_empty());
-            if leaves {
-                if let Some(p) = self.ipdom[b] {
-                    let after = reachable_from(&self.succs, p);
-                    if (0..n).any(|x| after[x] && syncs(x as BlockId)) {
-                        return false;
-                    }
-                }
+            if leaves && self.ipdom[b].is_some_and(|p| self.reaches(p, syncs)) {
+                return false;
             }
         }
         true
     }
-}
 
-impl Shape {
     /// Whether block `b` ends in a barrier or reaches one.
     pub fn reaches_barrier(&self, k: &CfgKernel, b: BlockId) -> bool {
-        let after = reachable_from(&self.succs, b);
-        (0..k.blocks.len()).any(|x| after[x] && matches!(k.blocks[x].term, Term::Barrier { .. }))
+        self.reaches(b, |x| {
+            matches!(k.blocks[x as usize].term, Term::Barrier { .. })
+        })
+    }
+
+    /// Whether block `from` or a block it reaches is one `pick` picks.
+    fn reaches(&self, from: BlockId, pick: impl Fn(BlockId) -> bool) -> bool {
+        let after = reachable_from(&self.succs, from);
+        (0..after.len()).any(|x| after[x] && pick(x as BlockId))
     }
 }
 
@@ -314,11 +313,6 @@ fn inst_varies(i: &Inst, varying: &[bool]) -> bool {
         Inst::Atom { .. } => true,
         Inst::Store { .. } => false,
     }
-}
-
-/// Which blocks the entry reaches.
-fn reachable(succs: &[Vec<BlockId>]) -> Vec<bool> {
-    reachable_from(succs, 0)
 }
 
 /// Which blocks `from` reaches (itself included).
