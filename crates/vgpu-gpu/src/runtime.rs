@@ -129,7 +129,7 @@ impl GpuContext {
         // 64-bit integers move compiled PTX's f64 registers (`has_int64`).
         // f32 atomics add compiled PTX's global `atom.add.f32` (`has_f32_atomic_add`).
         // SPIR-V passthrough on Vulkan lets compiled PTX declare that f32
-        // subnormals are kept (`keeps_f32_subnormals`).
+        // subnormals are kept (`declares_f32_subnormals`).
         let passthrough = if info.backend == wgpu::Backend::Vulkan {
             wgpu::Features::PASSTHROUGH_SHADERS
         } else {
@@ -244,9 +244,11 @@ impl GpuContext {
     /// Whether kernels asking for it ([`crate::KernelSpec::keep_f32_subnormals`])
     /// are compiled to SPIR-V by naga here and declare `DenormPreserve` for
     /// f32 (Vulkan's float controls): the adapter is Vulkan with SPIR-V
-    /// passthrough. Without it, a driver may flush f32 subnormals in
-    /// arithmetic (NVIDIA's does: `benchmarks/device/f32_subnormal.sh`).
-    pub fn keeps_f32_subnormals(&self) -> bool {
+    /// passthrough. Whether the driver then keeps them is the subnormal
+    /// probe's finding (`crate::f32_subnormals_kept`). Without the
+    /// declaration, a driver may flush f32 subnormals in arithmetic
+    /// (NVIDIA's does: `benchmarks/device/f32_subnormal.sh`).
+    pub fn declares_f32_subnormals(&self) -> bool {
         self.features.contains(wgpu::Features::PASSTHROUGH_SHADERS)
     }
 

@@ -1,7 +1,7 @@
 //! Whether the device keeps f32 subnormals in compiled PTX's plain
 //! arithmetic (`add`, `mul`, `sub`, `setp` without `.ftz`, which keep them).
 //! Kernels are compiled declaring `DenormPreserve` where the context can
-//! ([`GpuContext::keeps_f32_subnormals`]); whether the driver honours it is
+//! ([`GpuContext::declares_f32_subnormals`]); whether the driver honours it is
 //! found by running vgpu-ir's probe kernel through that same path on pairs
 //! of subnormals and of a subnormal and a power of two, against the host's
 //! f32 arithmetic, and likewise its `fma` (on products that are exact, so
@@ -32,7 +32,7 @@ pub struct SubnormalProbe {
 /// # Errors
 /// The probe's dispatch errors (nothing is kept then).
 pub fn f32_subnormals_kept(ctx: &'static GpuContext) -> Result<SubnormalProbe, GpuError> {
-    if !ctx.keeps_f32_subnormals() {
+    if !ctx.declares_f32_subnormals() {
         return Ok(SubnormalProbe {
             plain: false,
             fma: false,

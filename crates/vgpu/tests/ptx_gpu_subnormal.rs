@@ -58,7 +58,7 @@ fn subnormal_arithmetic_matches_the_interpreter_where_the_device_keeps_subnormal
     }
     if ctx.adapter().name.contains("llvmpipe") {
         // lavapipe keeps them, with and without the declaration.
-        assert!(ctx.keeps_f32_subnormals() && kept);
+        assert!(ctx.declares_f32_subnormals() && kept);
         let p = probe_f32_subnormals(ctx).unwrap();
         assert!(p.plain && p.fma, "{p:?}");
         assert_eq!(flushed, 0);

@@ -312,9 +312,12 @@ pub(super) fn compile(
         label: Some(&spec.label),
         source: wgpu::ShaderSource::Wgsl(std::borrow::Cow::Borrowed(&spec.wgsl)),
     };
-    let module = if spec.f32_subnormals && ctx.keeps_f32_subnormals() && spec.constants.is_empty() {
+    let module = if spec.f32_subnormals
+        && ctx.declares_f32_subnormals()
+        && spec.constants.is_empty()
+    {
         let words =
-            super::spirv::denorm_preserving(ctx, spec).map_err(|message| GpuError::Compile {
+            super::spirv::float_controlled(ctx, spec).map_err(|message| GpuError::Compile {
                 label: spec.label.to_string(),
                 entry: spec.entry.to_string(),
                 message,
@@ -328,8 +331,9 @@ pub(super) fn compile(
             ),
         };
         // SAFETY: the words are naga's own SPIR-V for WGSL that naga
-        // validated (spirv.rs), plus the float-controls capability and
-        // execution mode, which Vulkan 1.2 drivers accept.
+        // validated (spirv.rs), plus the float-controls capability,
+        // extension and execution mode, which Vulkan 1.2 drivers accept, and
+        // NoContraction decorations, core SPIR-V.
         unsafe {
             device.create_shader_module_passthrough(wgpu::ShaderModuleDescriptorPassthrough {
                 label: Some(&spec.label),

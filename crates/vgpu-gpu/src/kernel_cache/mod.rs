@@ -174,7 +174,7 @@ impl KernelSpec {
     }
 
     /// Asks that f32 subnormals be kept in the kernel's arithmetic, where the
-    /// context can say so ([`GpuContext::keeps_f32_subnormals`]): the WGSL is
+    /// context can say so ([`GpuContext::declares_f32_subnormals`]): the WGSL is
     /// then compiled to SPIR-V by naga here, with the `DenormPreserve` 32
     /// execution mode added, and passed through to the driver. Elsewhere the
     /// kernel compiles as usual.

@@ -1,14 +1,16 @@
-//! SPIR-V that keeps f32 subnormals: a kernel's WGSL parsed and validated by
-//! naga, written as SPIR-V with the options wgpu's Vulkan backend uses for
-//! a module with its runtime checks (bounds clamped, loops bounded; workgroup
-//! memory zeroed by the driver), then
-//! given SPIR-V's float controls: the `DenormPreserve` capability, the
+//! SPIR-V that computes f32 as PTX does: a kernel's WGSL parsed and
+//! validated by naga, written as SPIR-V with the options wgpu's Vulkan
+//! backend uses for a module with its runtime checks (bounds clamped, loops
+//! bounded; workgroup memory zeroed by the driver), then given SPIR-V's
+//! float controls (the `DenormPreserve` capability, the
 //! `SPV_KHR_float_controls` extension and the `DenormPreserve 32` execution
-//! mode on the entry point. Without that mode a Vulkan driver may flush f32
+//! mode on the entry point) and `NoContraction` on every float result
+//! (`no_contraction`). Without that mode a Vulkan driver may flush f32
 //! subnormals in arithmetic and conversions; NVIDIA's does (on the H100,
 //! `add.f32` of two subnormals came out 0 in 2048 of 4096 pairs:
 //! `benchmarks/device/f32_subnormal.sh`), where PTX without `.ftz` keeps
-//! them.
+//! them. All additions are found in one reading of the module and written
+//! in one pass (`with_additions`).
 
 use super::KernelSpec;
 use crate::runtime::GpuContext;
@@ -42,9 +44,9 @@ const GLSL_FMA: u32 = 50;
 /// The `NoContraction` decoration.
 const DEC_NO_CONTRACTION: u32 = 42;
 
-/// `spec`'s WGSL as SPIR-V declaring f32 subnormals kept (module
-/// documentation), or naga's message.
-pub(super) fn denorm_preserving(ctx: &GpuContext, spec: &KernelSpec) -> Result<Vec<u32>, String> {
+/// `spec`'s WGSL as SPIR-V declaring f32 subnormals kept and float results
+/// uncontracted (module documentation), or naga's message.
+pub(super) fn float_controlled(ctx: &GpuContext, spec: &KernelSpec) -> Result<Vec<u32>, String> {
     use naga::back::spv;
     let module =
         naga::front::wgsl::parse_str(&spec.wgsl).map_err(|e| e.emit_to_string(&spec.wgsl))?;
@@ -81,10 +83,37 @@ pub(super) fn denorm_preserving(ctx: &GpuContext, spec: &KernelSpec) -> Result<V
     };
     let words =
         spv::write_vec(&module, &info, &options, Some(&pipeline)).map_err(|e| e.to_string())?;
-    no_contraction(add_denorm_preserve(words, &spec.entry)?)
+    let insts = instructions(&words)?;
+    let mut adds = denorm_preserve(&insts, &spec.entry)?;
+    adds.extend(no_contraction(&insts)?);
+    Ok(with_additions(&words, &insts, adds))
 }
 
-/// `words` with every float `+ − × ÷` and GLSL `Fma` result decorated
+/// Instructions to add: after the module's instruction at the index, these
+/// words.
+type Additions = Vec<(usize, Vec<u32>)>;
+
+/// `words` (parsed as `insts`) with `adds` written in, each group after its
+/// instruction, in the order given.
+fn with_additions(words: &[u32], insts: &[&[u32]], mut adds: Additions) -> Vec<u32> {
+    adds.sort_by_key(|a| a.0);
+    let mut out = words[..5].to_vec();
+    let mut next = adds.iter().peekable();
+    for (j, w) in insts.iter().enumerate() {
+        out.extend_from_slice(w);
+        while let Some((_, a)) = next.next_if(|a| a.0 == j) {
+            out.extend(a);
+        }
+    }
+    out
+}
+
+/// An instruction's opcode.
+fn opcode(w: &[u32]) -> u32 {
+    w[0] & 0xffff
+}
+
+/// Every float `+ − × ÷` and GLSL `Fma` result decorated
 /// `NoContraction`: a driver may otherwise fuse a multiply and a following
 /// add into one rounding, and split an `Fma` into two (GLSL.std.450: `Fma`
 /// is one operation only where its result is `precise`). PTX's `mul.rn`,
@@ -93,37 +122,30 @@ pub(super) fn denorm_preserving(ctx: &GpuContext, spec: &KernelSpec) -> Result<V
 /// words) with the device's `fma` undecorated while the probes, small
 /// kernels, found it fused. The decorations go after the module's last
 /// annotation.
-fn no_contraction(words: Vec<u32>) -> Result<Vec<u32>, String> {
-    let insts = instructions(&words)?;
-    let op = |w: &[u32]| w[0] & 0xffff;
+fn no_contraction(insts: &[&[u32]]) -> Result<Additions, String> {
     let glsl: Vec<u32> = insts
         .iter()
-        .filter(|w| op(w) == OP_EXT_INST_IMPORT && w.len() > 2)
+        .filter(|w| opcode(w) == OP_EXT_INST_IMPORT && w.len() > 2)
         .filter(|w| name(&w[2..]) == b"GLSL.std.450")
         .map(|w| w[1])
         .collect();
     let ids: Vec<u32> = insts
         .iter()
         .filter_map(|w| {
-            let float = FLOAT_ARITH.contains(&op(w)) && w.len() > 2;
+            let float = FLOAT_ARITH.contains(&opcode(w)) && w.len() > 2;
             let fma =
-                op(w) == OP_EXT_INST && w.len() > 4 && glsl.contains(&w[3]) && w[4] == GLSL_FMA;
+                opcode(w) == OP_EXT_INST && w.len() > 4 && glsl.contains(&w[3]) && w[4] == GLSL_FMA;
             (float || fma).then(|| w[2])
         })
         .collect();
-    let Some(last) = insts.iter().rposition(|w| ANNOTATIONS.contains(&op(w))) else {
+    let Some(last) = insts.iter().rposition(|w| ANNOTATIONS.contains(&opcode(w))) else {
         return Err("no annotation in the SPIR-V".into());
     };
-    let mut out = words[..5].to_vec();
-    for (j, w) in insts.iter().enumerate() {
-        out.extend_from_slice(w);
-        if j == last {
-            for &id in &ids {
-                out.extend([(3 << 16) | OP_DECORATE, id, DEC_NO_CONTRACTION]);
-            }
-        }
-    }
-    Ok(out)
+    let decorations = ids
+        .iter()
+        .flat_map(|&id| [(3 << 16) | OP_DECORATE, id, DEC_NO_CONTRACTION])
+        .collect();
+    Ok(vec![(last, decorations)])
 }
 
 /// The instructions after the header, each as its words.
@@ -152,54 +174,53 @@ fn name(w: &[u32]) -> Vec<u8> {
         .collect()
 }
 
-/// `words` with f32 subnormals declared kept for entry point `entry`: the
-/// capability after the module's capabilities, the extension after it, and
-/// the execution mode after the entry point's first one.
-fn add_denorm_preserve(words: Vec<u32>, entry: &str) -> Result<Vec<u32>, String> {
-    let insts = instructions(&words)?;
-    let op = |w: &[u32]| w[0] & 0xffff;
+/// F32 subnormals declared kept for entry point `entry`: the capability
+/// after the module's capabilities, the extension after it, and the
+/// execution mode after the entry point's first one.
+fn denorm_preserve(insts: &[&[u32]], entry: &str) -> Result<Additions, String> {
     let func = insts
         .iter()
-        .find(|w| op(w) == OP_ENTRY_POINT && w.len() > 3 && name(&w[3..]) == entry.as_bytes())
+        .find(|w| opcode(w) == OP_ENTRY_POINT && w.len() > 3 && name(&w[3..]) == entry.as_bytes())
         .map(|w| w[2])
         .ok_or_else(|| format!("no entry point `{entry}` in the SPIR-V"))?;
     let last_cap = insts
         .iter()
-        .rposition(|w| op(w) == OP_CAPABILITY)
+        .rposition(|w| opcode(w) == OP_CAPABILITY)
         .ok_or("no capability in the SPIR-V")?;
     let mode = insts
         .iter()
-        .position(|w| op(w) == OP_EXECUTION_MODE && w[1] == func)
+        .position(|w| opcode(w) == OP_EXECUTION_MODE && w[1] == func)
         .ok_or_else(|| format!("no execution mode for `{entry}` in the SPIR-V"))?;
     let mut ext = b"SPV_KHR_float_controls".to_vec();
     ext.resize(ext.len() / 4 * 4 + 4, 0);
-    let ext_words: Vec<u32> = ext
-        .chunks(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    let mut out = words[..5].to_vec();
-    for (j, w) in insts.iter().enumerate() {
-        out.extend_from_slice(w);
-        if j == last_cap {
-            out.extend([(2 << 16) | OP_CAPABILITY, CAP_DENORM_PRESERVE]);
-            out.push(((1 + ext_words.len() as u32) << 16) | OP_EXTENSION);
-            out.extend(&ext_words);
-        }
-        if j == mode {
-            out.extend([
-                (4 << 16) | OP_EXECUTION_MODE,
-                func,
-                MODE_DENORM_PRESERVE,
-                32,
-            ]);
-        }
-    }
-    Ok(out)
+    let mut cap = vec![(2 << 16) | OP_CAPABILITY, CAP_DENORM_PRESERVE];
+    cap.push(((1 + ext.len() as u32 / 4) << 16) | OP_EXTENSION);
+    cap.extend(
+        ext.chunks(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+    );
+    let mode_words = vec![
+        (4 << 16) | OP_EXECUTION_MODE,
+        func,
+        MODE_DENORM_PRESERVE,
+        32,
+    ];
+    Ok(vec![(last_cap, cap), (mode, mode_words)])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `words` with the additions `f` finds in them.
+    fn apply(
+        words: Vec<u32>,
+        f: impl Fn(&[&[u32]]) -> Result<Additions, String>,
+    ) -> Result<Vec<u32>, String> {
+        let insts = instructions(&words)?;
+        let adds = f(&insts)?;
+        Ok(with_additions(&words, &insts, adds))
+    }
 
     /// naga's SPIR-V for a small compute kernel.
     fn spirv() -> Vec<u32> {
@@ -236,7 +257,7 @@ mod tests {
     #[test]
     fn the_capability_extension_and_mode_are_added_in_their_sections() {
         let before = spirv();
-        let after = add_denorm_preserve(before.clone(), "main").unwrap();
+        let after = apply(before.clone(), |i| denorm_preserve(i, "main")).unwrap();
         assert_eq!(after.len(), before.len() + 2 + 7 + 4);
         let ops: Vec<Inst> = insts(&after)
             .into_iter()
@@ -272,7 +293,7 @@ mod tests {
     #[test]
     fn float_arithmetic_and_fma_are_decorated_no_contraction_after_the_annotations() {
         let before = spirv();
-        let after = no_contraction(before.clone()).unwrap();
+        let after = apply(before.clone(), no_contraction).unwrap();
         let ops: Vec<Inst> = insts(&after)
             .into_iter()
             .map(|w| (w[0] & 0xffff, w))
@@ -303,14 +324,14 @@ mod tests {
     #[test]
     fn a_missing_entry_point_or_a_truncated_module_is_an_error() {
         let w = spirv();
-        assert!(add_denorm_preserve(w.clone(), "other")
+        assert!(apply(w.clone(), |i| denorm_preserve(i, "other"))
             .unwrap_err()
             .contains("no entry point `other`"));
         let mut cut = w.clone();
         cut.push((5 << 16) | OP_EXECUTION_MODE);
-        assert!(add_denorm_preserve(cut, "main")
+        assert!(apply(cut, |i| denorm_preserve(i, "main"))
             .unwrap_err()
             .contains("malformed"));
-        assert!(add_denorm_preserve(vec![0; 3], "main").is_err());
+        assert!(apply(vec![0; 3], |i| denorm_preserve(i, "main")).is_err());
     }
 }
