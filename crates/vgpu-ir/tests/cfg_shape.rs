@@ -215,12 +215,34 @@ fn an_early_return_before_a_barrier_keeps_the_rounds() {
     assert!(!w.contains("fn run_thread("), "{w}");
 }
 
+/// Checked with barriers: structured, its faults recorded at once without
+/// ending the thread, the loop with the barriers counted alike in every
+/// thread for the watchdog, stores skipped after a fault.
 #[test]
-fn checked_barriers_and_the_switch_option_keep_the_state_machine() {
+fn a_checked_kernel_with_uniform_barriers_is_structured_and_faults_go_on() {
     let k = tiled(false);
     let w = emit_cfg_wgsl(&k, &plain_options(true)).unwrap();
     validate(&w, false);
-    assert!(w.contains("switch pc"), "checked with barriers: {w}");
+    assert!(
+        w.contains("fn run_thread(") && !w.contains("switch pc"),
+        "{w}"
+    );
+    assert!(w.contains("raise_t(cls, line, a, g_lid); }"), "{w}");
+    assert!(!w.contains("pc = 4294967295u; break;"), "{w}");
+    assert!(
+        w.contains("it1 = it1 + 1u;") && w.contains("if (it1 > words[1] / "),
+        "{w}"
+    );
+    assert!(w.contains("if (g_fcls == 0u) { st_"), "{w}");
+    // Each barrier, then its release's uninitialised-read verdict between it
+    // and a second; the block's end, where the last verdict is taken.
+    assert_eq!(w.matches("workgroupBarrier();").count(), 5, "{w}");
+    assert_eq!(w.matches("raise_lidx(6u").count(), 3, "{w}");
+}
+
+#[test]
+fn the_switch_option_keeps_the_state_machine() {
+    let k = tiled(false);
     let mut o = plain_options(false);
     o.structured = false;
     let w = emit_cfg_wgsl(&k, &o).unwrap();

@@ -12,6 +12,7 @@ use std::path::Path;
 use vgpu::ptx::{ExecOptions, Fault, FaultClass, KernelArg, LaunchConfig, Module, PtxError};
 use vgpu::ptx_gpu::PtxRunner;
 use vgpu::BackendChoice;
+use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
 
 /// `tests/kernels/checks.ptx`, or `None` without an adapter (skipped).
 fn module() -> Option<Module> {
@@ -33,14 +34,46 @@ fn launch(
     cfg: &LaunchConfig,
     words: usize,
 ) -> Result<Vec<u8>, PtxError> {
-    let mut bufs = vec![vec![0u8; 4 * words]];
-    let mut runner = PtxRunner::new(backend, !unchecked);
     let opts = ExecOptions {
         check: !unchecked,
         ..ExecOptions::default()
     };
-    runner.launch(m, entry, cfg, &[KernelArg::Buffer(0)], &mut bufs, &opts)?;
+    launch_with(m, backend, entry, cfg, words, &opts)
+}
+
+/// [`launch`] under `opts` (checked where `opts.check`).
+fn launch_with(
+    m: &Module,
+    backend: BackendChoice,
+    entry: &str,
+    cfg: &LaunchConfig,
+    words: usize,
+    opts: &ExecOptions,
+) -> Result<Vec<u8>, PtxError> {
+    let mut bufs = vec![vec![0u8; 4 * words]];
+    let mut runner = PtxRunner::new(backend, opts.check);
+    runner.launch(m, entry, cfg, &[KernelArg::Buffer(0)], &mut bufs, opts)?;
     Ok(bufs.swap_remove(0))
+}
+
+/// Whether `entry`, checked, for blocks of `block`, is written in the
+/// structured form (vgpu-ir's structured.rs), whose faulting threads go on
+/// meeting the kernel's barriers, rather than the state machine.
+fn structured_when_checked(m: &Module, entry: &str, block: [u32; 3]) -> bool {
+    let (_, ck) = vgpu::ptx::lower::lower_entry(m, entry).expect("the kernel lowers");
+    let o = CfgWgslOptions {
+        block,
+        dyn_shared: 0,
+        checked: true,
+        f64: false,
+        int64: false,
+        native_fma_f32: false,
+        f32_atomic_add: false,
+        structured: true,
+        f32_subnormals: false,
+    };
+    let w = emit_cfg_wgsl(&ck, &o).expect("WGSL");
+    w.contains("fn run_thread(") && !w.contains("switch pc")
 }
 
 /// The fault of a launch that must fault.
@@ -413,4 +446,62 @@ fn shared_accesses_ordered_by_barriers_do_not_race() {
     assert_eq!(cpu, gpu);
     // Thread 1: its neighbour 0's word (thread 32's index + 5) + 100.
     assert_eq!(cpu[4..8], (32u32 + 5 + 100).to_le_bytes());
+}
+
+/// A checked kernel with barriers in structured form: thread 37 of each block
+/// stores out of bounds between two barriers. The interpreter's fault (block
+/// 0, thread 37, the store's line) on the GPU too, where the faulting thread
+/// went on to meet the second barrier with the others (else the block would
+/// hang).
+#[test]
+fn a_fault_between_barriers_is_reported_and_the_block_goes_on() {
+    let Some(m) = module() else { return };
+    assert!(structured_when_checked(&m, "soft_oob", [64, 1, 1]));
+    same_fault(
+        &m,
+        "soft_oob",
+        &cfg([2, 1, 1], [64, 1, 1]),
+        FaultClass::OutOfBounds,
+        449,
+        [0, 0, 0],
+        [37, 0, 0],
+    );
+}
+
+/// The watchdog in the structured form of kernels with barriers: one thread
+/// spinning before a barrier (it leaves its loop for the barrier), every
+/// thread looping through a barrier, and a loop whose barrier no iteration
+/// meets (its uniform count of iterations ends it). A watchdog fault on both
+/// backends, the spinning thread's on the GPU.
+#[test]
+fn the_watchdog_ends_loops_in_checked_kernels_with_barriers() {
+    let Some(m) = module() else { return };
+    let opts = ExecOptions {
+        check: true,
+        watchdog: 20_000,
+        ..ExecOptions::default()
+    };
+    let c = cfg([1, 1, 1], [64, 1, 1]);
+    for (entry, thread) in [
+        ("soft_spin", Some([5, 0, 0])),
+        ("soft_bar_spin", None),
+        ("soft_bar_skip", None),
+    ] {
+        assert!(structured_when_checked(&m, entry, [64, 1, 1]), "{entry}");
+        let cpu = fault(
+            launch_with(&m, BackendChoice::Cpu, entry, &c, 64, &opts),
+            entry,
+        );
+        let gpu = fault(
+            launch_with(&m, BackendChoice::Gpu, entry, &c, 64, &opts),
+            entry,
+        );
+        eprintln!("{entry}: cpu {cpu}\n{entry}: gpu {gpu}");
+        assert_eq!(cpu.class, FaultClass::Watchdog, "{entry} on the CPU");
+        assert_eq!(gpu.class, FaultClass::Watchdog, "{entry} on the GPU");
+        assert_eq!(gpu.block, [0, 0, 0], "{entry}");
+        if let Some(t) = thread {
+            assert_eq!(gpu.thread, t, "{entry}");
+        }
+    }
 }

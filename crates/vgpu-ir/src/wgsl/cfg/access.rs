@@ -192,10 +192,11 @@ impl KernelWriter<'_> {
                 }
                 Space::Generic => format!("xaddr({a}, {size}u, {align}u, {line}u, {}u)", rw as u32),
             };
-            let _ = writeln!(
-                code,
-                "        let {name} = {call};\n        if ({name} == {BAD}) {{ {EXIT} }}"
-            );
+            let _ = writeln!(code, "        let {name} = {call};");
+            if !self.soft {
+                let _ = writeln!(code, "        if ({name} == {BAD}) {{ {EXIT} }}");
+            }
+            let checks_at = code.len();
             // The checks that follow the access, each where it applies.
             let shared = matches!(space, Space::Shared | Space::Generic);
             let global = matches!(space, Space::Global | Space::Generic);
@@ -215,6 +216,15 @@ impl KernelWriter<'_> {
                         space == Space::Generic,
                     ));
                 }
+            }
+            // Where the thread goes on after a fault (KernelWriter::soft),
+            // the checks of an access that faulted are skipped with it.
+            if self.soft && code.len() > checks_at {
+                let checks = code.split_off(checks_at);
+                let _ = write!(
+                    code,
+                    "        if ({name} != {BAD}) {{\n{checks}        }}\n"
+                );
             }
         } else {
             let e = match space {

@@ -201,17 +201,7 @@ pub(super) fn judge(k: &CfgKernel, checked: bool) -> String {
         );
     }
     if shadow_check(k, checked) {
-        let _ = write!(
-            s,
-            "
-    // The initialisation check: a read of unwritten shared memory pending at
-    // the interval's end.
-    if (wg_round < 0x10000u) {{
-      let u = atomicLoad(&wg_uninit);
-      if (u != 0u) {{ raise_lidx({cls}u, u & 0x3fffffu, 1023u - (u >> 22u)); wg_round = 0u; }}
-    }}",
-            cls = fault::CLASS_UNINITIALIZED,
-        );
+        s.push_str(&uninit_judge());
     }
     if bar {
         let _ = write!(
@@ -228,6 +218,22 @@ pub(super) fn judge(k: &CfgKernel, checked: bool) -> String {
         s.push('\n');
     }
     s
+}
+
+/// The initialisation check's part of [`judge`]: a read of unwritten shared
+/// memory pending when the interval ends (`wg_round` below `0x10000`: a
+/// release or the block's end) faults for the thread that made it.
+pub(super) fn uninit_judge() -> String {
+    format!(
+        "
+    // The initialisation check: a read of unwritten shared memory pending at
+    // the interval's end.
+    if (wg_round < 0x10000u) {{
+      let u = atomicLoad(&wg_uninit);
+      if (u != 0u) {{ raise_lidx({cls}u, u & 0x3fffffu, 1023u - (u >> 22u)); wg_round = 0u; }}
+    }}",
+        cls = fault::CLASS_UNINITIALIZED,
+    )
 }
 
 /// `raise` for the thread of linear index `t` (declared by the checks that

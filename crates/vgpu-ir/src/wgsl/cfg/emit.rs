@@ -86,9 +86,21 @@ pub fn emit_cfg_wgsl_with(
         shadow: checks::shadow_check(k, o.checked),
         ginit: o.checked && c.initcheck,
         race: c.race && checks::race_check_applies(k, o),
+        soft: false,
+    };
+    // The structured form first: whether it applies decides how faults are
+    // raised (the header's `raise`).
+    let body = match super::structured::shape(k, o) {
+        Some(shape) => {
+            e.soft = o.checked && k.has_barriers();
+            let body = e.structured(&shape)?;
+            e.soft &= body.is_some();
+            body
+        }
+        None => None,
     };
     e.header(shared as u32);
-    e.main()?;
+    e.main(body)?;
     Ok(e.out)
 }
 
@@ -200,12 +212,7 @@ const RSMEM_END: u32 = {rend}u;
 const LOCAL_BYTES: u32 = {local}u;
 const PARAM_BYTES: u32 = {param}u;
 
-// A fault of this thread, kept until its state machine stops (the thread
-// stops at once) and recorded there by raise_t: one recording site per
-// kernel rather than one per checked access.
-fn raise(cls: u32, line: u32, a: vec2<u32>) {{
-  if (g_fcls == 0u) {{ g_fcls = cls; g_fline = line; g_fa = a; }}
-}}
+{raise}
 // The record keeps the lowest block (linear, x fastest) that faulted; the
 // details are the first fault's, or with the launch word meta::FAULT_ONLY
 // (not 0xffffffff) the first fault's of that block.
@@ -251,6 +258,20 @@ fn saddr(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32, rb: u32, re
   return a.x;
 }}
 ",
+            raise = if self.soft {
+                "// This thread's first fault, recorded at once (the thread goes on: the
+// structured form of a checked kernel with barriers, structured.rs).
+fn raise(cls: u32, line: u32, a: vec2<u32>) {
+  if (g_fcls == 0u) { g_fcls = cls; g_fline = line; g_fa = a; raise_t(cls, line, a, g_lid); }
+}"
+            } else {
+                "// A fault of this thread, kept until its state machine stops (the thread
+// stops at once) and recorded there by raise_t: one recording site per
+// kernel rather than one per checked access.
+fn raise(cls: u32, line: u32, a: vec2<u32>) {
+  if (g_fcls == 0u) { g_fcls = cls; g_fline = line; g_fa = a; }
+}"
+            },
             gb = GLOBAL_BASE,
             local = k.local_bytes,
             param = k.param_bytes,
@@ -368,7 +389,9 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
         }
     }
 
-    fn main(&mut self) -> Result<(), IrError> {
+    /// `main`: the grid's fold, then `run_thread` where the kernel has its
+    /// structured form (`structured`: its body), else the state machine.
+    fn main(&mut self, structured: Option<String>) -> Result<(), IrError> {
         let k = self.k;
         let [bx, by, bz] = self.o.block;
         let _ = write!(
@@ -397,17 +420,15 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             wd = meta::WATCHDOG,
             grid = meta::GRID
         );
-        if let Some(shape) = super::structured::shape(k, self.o) {
-            if let Some(body) = self.structured(&shape)? {
-                let _ = writeln!(
-                    self.out,
-                    "  if (pc == {RET}u) {{ return; }}\n  run_thread(lid, cta, ncta, lidx);"
-                );
-                self.epilogue(false);
-                self.out.push_str("}\n");
-                self.out.push_str(&body);
-                return Ok(());
-            }
+        if let Some(body) = structured {
+            let _ = writeln!(
+                self.out,
+                "  if (pc == {RET}u) {{ return; }}\n  run_thread(lid, cta, ncta, lidx);"
+            );
+            self.epilogue(false);
+            self.out.push_str("}\n");
+            self.out.push_str(&body);
+            return Ok(());
         }
         self.reg_decls();
         if self.warps {
@@ -513,6 +534,18 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         Ok(())
     }
 
+    /// Statement `s`, under condition `cond` where faults do not end the
+    /// thread ([`KernelWriter::soft`]): a faulting access is skipped
+    /// (`t != BAD`), and every store and atomic of a thread that has faulted
+    /// (`g_fcls == 0u`), as the thread would have stopped before it.
+    fn soft_guard(&self, cond: &str, s: String) -> String {
+        if self.soft {
+            format!("if ({cond}) {{ {s} }}")
+        } else {
+            s
+        }
+    }
+
     /// The declarations of the kernel's registers (`r{i}`).
     pub(super) fn reg_decls(&mut self) {
         for (i, t) in self.k.regs.iter().enumerate() {
@@ -540,6 +573,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     /// counts instructions (each block's statements and its terminator) and
     /// is checked at loop headers, which every endless execution passes.
     pub(super) fn watchdog(&self, i: usize, header: bool) -> String {
+        self.watchdog_exiting(i, header, EXIT)
+    }
+
+    /// [`Self::watchdog`] with `exit` as the statement that follows a
+    /// watchdog fault.
+    pub(super) fn watchdog_exiting(&self, i: usize, header: bool, exit: &str) -> String {
         if !self.o.checked {
             return String::new();
         }
@@ -560,7 +599,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             })
             .unwrap_or(0);
         format!(
-            "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ raise({}u, {line}u, vec2<u32>(0u, 0u)); {EXIT} }}\n",
+            "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ raise({}u, {line}u, vec2<u32>(0u, 0u)); {exit} }}\n",
             meta::WATCHDOG,
             fault::CLASS_WATCHDOG
         )
@@ -581,7 +620,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 fault::SPEC
             );
         }
-        if self.o.checked {
+        if self.o.checked && !self.soft {
             // The thread's fault, recorded before its round is judged.
             self.out.push_str(
                 "  if (g_fcls != 0u) { raise_t(g_fcls, g_fline, g_fa, g_lid); g_fcls = 0u; }\n",
@@ -618,7 +657,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let _ = write!(
                 self.out,
                 "  workgroupBarrier();\n  if (lidx == 0u) {{ wg_round = 0u;{} }}\n",
-                checks::judge(k, self.o.checked)
+                if self.soft {
+                    // Its barriers are met alike (structured.rs).
+                    checks::uninit_judge() + "\n"
+                } else {
+                    checks::judge(k, self.o.checked)
+                }
             );
         }
     }
@@ -675,7 +719,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     code.push_str(&c);
                     if let Some(r) = r {
                         let e = format!("ld_{sp}({t}, {size}u, {sign})");
-                        let _ = writeln!(code, "        {}", self.assign(*r, e, ExprWidth::B64));
+                        let a = self.assign(*r, e, ExprWidth::B64);
+                        // A faulting load leaves its register as it was.
+                        let a = self.soft_guard(&format!("{t} != {BAD}"), a);
+                        let _ = writeln!(code, "        {a}");
                     }
                 }
                 code
@@ -707,7 +754,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         Rw::Write,
                     );
                     code.push_str(&c);
-                    let _ = writeln!(code, "        st_{sp}({t}, {size}u, {});", self.v64(*v));
+                    let st = format!("st_{sp}({t}, {size}u, {});", self.v64(*v));
+                    let _ = writeln!(code, "        {}", self.soft_guard("g_fcls == 0u", st));
                 }
                 code
             }
@@ -743,10 +791,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         None => format!("atom_{n}({t} >> 2u, {code}u, {b}, {c})"),
                     }
                 };
-                let _ = match d {
-                    Some(r) => writeln!(out, "        {}", self.assign(*r, e, ExprWidth::B32)),
-                    None => writeln!(out, "        _ = {e};"),
+                let a = match d {
+                    Some(r) => self.assign(*r, e, ExprWidth::B32),
+                    None => format!("_ = {e};"),
                 };
+                let _ = writeln!(out, "        {}", self.soft_guard("g_fcls == 0u", a));
                 out
             }
             Inst::Special { d, s } => {

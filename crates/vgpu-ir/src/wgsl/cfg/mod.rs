@@ -203,8 +203,9 @@ pub struct CfgWgslOptions {
     /// Write the kernel's control flow as structured WGSL (`loop`, `if`,
     /// direct `workgroupBarrier()`s) where its shape allows
     /// (structured.rs: reducible, single-exit loops, barriers met alike by
-    /// a block's threads, unchecked where it has barriers); off, or where
-    /// it does not apply: the state machine of `switch pc`.
+    /// a block's threads; checked with barriers, a fault does not end its
+    /// thread); off, or where it does not apply: the state machine of
+    /// `switch pc`.
     pub structured: bool,
     /// The device keeps f32 subnormals in its arithmetic and its `fma` (the
     /// kernel is compiled with SPIR-V's `DenormPreserve`: vgpu-gpu's

@@ -7,10 +7,25 @@
 //! which they cannot do across the cases of a switch on a variable.
 //!
 //! It applies where [`shape`] says: no warp operations or yields (they meet
-//! in rounds), and for a kernel with barriers, unchecked (a check's fault
-//! ends its thread, which must not leave the others waiting at a barrier)
-//! with every barrier met by all threads of a block alike
-//! ([`Shape::barriers_uniform`]).
+//! in rounds), and for a kernel with barriers, every barrier met by all
+//! threads of a block alike ([`Shape::barriers_uniform`]).
+//!
+//! Checked, a kernel with barriers cannot let a fault end its thread, which
+//! would leave the others waiting at the next barrier. Its faults do not end
+//! the thread ([`KernelWriter::soft`]): the fault is recorded at once, the
+//! faulting access is skipped, and so is every later store and atomic of that
+//! thread, as the thread would have stopped before them; the thread goes on
+//! meeting the barriers with the others, and the launch reports the fault
+//! (its buffers are not written back). Its control flow stays that of the
+//! others: the divergence analysis makes every branch that decides a barrier
+//! depend only on parameters, special registers and constants, never on a
+//! loaded value. The watchdog's fault leaves a loop without barriers; a loop
+//! with barriers, which every thread runs alike, ends with a count of its
+//! iterations that is the same in every thread. A barrier's release makes
+//! the checks the state machine's rounds make there: a pending read of
+//! unwritten shared memory is judged, the race check's marks are cleared.
+//! Barrier divergence needs no check: [`Shape::barriers_uniform`] rules it
+//! out.
 //!
 //! Writing: from a block, its statements, then by its terminator: a jump
 //! goes on at its target; a branch becomes `if (p) { … } else { … }`, each
@@ -22,9 +37,9 @@
 //! blocks (or, for lavapipe's nesting limit, [`MAX_NESTING`]), the kernel
 //! keeps the state machine.
 
-use super::fault;
 use super::writer::{KernelWriter, EXIT};
 use super::CfgWgslOptions;
+use super::{checks, fault, meta};
 use crate::cfg::shape::Shape;
 use crate::cfg::{BlockId, CfgKernel, Inst, Space, Term};
 use crate::error::IrError;
@@ -44,9 +59,6 @@ pub(super) fn shape(k: &CfgKernel, o: &CfgWgslOptions) -> Option<Shape> {
         return None;
     }
     let barriers = k.has_barriers();
-    if barriers && o.checked {
-        return None;
-    }
     let s = Shape::of(k).ok()?;
     if barriers && !s.barriers_uniform(k) {
         return None;
@@ -85,8 +97,10 @@ struct Writing<'s> {
     returns: usize,
     depth: usize,
     deepest: usize,
-    /// A barrier's statement.
-    barrier: &'static str,
+    /// A barrier's statements.
+    barrier: String,
+    /// Whether each block is the header of a loop that holds a barrier.
+    barrier_loop: Vec<bool>,
 }
 
 impl Writing<'_> {
@@ -114,6 +128,24 @@ impl KernelWriter<'_> {
             "\nfn run_thread(lid: vec3<u32>, cta: vec3<u32>, ncta: vec3<u32>, lidx: u32) {\n  var steps: u32 = 0u;\n",
         );
         self.reg_decls();
+        let k = self.k;
+        let barrier_loop: Vec<bool> = shape
+            .loops
+            .iter()
+            .map(|l| {
+                l.as_ref().is_some_and(|l| {
+                    k.blocks
+                        .iter()
+                        .zip(&l.body)
+                        .any(|(b, &inside)| inside && matches!(b.term, Term::Barrier { .. }))
+                })
+            })
+            .collect();
+        if self.soft {
+            for (h, _) in barrier_loop.iter().enumerate().filter(|(_, &b)| b) {
+                let _ = writeln!(self.out, "  var it{h}: u32 = 0u;");
+            }
+        }
         let mut w = Writing {
             shape,
             written: 0,
@@ -121,11 +153,8 @@ impl KernelWriter<'_> {
             returns: 0,
             depth: 1,
             deepest: 1,
-            barrier: if global_exchange(self.k, shape) {
-                "storageBarrier(); workgroupBarrier();"
-            } else {
-                "workgroupBarrier();"
-            },
+            barrier: self.barrier_code(global_exchange(self.k, shape)),
+            barrier_loop,
         };
         let fits = self.seq(&mut w, 0, None, None, false)?;
         self.out.push_str("}\n");
@@ -135,6 +164,56 @@ impl KernelWriter<'_> {
             return Ok(None);
         }
         Ok(Some(body))
+    }
+
+    /// A barrier's statements: `workgroupBarrier()` (after a
+    /// `storageBarrier()` where threads `exchange` values through global
+    /// memory); where faults do not end the thread, the checks a barrier's
+    /// release makes (a pending read of unwritten shared memory, the race
+    /// check's marks cleared) between it and a second one.
+    fn barrier_code(&self, exchange: bool) -> String {
+        let mut s = String::from(if exchange {
+            "storageBarrier(); workgroupBarrier();"
+        } else {
+            "workgroupBarrier();"
+        });
+        if self.soft && (self.shadow || self.race) {
+            if self.shadow {
+                let judge = checks::uninit_judge();
+                let _ = write!(s, "\n  if (lidx == 0u) {{ wg_round = 1u;{judge}\n  }}");
+            }
+            s.push('\n');
+            if self.race {
+                let shared = self.k.shared_static + self.o.dyn_shared;
+                s.push_str(&checks::race_reset(shared, self.o.block.iter().product()));
+            } else {
+                s.push_str("  workgroupBarrier();");
+            }
+        }
+        s
+    }
+
+    /// The watchdog at the start of block `i` of the structured form (see
+    /// [`KernelWriter::watchdog`]). Where faults do not end the thread, its
+    /// fault leaves a loop without barriers (`break;`), whose exit every
+    /// thread reaches; a loop with barriers every thread runs alike, so a
+    /// count of its iterations, the same in all, ends the thread once every
+    /// thread has faulted (each iteration counts at least the header's
+    /// instructions).
+    fn structured_watchdog(&self, w: &Writing, i: usize) -> String {
+        let header = w.shape.loops[i].is_some();
+        if !(self.soft && header) {
+            return self.watchdog(i, header);
+        }
+        if !w.barrier_loop[i] {
+            return self.watchdog_exiting(i, true, "break;");
+        }
+        let n = self.k.blocks[i].stmts.len() + 1;
+        format!(
+            "{}        it{i} = it{i} + 1u;\n        if (it{i} > words[{}] / {n}u) {{ return; }}\n",
+            self.watchdog_exiting(i, true, ""),
+            meta::WATCHDOG
+        )
     }
 
     /// A line of control flow at the current depth.
@@ -214,17 +293,19 @@ impl KernelWriter<'_> {
             let i = b as usize;
             let k = self.k;
             let blk = &k.blocks[i];
-            let mut code = self.watchdog(i, w.shape.loops[i].is_some());
+            let mut code = self.structured_watchdog(w, i);
             for s in &blk.stmts {
                 code += &self.guarded(s)?;
             }
-            let code = code.replace(EXIT, "return;");
+            // A check's fault ends the thread, or where it must go on meeting
+            // barriers, is only recorded (`raise`).
+            let code = code.replace(EXIT, if self.soft { "" } else { "return;" });
             w.returns += code.matches("return;").count();
             self.out.push_str(&code);
             match blk.term {
                 Term::Jump(t) => b = t,
                 Term::Barrier { next, .. } => {
-                    self.ctl(w, w.barrier);
+                    self.ctl(w, &w.barrier);
                     b = next;
                 }
                 Term::Branch { then, els, .. } if then == els => b = then,

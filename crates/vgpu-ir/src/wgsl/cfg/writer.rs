@@ -56,6 +56,11 @@ pub(super) struct KernelWriter<'a> {
     /// Shared accesses keep the race check's marks (checks.rs:
     /// [`super::CfgChecks::race`] and [`super::checks::race_check_applies`]).
     pub(super) race: bool,
+    /// Faults do not end the thread: the structured form of a checked kernel
+    /// with barriers (structured.rs), whose threads must all go on meeting
+    /// its barriers. A fault is recorded at once; the faulting access is
+    /// skipped, and the thread's stores and atomics after it too.
+    pub(super) soft: bool,
 }
 
 impl KernelWriter<'_> {
