@@ -12,7 +12,8 @@ use vgpu::BackendChoice;
 
 /// Runs the case whose `case.json` is `path` (or the folder holding it) on
 /// `backend` (`cpu`, the default, `gpu` or `auto`); `initcheck`: with the
-/// global-memory initcheck on (the interpreter only).
+/// global-memory initcheck on (the interpreter only); `racecheck`: the GPU
+/// kernel's shared-memory race check (the interpreter's runs with `check`).
 pub(crate) fn ptx_case<'py>(
     py: Python<'py>,
     path: &str,
@@ -20,6 +21,7 @@ pub(crate) fn ptx_case<'py>(
     parallel: bool,
     initcheck: bool,
     backend: Option<&str>,
+    racecheck: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let backend = vgpu::resolve_backend(Some(backend.unwrap_or("cpu")))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -41,6 +43,7 @@ pub(crate) fn ptx_case<'py>(
         ..ExecOptions::default()
     };
     let mut runner = PtxRunner::new(backend, true);
+    runner.racecheck = racecheck;
     let report = py
         .detach(|| {
             no_panic("ptx_case", || {

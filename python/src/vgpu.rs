@@ -276,8 +276,11 @@ impl PyVgpu {
     /// run`), `"gpu"` (compiled to WGSL and run through wgpu; what it cannot
     /// run raises, naming the instruction and PTX line) or `"auto"` (the GPU
     /// where the kernel compiles and an adapter exists, else the interpreter;
-    /// the report's `fallbacks` say why).
-    #[pyo3(signature = (path, check = true, parallel = true, initcheck = false, backend = None))]
+    /// the report's `fallbacks` say why). `racecheck`: on the GPU, the
+    /// shared-memory race check too (the interpreter always runs it when
+    /// `check`).
+    #[pyo3(signature = (path, check = true, parallel = true, initcheck = false, backend = None, racecheck = false))]
+    #[allow(clippy::too_many_arguments)]
     fn ptx_case<'py>(
         &self,
         py: Python<'py>,
@@ -286,8 +289,9 @@ impl PyVgpu {
         parallel: bool,
         initcheck: bool,
         backend: Option<&str>,
+        racecheck: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        crate::ptx::ptx_case(py, path, check, parallel, initcheck, backend)
+        crate::ptx::ptx_case(py, path, check, parallel, initcheck, backend, racecheck)
     }
 
     fn __repr__(&self) -> String {

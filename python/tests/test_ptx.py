@@ -47,6 +47,23 @@ def test_gpu_backend_runs_the_compiled_kernel(require_gpu):
     assert auto["passed"] and auto["gpu_launches"] == 1 and auto["fallbacks"] == []
 
 
+def test_gpu_race_check_is_asked_for(require_gpu):
+    # vgpu-ptx's planted race: the interpreter reports it; the GPU kernel
+    # only with racecheck=True (as compute-sanitizer's racecheck, a tool of
+    # its own), else it runs to completion and the case, which expects the
+    # race, does not pass.
+    if vgpu.VGPUCache().backend != "gpu":
+        assert not require_gpu
+        pytest.skip("no GPU adapter")
+    case = CASES.parent / "crates" / "vgpu-ptx" / "tests" / "cases" / "shared_race"
+    v = vgpu.VGPU()
+    assert v.ptx_case(case)["passed"]
+    on = v.ptx_case(case, backend="gpu", racecheck=True)
+    assert on["passed"] and "race" in on["error"], on
+    off = v.ptx_case(case, backend="gpu")
+    assert not off["passed"] and off["error"] is None, off
+
+
 def test_ptx_backend_errors(tmp_path):
     with pytest.raises(ValueError, match="expected cpu, gpu or auto"):
         vgpu.VGPU().ptx_case(tmp_path, backend="tpu")

@@ -549,6 +549,7 @@ class VGPU:
         parallel: bool = True,
         initcheck: bool = False,
         backend: Optional[str] = None,
+        racecheck: bool = False,
     ) -> Dict[str, Any]:
         """Runs a PTX case -- real nvcc PTX with its inputs and expected outputs
         (a ``case.json``, or the folder holding one) -- on VGPU's SIMT field
@@ -568,6 +569,10 @@ class VGPU:
                 through wgpu; an instruction it cannot run raises, naming it
                 and its PTX line) or ``"auto"`` (the GPU where the kernel
                 compiles and an adapter exists, else the interpreter).
+            racecheck: on the GPU, also run the shared-memory race check in
+                the compiled kernel (off by default: as compute-sanitizer's
+                racecheck, it is slow, about 20 times the checked kernel on an
+                H100). The interpreter always checks races when ``check``.
 
         Returns a dict: ``passed``, ``entry``, ``path``, ``error`` (the launch's
         error message, or None), ``expect_error`` (the fault class the case
@@ -582,7 +587,7 @@ class VGPU:
                 name ``file:line:col``), or ``backend="gpu"`` cannot run it.
             ValueError: an unknown backend, or ``initcheck`` off the interpreter.
         """
-        return self._vgpu.ptx_case(os.fspath(path), check, parallel, initcheck, backend)
+        return self._vgpu.ptx_case(os.fspath(path), check, parallel, initcheck, backend, racecheck)
 
     def __repr__(self) -> str:
         return "VGPU()"

@@ -123,6 +123,7 @@ class VGPU:
         parallel: bool = ...,
         initcheck: bool = ...,
         backend: Optional[str] = ...,
+        racecheck: bool = ...,
     ) -> Dict[str, Any]: ...
 
 def merge(shards: List[str], out: str) -> Dict[str, Any]: ...

@@ -115,6 +115,13 @@ pub struct CfgLaunch<'a> {
     /// How global `atom.add.f32`/`red.add.f32` run: the device's f32
     /// atomics or a compare-and-swap loop.
     pub atomic_f32: AtomicF32Path,
+    /// The shared-memory race check between warps (with `checked` only; the
+    /// interpreter's, vgpu-ir's checks.rs), as compute-sanitizer's racecheck
+    /// is a tool of its own: it marks every shared access by
+    /// compare-and-swap, about 20 times the checked kernel's time on an H100
+    /// (docs/BENCHMARKS.md). A launch asking for it where its marks do not
+    /// fit in the workgroup memory the kernel leaves is refused.
+    pub racecheck: bool,
 }
 
 /// The first fault a checked launch recorded.
@@ -418,8 +425,19 @@ pub fn run_cfg_kernel(
             .transpose()
     };
     let ginit = fresh_ginit()?;
-    // The race check where its marks fit in the workgroup memory left.
-    let race = race_workgroup_bytes(k, &opts) <= wg_free;
+    // The race check where asked, if its marks fit in the workgroup memory
+    // left.
+    let race = launch.checked && launch.racecheck && race_workgroup_bytes(k, &opts) > 0;
+    if race && race_workgroup_bytes(k, &opts) > wg_free {
+        return Err(launch_err(
+            k,
+            format!(
+                "the race check needs {} bytes of workgroup memory, the kernel leaves {wg_free} of the adapter's {} (run without the race check, or on the interpreter)",
+                race_workgroup_bytes(k, &opts),
+                ctx.limits().max_compute_workgroup_storage_size
+            ),
+        ));
+    }
     let checks = CfgChecks {
         initcheck: ginit.is_some(),
         race,

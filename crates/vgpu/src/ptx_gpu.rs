@@ -33,6 +33,11 @@ pub struct PtxRunner {
     pub time_iterations: u32,
     /// Seconds per dispatch of the last timed kernel.
     pub kernel_seconds: Option<f64>,
+    /// GPU: the shared-memory race check in the checked kernel (off by
+    /// default: it multiplies the checked kernel's time by about 20 on an
+    /// H100; the interpreter always runs it, unless `ExecOptions::check` is
+    /// off).
+    pub racecheck: bool,
     /// GPU: how `fma.rn.f32` runs (default: `VGPU_PTX_EXACT_FMA`, else the
     /// device's fused `fma` where vgpu-gpu's probe found it fused).
     pub fma_f32: FmaF32Path,
@@ -145,6 +150,7 @@ impl PtxRunner {
             fallbacks: Vec::new(),
             time_iterations: 0,
             kernel_seconds: None,
+            racecheck: false,
             fma_f32: FmaF32Path::Auto,
             atomic_f32: AtomicF32Path::Auto,
             native_atomic_f32: None,
@@ -243,6 +249,7 @@ impl PtxRunner {
             fma_f32: self.fma_f32,
             atomic_f32: self.atomic_f32,
             initcheck: opts.initcheck.then_some(&host_wrote[..]),
+            racecheck: self.racecheck,
         };
         let run = run_cfg_kernel(cache, &ck, &layout, &launch, bufs)
             .map_err(|e| gpu_err(entry, e.to_string()))?;

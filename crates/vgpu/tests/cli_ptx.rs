@@ -69,6 +69,34 @@ fn planted_race_is_reported_as_expected_error() {
     );
 }
 
+/// The GPU kernel's race check is asked for with `--racecheck` (as
+/// compute-sanitizer's racecheck): with it the planted race is reported on
+/// the GPU too; without it the GPU runs the kernel to completion and the
+/// case, which expects the race, fails. On the interpreter, which always
+/// checks races, the flag is a usage error.
+#[test]
+fn racecheck_asks_the_gpu_kernel_for_the_race_check() {
+    let c = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../vgpu-ptx/tests/cases/shared_race"
+    ));
+    let c = c.to_str().unwrap();
+    let (code, out, err) = vgpu(&["ptx", "run", c, "--racecheck"]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("--racecheck adds the race check"), "{err}");
+    if common::ptx_gpu::no_adapter() {
+        return;
+    }
+    let (code, out, err) = vgpu(&["ptx", "run", c, "--backend", "gpu", "--racecheck"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("race") && out.contains("hazard on shared byte"),
+        "{out}"
+    );
+    let (code, out, err) = vgpu(&["ptx", "run", c, "--backend", "gpu"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+}
+
 #[test]
 fn run_ptx_file_with_bin_and_npy_buffers() {
     let d = tmp("file");

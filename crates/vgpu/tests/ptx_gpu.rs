@@ -133,6 +133,8 @@ fn every_case_on_both_backends() {
         Err(_) => BTreeMap::new(),
     };
     let mut gpu = PtxRunner::new(BackendChoice::Gpu, true);
+    // The planted race (vgpu-ptx's shared_race) is the race check's.
+    gpu.racecheck = true;
     let mut now = BTreeMap::new();
     let mut passed = 0;
     for d in &cases {

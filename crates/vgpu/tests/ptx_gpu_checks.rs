@@ -24,8 +24,9 @@ fn module() -> Option<Module> {
     Some(Module::parse(&text, "checks.ptx").expect("checks.ptx parses"))
 }
 
-/// Launches `entry` on `backend` (checked unless `unchecked`) over one
-/// zeroed buffer of `words` words; the buffer or the error.
+/// Launches `entry` on `backend` (checked unless `unchecked`; on the GPU with
+/// the race check) over one zeroed buffer of `words` words; the buffer or
+/// the error.
 fn launch(
     m: &Module,
     backend: BackendChoice,
@@ -38,10 +39,11 @@ fn launch(
         check: !unchecked,
         ..ExecOptions::default()
     };
-    launch_with(m, backend, entry, cfg, words, &opts)
+    launch_with(m, backend, entry, cfg, words, &opts, true)
 }
 
-/// [`launch`] under `opts` (checked where `opts.check`).
+/// [`launch`] under `opts` (checked where `opts.check`), the GPU's race check
+/// where `racecheck`.
 fn launch_with(
     m: &Module,
     backend: BackendChoice,
@@ -49,9 +51,11 @@ fn launch_with(
     cfg: &LaunchConfig,
     words: usize,
     opts: &ExecOptions,
+    racecheck: bool,
 ) -> Result<Vec<u8>, PtxError> {
     let mut bufs = vec![vec![0u8; 4 * words]];
     let mut runner = PtxRunner::new(backend, opts.check);
+    runner.racecheck = racecheck;
     runner.launch(m, entry, cfg, &[KernelArg::Buffer(0)], &mut bufs, opts)?;
     Ok(bufs.swap_remove(0))
 }
@@ -376,7 +380,8 @@ fn reads_of_written_global_memory_are_not_reported() {
 /// `block`; the thread and line may differ (the second of the two accesses
 /// reports, and the GPU's schedule is not the interpreter's warp after warp),
 /// but the GPU's is one of `lines` and its message names the hazard.
-/// Unchecked, the GPU runs it to completion.
+/// Unchecked, or checked without the race check (which is asked for apart,
+/// as compute-sanitizer's racecheck), the GPU runs it to completion.
 fn same_race(m: &Module, entry: &str, cfg: &LaunchConfig, block: [u32; 3], lines: &[u32]) {
     let cpu = fault(
         launch(m, BackendChoice::Cpu, false, entry, cfg, 1024),
@@ -401,6 +406,9 @@ fn same_race(m: &Module, entry: &str, cfg: &LaunchConfig, block: [u32; 3], lines
     );
     launch(m, BackendChoice::Gpu, true, entry, cfg, 1024)
         .unwrap_or_else(|e| panic!("{entry} unchecked on the GPU: {e}"));
+    let opts = ExecOptions::default();
+    launch_with(m, BackendChoice::Gpu, entry, cfg, 1024, &opts, false)
+        .unwrap_or_else(|e| panic!("{entry} checked without the race check on the GPU: {e}"));
 }
 
 /// Threads of two warps read and write each other's words after a barrier
@@ -489,11 +497,11 @@ fn the_watchdog_ends_loops_in_checked_kernels_with_barriers() {
     ] {
         assert!(structured_when_checked(&m, entry, [64, 1, 1]), "{entry}");
         let cpu = fault(
-            launch_with(&m, BackendChoice::Cpu, entry, &c, 64, &opts),
+            launch_with(&m, BackendChoice::Cpu, entry, &c, 64, &opts, true),
             entry,
         );
         let gpu = fault(
-            launch_with(&m, BackendChoice::Gpu, entry, &c, 64, &opts),
+            launch_with(&m, BackendChoice::Gpu, entry, &c, 64, &opts, true),
             entry,
         );
         eprintln!("{entry}: cpu {cpu}\n{entry}: gpu {gpu}");

@@ -107,6 +107,11 @@ pub(crate) struct LaunchArgs {
     /// compiled kernel (faster; an out-of-bounds access is then not reported).
     #[arg(long)]
     pub unchecked: bool,
+    /// GPU backend: also run the shared-memory race check in the compiled
+    /// kernel (the interpreter always runs it; as compute-sanitizer's
+    /// racecheck, it is slow: about 20 times the checked kernel on an H100).
+    #[arg(long)]
+    pub racecheck: bool,
     /// GPU backend: after each launch, time this many dispatches of the kernel
     /// alone and print `kernel_seconds` (per dispatch) and `compile_seconds`.
     #[arg(long, default_value_t = 0)]
@@ -197,8 +202,14 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
             "--initcheck runs on the interpreter: use --backend cpu".into(),
         ));
     }
+    if la.racecheck && (la.unchecked || backend == vgpu::BackendChoice::Cpu) {
+        return Err(Error::Usage(
+            "--racecheck adds the race check to the checked GPU kernel: use --backend gpu or auto without --unchecked (the interpreter always checks races)".into(),
+        ));
+    }
     let mut runner = PtxRunner::new(backend, !la.unchecked);
     runner.time_iterations = la.kernel_time;
+    runner.racecheck = la.racecheck;
     if is_ptx(input) {
         let code = run_ptx_file(input, la, &mut opts, &mut runner)?;
         report_backend(&runner);
