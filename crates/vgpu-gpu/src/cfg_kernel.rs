@@ -334,9 +334,14 @@ fn dispatch_shape(
     Ok(([dx as u32, dy as u32, 1], Some(grid)))
 }
 
-/// `DIR/<entry>.wgsl` where the environment variable `var` is `DIR`.
-fn wgsl_path(var: &str, k: &CfgKernel) -> Option<std::path::PathBuf> {
-    std::env::var_os(var).map(|dir| std::path::Path::new(&dir).join(format!("{}.wgsl", k.name)))
+/// `DIR/<entry>.wgsl` where the environment variable `var` is `DIR`, or
+/// `DIR/<entry>.emulated.wgsl` for a launch's run on the emulated fma
+/// (`emulated`: the re-run after a suspect speculative fma), so that neither
+/// form's file is the other's.
+fn wgsl_path(var: &str, k: &CfgKernel, emulated: bool) -> Option<std::path::PathBuf> {
+    let tag = if emulated { ".emulated" } else { "" };
+    std::env::var_os(var)
+        .map(|dir| std::path::Path::new(&dir).join(format!("{}{tag}.wgsl", k.name)))
 }
 
 /// With `VGPU_DUMP_WGSL=DIR` in the environment, writes the kernel's WGSL to
@@ -344,8 +349,8 @@ fn wgsl_path(var: &str, k: &CfgKernel) -> Option<std::path::PathBuf> {
 ///
 /// # Errors
 /// [`GpuError::CfgLaunch`] naming the file when it cannot be written.
-fn dump_wgsl(k: &CfgKernel, wgsl: &str) -> Result<(), GpuError> {
-    let Some(path) = wgsl_path("VGPU_DUMP_WGSL", k) else {
+fn dump_wgsl(k: &CfgKernel, wgsl: &str, emulated: bool) -> Result<(), GpuError> {
+    let Some(path) = wgsl_path("VGPU_DUMP_WGSL", k, emulated) else {
         return Ok(());
     };
     std::fs::write(&path, wgsl).map_err(|e| {
@@ -363,8 +368,8 @@ fn dump_wgsl(k: &CfgKernel, wgsl: &str) -> Result<(), GpuError> {
 ///
 /// # Errors
 /// [`GpuError::CfgLaunch`] naming the file when it cannot be read.
-fn load_wgsl(k: &CfgKernel) -> Result<Option<String>, GpuError> {
-    let Some(path) = wgsl_path("VGPU_LOAD_WGSL", k).filter(|p| p.exists()) else {
+fn load_wgsl(k: &CfgKernel, emulated: bool) -> Result<Option<String>, GpuError> {
+    let Some(path) = wgsl_path("VGPU_LOAD_WGSL", k, emulated).filter(|p| p.exists()) else {
         return Ok(None);
     };
     std::fs::read_to_string(&path).map(Some).map_err(|e| {
@@ -415,6 +420,7 @@ pub fn run_cfg_kernel(
         f32_atomic_add: has_atomic_f32 && launch.atomic_f32.native(ctx)?,
         structured: structured_from_env()?,
         f32_subnormals: kept.plain && kept.fma,
+        f32_subnormal_compares: kept.plain,
     };
     let view = binds_f32_atomic_view(k, &opts);
     let limits = ctx.limits().clone();
@@ -443,8 +449,9 @@ pub fn run_cfg_kernel(
         race,
     };
     let wgsl = emit_cfg_wgsl_with(k, &opts, checks).map_err(|e| launch_err(k, e.to_string()))?;
-    dump_wgsl(k, &wgsl)?;
-    let wgsl = load_wgsl(k)?.unwrap_or(wgsl);
+    let emulated = launch.fma_f32 == FmaF32Path::Emulated;
+    dump_wgsl(k, &wgsl, emulated)?;
+    let wgsl = load_wgsl(k, emulated)?.unwrap_or(wgsl);
     let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
         .specialisation(&format!("{opts:?} {checks:?}"))
         .workgroup_size(launch.block)

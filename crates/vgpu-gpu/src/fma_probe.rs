@@ -118,7 +118,7 @@ pub fn probe_fma_f32(ctx: &'static GpuContext) -> Result<FmaProbe, GpuError> {
     let triples = fma_f32_triples();
     let kept = crate::subnormal_probe::f32_subnormals_kept(ctx)?;
     let guarded = ctx.has_f64() && !(kept.plain && kept.fma);
-    let got = fma_on_device(&mut cache, &triples, guarded)?;
+    let got = fma_on_device(&mut cache, &triples, guarded, kept.plain)?;
     let mut probe = FmaProbe {
         triples: triples.len(),
         guarded,
@@ -143,7 +143,8 @@ fn same(x: u32, y: u32) -> bool {
 /// The bits of the device's fma of each triple, computed by the probe's
 /// kernel: `guarded` (the device needs SHADER_F64) `fma_native_f32`, whose
 /// zero or subnormal operands and results take the exact emulation; else the
-/// bare WGSL `fma`.
+/// bare WGSL `fma`; `compares`: the guarded form's test compares floats (the
+/// device keeps subnormals in comparisons), as the kernels' does there.
 ///
 /// # Errors
 /// Compilation and dispatch errors.
@@ -151,6 +152,7 @@ pub fn fma_on_device(
     cache: &mut KernelCache,
     triples: &[[f32; 3]],
     guarded: bool,
+    compares: bool,
 ) -> Result<Vec<u32>, GpuError> {
     if triples.is_empty() {
         return Ok(Vec::new());
@@ -159,7 +161,7 @@ pub fn fma_on_device(
     let mut abc: Vec<u32> = triples.iter().flatten().map(|x| x.to_bits()).collect();
     abc.push(0);
     let mut out = vec![0u32; triples.len()];
-    let spec = KernelSpec::new("fma_probe", fma_probe_wgsl(guarded), "main")
+    let spec = KernelSpec::new("fma_probe", fma_probe_wgsl(guarded, compares), "main")
         .workgroup_size([64, 1, 1])
         .keep_f32_subnormals();
     let groups = (triples.len() as u32).div_ceil(64);

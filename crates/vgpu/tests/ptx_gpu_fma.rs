@@ -171,7 +171,7 @@ fn native_fma_is_the_devices_fma() {
     // runs its whole launch again on the emulation, as the probe's kernel
     // computes that one triple.
     let mut cache = KernelCache::new().unwrap();
-    let device = fma_on_device(&mut cache, &ties, speculates).unwrap();
+    let device = fma_on_device(&mut cache, &ties, speculates, kept.plain).unwrap();
     for (i, d) in device.iter().enumerate() {
         let (_, gpu, _) = run(&k, FmaF32Path::Native, &ties[i..i + 1]);
         assert_eq!(word(&gpu, 0), *d, "{:?}", ties[i]);

@@ -44,5 +44,6 @@ pub(crate) fn plain_options(checked: bool) -> vgpu_ir::wgsl::cfg::CfgWgslOptions
         f32_atomic_add: false,
         structured: true,
         f32_subnormals: false,
+        f32_subnormal_compares: false,
     }
 }

@@ -8,7 +8,9 @@ use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
 use super::float64_exact;
 use super::half::{self, HALF_PRELUDE};
-use super::prelude::{F64_INT64_PRELUDE, F64_PRELUDE, FMA_SPEC_PRELUDE, INT_PRELUDE};
+use super::prelude::{
+    fma_suspect_wgsl, F64_INT64_PRELUDE, F64_PRELUDE, FMA_SPEC_PRELUDE, INT_PRELUDE,
+};
 use super::warp;
 use super::writer::{
     round_mark, ExprWidth, KernelWriter, BACK, EXIT, RET, ROUND_TAKE, WAIT, WARP, YIELD,
@@ -152,6 +154,7 @@ impl KernelWriter<'_> {
         // The f64 helpers, which the f64 registers' conversions also use.
         if o.f64 && (k.f64_line(false).is_some() || (o.int64 && k.f64_reg_line().is_some())) {
             out.push_str(F64_PRELUDE);
+            out.push_str(fma_suspect_wgsl(o.f32_subnormal_compares));
             if o.int64 {
                 out.push_str(F64_INT64_PRELUDE);
             }

@@ -213,6 +213,11 @@ pub struct CfgWgslOptions {
     /// device's fma ([`CfgWgslOptions::native_fma_f32`]) is then the bare
     /// `fma`, exact without the speculation's test.
     pub f32_subnormals: bool,
+    /// The device keeps f32 subnormals in comparisons (vgpu-gpu's
+    /// `subnormal_probe`, its `plain` verdict): the test of the device's fma
+    /// for a result flushing may have changed (`fma_suspect`) compares
+    /// floats instead of masking bits.
+    pub f32_subnormal_compares: bool,
 }
 
 /// Whether the WGSL of `k` under `o` declares binding 4, the `atomic<f32>`

@@ -339,18 +339,6 @@ fn fma_f32(a: u32, b: u32, c: u32) -> u32 {
   let s = p + cc;
   return round_sum_f32(s, two_sum_err(p, cc, s));
 }
-// Whether the device's fma r of a b c may differ from one rounding where the
-// device flushes subnormals (NVIDIA's Vulkan driver does): an operand is
-// subnormal, or the factors are nonzero and the result is zero or
-// subnormal. Otherwise flushing changes nothing and r, found fused by
-// vgpu-gpu's probe, is the one rounding.
-// Without branches (`&`, `|` on bools do not short-circuit): a subnormal's
-// magnitude bits lie in [1, 0x7fffff].
-fn fma_suspect(a: u32, b: u32, c: u32, r: u32) -> bool {
-  let sub = (((a & 0x7fffffffu) - 1u) < 0x7fffffu) | (((b & 0x7fffffffu) - 1u) < 0x7fffffu)
-    | (((c & 0x7fffffffu) - 1u) < 0x7fffffu);
-  return sub | (((r & 0x7f800000u) == 0u) & ((a << 1u) != 0u) & ((b << 1u) != 0u));
-}
 // fma.rn.f32 on the device's own fma, suspect cases on the emulation (the
 // probe's form of what a kernel computes: a kernel keeps the device's result
 // and flags the launch for an emulated re-run instead, fma_spec).
@@ -414,6 +402,39 @@ fn lg2_f32(a: u32) -> u32 {
   return bitcast<u32>(f32(s + ((two_sum_err(kf, a1, s) + a2) + small)));
 }
 "#;
+
+/// `fma_suspect(a, b, c, r)`, part of the f64 helpers: whether the device's
+/// fma `r` of `a`, `b`, `c` may differ from one rounding where the device
+/// flushes subnormals in its fma (NVIDIA's Vulkan driver does, even under
+/// `DenormPreserve`: its `FFMA.FTZ` flushes subnormal operands and results):
+/// an operand is subnormal, or the factors are nonzero and the result is
+/// zero or subnormal. Otherwise flushing changes nothing and `r`, found fused
+/// by vgpu-gpu's probe, is the one rounding. A subnormal factor matters only
+/// beside a nonzero one, so the factors are tested by the smaller magnitude.
+/// Without branches (`&`, `|` on bools do not short-circuit). With
+/// `compares` (the device keeps subnormals in comparisons:
+/// [`super::CfgWgslOptions::f32_subnormal_compares`]) in f32 arithmetic,
+/// whose `abs` and comparisons are cheaper than the integer form's masks (on
+/// an H100, twice the integer throughput); otherwise on the bits: a
+/// subnormal's magnitude bits lie in [1, 0x7fffff].
+pub(super) fn fma_suspect_wgsl(compares: bool) -> &'static str {
+    if compares {
+        r#"fn fma_suspect(a: u32, b: u32, c: u32, r: u32) -> bool {
+  let m = min(abs(f(a)), abs(f(b)));
+  let ac = abs(f(c));
+  let t = 1.17549435e-38f;
+  return ((m > 0.0f) & ((m < t) | (abs(f(r)) < t))) | ((ac > 0.0f) & (ac < t));
+}
+"#
+    } else {
+        r#"fn fma_suspect(a: u32, b: u32, c: u32, r: u32) -> bool {
+  let m = min(a & 0x7fffffffu, b & 0x7fffffffu);
+  return ((m - 1u) < 0x7fffffu) | ((m != 0u) & ((r & 0x7f800000u) == 0u))
+    | (((c & 0x7fffffffu) - 1u) < 0x7fffffu);
+}
+"#
+    }
+}
 
 /// Helpers that compute in f64 and read its bits as a `u64` (emitted when the
 /// adapter has `SHADER_F64` and `SHADER_INT64`).
