@@ -410,20 +410,25 @@ fn lg2_f32(a: u32) -> u32 {
 /// an operand is subnormal, or the factors are nonzero and the result is
 /// zero or subnormal. Otherwise flushing changes nothing and `r`, found fused
 /// by vgpu-gpu's probe, is the one rounding. A subnormal factor matters only
-/// beside a nonzero one, so the factors are tested by the smaller magnitude.
-/// Without branches (`&`, `|` on bools do not short-circuit). With
-/// `compares` (the device keeps subnormals in comparisons:
-/// [`super::CfgWgslOptions::f32_subnormal_compares`]) in f32 arithmetic,
-/// whose `abs` and comparisons are cheaper than the integer form's masks (on
-/// an H100, twice the integer throughput); otherwise on the bits: a
-/// subnormal's magnitude bits lie in [1, 0x7fffff].
+/// beside a nonzero one. Without branches (`&`, `|` on bools do not
+/// short-circuit). With `compares` (the device keeps subnormals in
+/// comparisons: [`super::CfgWgslOptions::f32_subnormal_compares`]) by f32
+/// comparisons of the magnitudes, cheaper than the integer form's masks (an
+/// H100 has twice the f32 throughput of its integer units) — comparisons
+/// only: NVIDIA's `min` flushes subnormals even under `DenormPreserve` (the
+/// H100, session 17: a test taking the smaller factor by `min` missed
+/// subnormal factors, and the fma probe refused it); otherwise on the bits,
+/// the smaller factor by an integer `min` of the magnitudes: a subnormal's
+/// magnitude bits lie in [1, 0x7fffff].
 pub(super) fn fma_suspect_wgsl(compares: bool) -> &'static str {
     if compares {
         r#"fn fma_suspect(a: u32, b: u32, c: u32, r: u32) -> bool {
-  let m = min(abs(f(a)), abs(f(b)));
+  let aa = abs(f(a));
+  let ab = abs(f(b));
   let ac = abs(f(c));
   let t = 1.17549435e-38f;
-  return ((m > 0.0f) & ((m < t) | (abs(f(r)) < t))) | ((ac > 0.0f) & (ac < t));
+  return ((aa > 0.0f) & (ab > 0.0f) & ((aa < t) | (ab < t) | (abs(f(r)) < t)))
+    | ((ac > 0.0f) & (ac < t));
 }
 "#
     } else {
