@@ -50,8 +50,9 @@ def test_gpu_backend_runs_the_compiled_kernel(require_gpu):
 def test_gpu_race_check_is_asked_for(require_gpu):
     # vgpu-ptx's planted race: the interpreter reports it; the GPU kernel
     # only with racecheck=True (as compute-sanitizer's racecheck, a tool of
-    # its own), else it runs to completion and the case, which expects the
-    # race, does not pass.
+    # its own). Without it the case, which expects the race, does not pass:
+    # nothing is reported as a race (here the uninitialised-shared check
+    # sees the read that the later write makes a race).
     if vgpu.VGPUCache().backend != "gpu":
         assert not require_gpu
         pytest.skip("no GPU adapter")
@@ -61,7 +62,7 @@ def test_gpu_race_check_is_asked_for(require_gpu):
     on = v.ptx_case(case, backend="gpu", racecheck=True)
     assert on["passed"] and "race" in on["error"], on
     off = v.ptx_case(case, backend="gpu")
-    assert not off["passed"] and off["error"] is None, off
+    assert not off["passed"] and not (off["error"] or "").startswith("race"), off
 
 
 def test_ptx_backend_errors(tmp_path):

@@ -155,13 +155,8 @@ pub struct CfgRun {
     /// them in plain arithmetic (vgpu-gpu's `subnormal_probe`): its `add`,
     /// `sub`, `mul` and comparisons are PTX's also on subnormal operands and
     /// results (its fma is exact either way: the emulation, or the device's
-    /// kept bare where it keeps them too, speculative where not).
+    /// kept bare where it keeps them too, guarded where not).
     pub f32_subnormals: bool,
-    /// The kernel's speculative device `fma` was suspect somewhere (a
-    /// subnormal operand, or a zero or subnormal result of nonzero factors)
-    /// and the launch ran again on the emulation, whose results these are
-    /// (`native_fma_f32` is then `Some(false)`).
-    pub fma_rerun: bool,
     /// How the kernel's global f32 atomic adds ran: `Some(true)` the device's
     /// f32 atomics, `Some(false)` a compare-and-swap loop, `None` it has none.
     pub native_atomic_f32: Option<bool>,
@@ -334,14 +329,9 @@ fn dispatch_shape(
     Ok(([dx as u32, dy as u32, 1], Some(grid)))
 }
 
-/// `DIR/<entry>.wgsl` where the environment variable `var` is `DIR`, or
-/// `DIR/<entry>.emulated.wgsl` for a launch's run on the emulated fma
-/// (`emulated`: the re-run after a suspect speculative fma), so that neither
-/// form's file is the other's.
-fn wgsl_path(var: &str, k: &CfgKernel, emulated: bool) -> Option<std::path::PathBuf> {
-    let tag = if emulated { ".emulated" } else { "" };
-    std::env::var_os(var)
-        .map(|dir| std::path::Path::new(&dir).join(format!("{}{tag}.wgsl", k.name)))
+/// `DIR/<entry>.wgsl` where the environment variable `var` is `DIR`.
+fn wgsl_path(var: &str, k: &CfgKernel) -> Option<std::path::PathBuf> {
+    std::env::var_os(var).map(|dir| std::path::Path::new(&dir).join(format!("{}.wgsl", k.name)))
 }
 
 /// With `VGPU_DUMP_WGSL=DIR` in the environment, writes the kernel's WGSL to
@@ -349,8 +339,8 @@ fn wgsl_path(var: &str, k: &CfgKernel, emulated: bool) -> Option<std::path::Path
 ///
 /// # Errors
 /// [`GpuError::CfgLaunch`] naming the file when it cannot be written.
-fn dump_wgsl(k: &CfgKernel, wgsl: &str, emulated: bool) -> Result<(), GpuError> {
-    let Some(path) = wgsl_path("VGPU_DUMP_WGSL", k, emulated) else {
+fn dump_wgsl(k: &CfgKernel, wgsl: &str) -> Result<(), GpuError> {
+    let Some(path) = wgsl_path("VGPU_DUMP_WGSL", k) else {
         return Ok(());
     };
     std::fs::write(&path, wgsl).map_err(|e| {
@@ -368,8 +358,8 @@ fn dump_wgsl(k: &CfgKernel, wgsl: &str, emulated: bool) -> Result<(), GpuError> 
 ///
 /// # Errors
 /// [`GpuError::CfgLaunch`] naming the file when it cannot be read.
-fn load_wgsl(k: &CfgKernel, emulated: bool) -> Result<Option<String>, GpuError> {
-    let Some(path) = wgsl_path("VGPU_LOAD_WGSL", k, emulated).filter(|p| p.exists()) else {
+fn load_wgsl(k: &CfgKernel) -> Result<Option<String>, GpuError> {
+    let Some(path) = wgsl_path("VGPU_LOAD_WGSL", k).filter(|p| p.exists()) else {
         return Ok(None);
     };
     std::fs::read_to_string(&path).map(Some).map_err(|e| {
@@ -449,9 +439,8 @@ pub fn run_cfg_kernel(
         race,
     };
     let wgsl = emit_cfg_wgsl_with(k, &opts, checks).map_err(|e| launch_err(k, e.to_string()))?;
-    let emulated = launch.fma_f32 == FmaF32Path::Emulated;
-    dump_wgsl(k, &wgsl, emulated)?;
-    let wgsl = load_wgsl(k, emulated)?.unwrap_or(wgsl);
+    dump_wgsl(k, &wgsl)?;
+    let wgsl = load_wgsl(k)?.unwrap_or(wgsl);
     let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
         .specialisation(&format!("{opts:?} {checks:?}"))
         .workgroup_size(launch.block)
@@ -542,35 +531,16 @@ pub fn run_cfg_kernel(
             rec = r2;
         }
     }
-    // A suspect speculative fma (only the device's fma with SHADER_F64
-    // speculates): the launch runs again on the exact emulation below.
-    let rerun_emulated = rec[fault::SPEC] != 0 && rec[fault::CLAIMED] == 0 && opts.native_fma_f32;
-    let kernel_seconds =
-        if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 && !rerun_emulated {
-            let mut g2 = gmem.clone();
-            let mut r2 = rec.clone();
-            let mut i2 = ginit.clone();
-            let mut b2 = bind(&mut g2, &words, &params, &mut r2, view, i2.as_mut());
-            let t = cache.time_dispatches(&spec, &mut b2, dispatch, launch.time_iterations)?;
-            Some(t.as_secs_f64())
-        } else {
-            None
-        };
-    // The emulated re-run, from the same memory (the buffers are untouched
-    // until the end).
-    if rerun_emulated {
-        let emulated = CfgLaunch {
-            fma_f32: FmaF32Path::Emulated,
-            ..*launch
-        };
-        // The speculative run's memory freed before the re-run's.
-        drop(gmem);
-        drop(ginit);
-        let mut run = run_cfg_kernel(cache, k, layout, &emulated, buffers)?;
-        run.compiled |= compiled;
-        run.fma_rerun = true;
-        return Ok(run);
-    }
+    let kernel_seconds = if launch.time_iterations > 0 && rec[fault::CLAIMED] == 0 {
+        let mut g2 = gmem.clone();
+        let mut r2 = rec.clone();
+        let mut i2 = ginit.clone();
+        let mut b2 = bind(&mut g2, &words, &params, &mut r2, view, i2.as_mut());
+        let t = cache.time_dispatches(&spec, &mut b2, dispatch, launch.time_iterations)?;
+        Some(t.as_secs_f64())
+    } else {
+        None
+    };
     if rec[fault::CLAIMED] != 0 {
         let w = |i: usize| rec[i];
         return Ok(CfgRun {
@@ -584,7 +554,6 @@ pub fn run_cfg_kernel(
             compiled,
             kernel_seconds,
             native_fma_f32: has_fma.then_some(opts.native_fma_f32),
-            fma_rerun: false,
             native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
             f32_subnormals: kept.plain,
         });
@@ -599,7 +568,6 @@ pub fn run_cfg_kernel(
         compiled,
         kernel_seconds,
         native_fma_f32: has_fma.then_some(opts.native_fma_f32),
-        fma_rerun: false,
         native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
         f32_subnormals: kept.plain,
     })

@@ -6,7 +6,7 @@
 //! of subnormals and of a subnormal and a power of two, against the host's
 //! f32 arithmetic, and likewise its `fma` (on products that are exact, so
 //! that fusion does not matter). Where both keep them, the device's fma
-//! needs no speculation
+//! needs no guard
 //! ([`vgpu_ir::wgsl::cfg::CfgWgslOptions::f32_subnormals`]).
 
 use crate::kernel_cache::{Binding, KernelCache, KernelSpec};

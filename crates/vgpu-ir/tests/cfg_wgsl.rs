@@ -383,28 +383,34 @@ fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
         "{native}"
     );
     assert!(!native.contains("fma_f32"), "{native}");
-    // With f64: the speculative form, a suspect result (subnormal operand,
-    // zero or subnormal result) flagging the launch for the emulated re-run.
+    // With f64: the guarded form, a suspect result (subnormal operand, zero
+    // or subnormal result of nonzero factors) computed on the emulation in
+    // place; its test on the bits, or comparing floats where the device keeps
+    // subnormals in comparisons.
     o.f64 = true;
     let guarded = emit_cfg_wgsl(&k, &o).unwrap();
     validate(&guarded, true);
     assert!(
-        guarded.contains("fma_spec(r0 ^ 0x80000000u, r1, r2 ^ 0x80000000u)")
-            && guarded.contains("fn fma_spec(")
-            && guarded.contains("g_spec = g_spec | fma_suspect(a, b, c, r);")
-            && guarded.contains(&format!(
-                "if (g_spec) {{ atomicOr(&flt[{}], 1u); g_spec = false; }}",
-                vgpu_ir::wgsl::cfg::fault::SPEC
-            )),
+        guarded.contains("fma_native_f32(r0 ^ 0x80000000u, r1, r2 ^ 0x80000000u)")
+            && guarded.contains("if (fma_suspect(a, b, c, r)) { return fma_f32(a, b, c); }")
+            && guarded.contains("let m = min(a & 0x7fffffffu, b & 0x7fffffffu);"),
         "{guarded}"
     );
+    o.f32_subnormal_compares = true;
+    let compares = emit_cfg_wgsl(&k, &o).unwrap();
+    validate(&compares, true);
+    assert!(
+        compares.contains("let aa = abs(f(a));") && !compares.contains("min(abs("),
+        "{compares}"
+    );
+    o.f32_subnormal_compares = false;
     // A device that keeps f32 subnormals in its fma: the bare fma again.
     o.f32_subnormals = true;
     let kept = emit_cfg_wgsl(&k, &o).unwrap();
     validate(&kept, true);
     assert!(
         kept.contains("bitcast<u32>(fma(f(r0 ^ 0x80000000u), f(r1), f(r2 ^ 0x80000000u)))")
-            && !kept.contains("fn fma_spec("),
+            && !kept.contains("fma_native_f32(r0"),
         "{kept}"
     );
     o.f32_subnormals = false;

@@ -47,10 +47,6 @@ pub struct PtxRunner {
     /// Whether the last GPU launch kept f32 subnormals (vgpu-gpu's
     /// `subnormal_probe`; `None`: no GPU launch yet).
     pub f32_subnormals: Option<bool>,
-    /// GPU launches whose speculative device `fma` was suspect somewhere
-    /// (a subnormal operand, or a zero or subnormal result of nonzero
-    /// factors) and that ran again on the exact emulation.
-    pub fma_reruns: u64,
     /// GPU: how global `atom.add.f32`/`red.add.f32` run (default:
     /// `VGPU_PTX_ATOMIC_F32`, else the device's f32 atomics where vgpu-gpu's
     /// probe found them PTX's).
@@ -156,7 +152,6 @@ impl PtxRunner {
             native_atomic_f32: None,
             native_fma_f32: None,
             f32_subnormals: None,
-            fma_reruns: 0,
         }
     }
 
@@ -258,7 +253,6 @@ impl PtxRunner {
         self.kernel_seconds = run.kernel_seconds.or(self.kernel_seconds);
         self.native_fma_f32 = run.native_fma_f32.or(self.native_fma_f32);
         self.f32_subnormals = Some(run.f32_subnormals);
-        self.fma_reruns += run.fma_rerun as u64;
         self.native_atomic_f32 = run.native_atomic_f32.or(self.native_atomic_f32);
         if let Some(f) = run.fault {
             let CfgFault {

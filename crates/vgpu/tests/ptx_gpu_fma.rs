@@ -4,8 +4,8 @@
 //! interpreter bit for bit (NaN as NaN) where it is used: the emulation and
 //! the probe's choice on the probe's own adversarial triples, the forced
 //! native form on inputs where fused and unfused agree and (with SHADER_F64
-//! on a device not keeping f32 subnormals, where a suspect result runs the
-//! launch again on the emulation) on
+//! on a device not keeping f32 subnormals, where a suspect result is
+//! computed on the emulation in place) on
 //! cancellations `c = -RN(a b)` and subnormal operands;
 //! on ties it gives the device's `fma` exactly as the probe saw it. Skipped
 //! without an adapter unless `VGPU_REQUIRE_GPU=1`.
@@ -128,10 +128,10 @@ fn native_fma_is_the_devices_fma() {
         t.push([v(12, -11), v(12, -11), v(24, -23)]);
     }
     let ctx = GpuContext::get().unwrap();
-    // The kernels' device fma is speculative where the device has SHADER_F64
+    // The kernels' device fma is guarded where the device has SHADER_F64
     // and may flush f32 subnormals; where it keeps them, the bare `fma`.
     let kept = f32_subnormals_kept(ctx).unwrap();
-    let speculates = ctx.has_f64() && !(kept.plain && kept.fma);
+    let guarded = ctx.has_f64() && !(kept.plain && kept.fma);
     let (cpu, gpu, native) = run(&k, FmaF32Path::Native, &t);
     assert_eq!(
         native,
@@ -139,11 +139,12 @@ fn native_fma_is_the_devices_fma() {
         "no suspect result: the device's fma kept"
     );
     assert_same(&cpu, &gpu, &t);
-    if speculates {
+    if guarded {
         // Suspect results, which a device that flushes subnormals may get
-        // wrong: a multiply-then-add makes these 0, and subnormal addends.
-        // The speculative fma flags them and the launch runs again on the
-        // emulation (`native` then Some(false)), equal to the interpreter.
+        // wrong: products cancelled to their rounding error (0 where the
+        // error is subnormal), and subnormal operands. The guarded fma
+        // computes them on the emulation in place (the launch stays on the
+        // device's fma), equal to the interpreter.
         let mut m = || f32::from_bits(0x3f80_0000 | (r.next32() & 0x7f_ffff));
         let mut s = Vec::new();
         for i in 0..1024 {
@@ -154,7 +155,7 @@ fn native_fma_is_the_devices_fma() {
         s.push([f32::from_bits(0x0040_0000), 2.0, 0.0]);
         for one in [&s[1024..1025], &s[1025..1026], &s[..]] {
             let (cpu, gpu, native) = run(&k, FmaF32Path::Native, one);
-            assert_eq!(native, Some(false), "{one:?}: re-run on the emulation");
+            assert_eq!(native, Some(true), "{one:?}: the guarded device fma");
             assert_same(&cpu, &gpu, one);
         }
     }
@@ -171,7 +172,7 @@ fn native_fma_is_the_devices_fma() {
     // runs its whole launch again on the emulation, as the probe's kernel
     // computes that one triple.
     let mut cache = KernelCache::new().unwrap();
-    let device = fma_on_device(&mut cache, &ties, speculates, kept.plain).unwrap();
+    let device = fma_on_device(&mut cache, &ties, guarded, kept.plain).unwrap();
     for (i, d) in device.iter().enumerate() {
         let (_, gpu, _) = run(&k, FmaF32Path::Native, &ties[i..i + 1]);
         assert_eq!(word(&gpu, 0), *d, "{:?}", ties[i]);

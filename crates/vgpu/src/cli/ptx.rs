@@ -429,8 +429,6 @@ fn report_backend(r: &PtxRunner) {
     if let Some(native) = r.native_fma_f32 {
         let how = if native {
             "native (the device's fma, fused)"
-        } else if r.fma_reruns > 0 {
-            "emulated (exact, in f64): the device's fma was suspect (a subnormal operand or a zero or subnormal result) and the launch ran again"
         } else {
             "emulated (exact, in f64)"
         };

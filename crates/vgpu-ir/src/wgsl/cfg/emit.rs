@@ -8,9 +8,7 @@ use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
 use super::float64_exact;
 use super::half::{self, HALF_PRELUDE};
-use super::prelude::{
-    fma_suspect_wgsl, F64_INT64_PRELUDE, F64_PRELUDE, FMA_SPEC_PRELUDE, INT_PRELUDE,
-};
+use super::prelude::{fma_suspect_wgsl, F64_INT64_PRELUDE, F64_PRELUDE, INT_PRELUDE};
 use super::warp;
 use super::writer::{
     round_mark, ExprWidth, KernelWriter, BACK, EXIT, RET, ROUND_TAKE, WAIT, WARP, YIELD,
@@ -157,9 +155,6 @@ impl KernelWriter<'_> {
             out.push_str(fma_suspect_wgsl(o.f32_subnormal_compares));
             if o.int64 {
                 out.push_str(F64_INT64_PRELUDE);
-            }
-            if fma_speculates(k, o) {
-                out.push_str(FMA_SPEC_PRELUDE);
             }
         }
         if o.f64 && o.int64 && k.f64_reg_line().is_some() {
@@ -608,21 +603,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         )
     }
 
-    /// What follows a thread's run in `main`: its speculative fma's flag and
-    /// its fault recorded, then the rounds' end (`rounds`: the kernel runs
+    /// What follows a thread's run in `main`: its fault recorded, then the rounds' end (`rounds`: the kernel runs
     /// in rounds) or, without rounds, the shared-memory initialisation
     /// check's judgement at the block's end.
     fn epilogue(&mut self, rounds: bool) {
         let k = self.k;
         let bar_check = checks::barrier_check(k, self.o.checked);
-        if fma_speculates(self.k, self.o) {
-            // A suspect speculative fma: the launch runs again, emulated.
-            let _ = writeln!(
-                self.out,
-                "  if (g_spec) {{ atomicOr(&flt[{}], 1u); g_spec = false; }}",
-                fault::SPEC
-            );
-        }
         if self.o.checked && !self.soft {
             // The thread's fault, recorded before its round is judged.
             self.out.push_str(
@@ -853,10 +839,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     }
 }
 
-/// Whether the kernel's f32 fmas are the speculative device `fma`
-/// (`fma_spec`, prelude.rs): the device's fma chosen, SHADER_F64 there for
-/// the emulated re-run's guard, and the device not declared to keep f32
-/// subnormals (where it is, the bare `fma` is exact).
-pub(super) fn fma_speculates(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
+/// Whether the kernel's f32 fmas are the guarded device `fma`
+/// (`fma_native_f32`, prelude.rs: a thread whose result a flush of
+/// subnormals may have changed computes that fma on the emulation in place):
+/// the device's fma chosen, SHADER_F64 there for the emulation, and the
+/// device not declared to keep f32 subnormals (where it is, the bare `fma` is
+/// exact).
+pub(super) fn fma_guarded(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
     o.native_fma_f32 && o.f64 && !o.f32_subnormals && k.has_fma_f32()
 }

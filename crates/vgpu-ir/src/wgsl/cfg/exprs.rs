@@ -188,8 +188,8 @@ impl KernelWriter<'_> {
             TernOp::FmaF32 { neg_ab, neg_c } => {
                 let na = if neg_ab { " ^ 0x80000000u" } else { "" };
                 let nc = if neg_c { " ^ 0x80000000u" } else { "" };
-                let e = if super::emit::fma_speculates(self.k, self.o) {
-                    format!("fma_spec({a32}{na}, {b32}, {c32}{nc})")
+                let e = if super::emit::fma_guarded(self.k, self.o) {
+                    format!("fma_native_f32({a32}{na}, {b32}, {c32}{nc})")
                 } else if self.o.native_fma_f32 {
                     format!("bitcast<u32>(fma(f({a32}{na}), f({b32}), f({c32}{nc})))")
                 } else if self.o.int64 {

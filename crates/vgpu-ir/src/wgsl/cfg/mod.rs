@@ -118,14 +118,8 @@ pub mod fault {
     /// [`super::meta::FAULT_ONLY`] set to it, so that the reported fault is
     /// the lowest faulting block's first, as the interpreter reports it.
     pub const MIN_KEY: usize = 12;
-    /// Nonzero when a thread's speculative f32 fma (the device's own, with
-    /// `SHADER_F64`) was suspect (a subnormal operand, or a zero or
-    /// subnormal result of nonzero factors, which a device that flushes
-    /// subnormals may have got wrong): the host then runs the launch again
-    /// with the exact emulation.
-    pub const SPEC: usize = 13;
     /// Words in the record.
-    pub const WORDS: usize = 14;
+    pub const WORDS: usize = 13;
     /// An access outside every allocation (or a write to a read-only one).
     pub const CLASS_OUT_OF_BOUNDS: u32 = 1;
     /// An access not aligned to its size.
@@ -211,7 +205,7 @@ pub struct CfgWgslOptions {
     /// kernel is compiled with SPIR-V's `DenormPreserve`: vgpu-gpu's
     /// `KernelSpec::keep_f32_subnormals` and `subnormal_probe`): the
     /// device's fma ([`CfgWgslOptions::native_fma_f32`]) is then the bare
-    /// `fma`, exact without the speculation's test.
+    /// `fma`, exact without the guarded form's test.
     pub f32_subnormals: bool,
     /// The device keeps f32 subnormals in comparisons (vgpu-gpu's
     /// `subnormal_probe`, its `plain` verdict): the test of the device's fma

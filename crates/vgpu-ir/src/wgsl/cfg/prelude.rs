@@ -339,9 +339,9 @@ fn fma_f32(a: u32, b: u32, c: u32) -> u32 {
   let s = p + cc;
   return round_sum_f32(s, two_sum_err(p, cc, s));
 }
-// fma.rn.f32 on the device's own fma, suspect cases on the emulation (the
-// probe's form of what a kernel computes: a kernel keeps the device's result
-// and flags the launch for an emulated re-run instead, fma_spec).
+// fma.rn.f32 on the device's own fma, suspect cases on the emulation in
+// place (the kernels' form on a device whose fma may flush subnormals, and
+// the probe's).
 fn fma_native_f32(a: u32, b: u32, c: u32) -> u32 {
   let r = bitcast<u32>(fma(f(a), f(b), f(c)));
   if (fma_suspect(a, b, c, r)) { return fma_f32(a, b, c); }
@@ -458,19 +458,5 @@ fn fma_f32_fast(a: u32, b: u32, c: u32) -> u32 {
     return bitcast<u32>(f32(s));
   }
   return fma_f32(a, b, c);
-}
-"#;
-
-/// The speculative f32 fma of a kernel on a device whose `fma` the probe
-/// found fused (with `SHADER_F64`): the device's result, a suspect one
-/// (`fma_suspect`) flagging the thread so that the launch runs again on the
-/// emulation (the flag reaches the fault record's `SPEC` word where the
-/// thread's state machine stops).
-pub(super) const FMA_SPEC_PRELUDE: &str = r#"
-var<private> g_spec: bool;
-fn fma_spec(a: u32, b: u32, c: u32) -> u32 {
-  let r = bitcast<u32>(fma(f(a), f(b), f(c)));
-  g_spec = g_spec | fma_suspect(a, b, c, r);
-  return r;
 }
 "#;
