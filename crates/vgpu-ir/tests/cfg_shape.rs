@@ -227,7 +227,12 @@ fn a_checked_kernel_with_uniform_barriers_is_structured_and_faults_go_on() {
         w.contains("fn run_thread(") && !w.contains("switch pc"),
         "{w}"
     );
-    assert!(w.contains("raise_t(cls, line, a, g_lid); }"), "{w}");
+    assert!(
+        w.contains(
+            "if (g_fcls != 0u) { raise_t(g_fcls, g_fline, g_fa, g_lid); }\n  workgroupBarrier();"
+        ),
+        "{w}"
+    );
     assert!(!w.contains("pc = 4294967295u; break;"), "{w}");
     assert!(
         w.contains("it1 = it1 + 1u;") && w.contains("if (it1 > words[1] / "),

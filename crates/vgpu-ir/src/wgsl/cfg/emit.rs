@@ -210,7 +210,14 @@ const RSMEM_END: u32 = {rend}u;
 const LOCAL_BYTES: u32 = {local}u;
 const PARAM_BYTES: u32 = {param}u;
 
-{raise}
+// A fault of this thread, kept until its state machine stops (the thread
+// stops at once), or in the structured form of a checked kernel with
+// barriers (whose threads go on) until its next barrier or its end, and
+// recorded there by raise_t: a few recording sites per kernel rather than
+// one per checked access.
+fn raise(cls: u32, line: u32, a: vec2<u32>) {{
+  if (g_fcls == 0u) {{ g_fcls = cls; g_fline = line; g_fa = a; }}
+}}
 // The record keeps the lowest block (linear, x fastest) that faulted; the
 // details are the first fault's, or with the launch word meta::FAULT_ONLY
 // (not 0xffffffff) the first fault's of that block.
@@ -256,20 +263,6 @@ fn saddr(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32, rb: u32, re
   return a.x;
 }}
 ",
-            raise = if self.soft {
-                "// This thread's first fault, recorded at once (the thread goes on: the
-// structured form of a checked kernel with barriers, structured.rs).
-fn raise(cls: u32, line: u32, a: vec2<u32>) {
-  if (g_fcls == 0u) { g_fcls = cls; g_fline = line; g_fa = a; raise_t(cls, line, a, g_lid); }
-}"
-            } else {
-                "// A fault of this thread, kept until its state machine stops (the thread
-// stops at once) and recorded there by raise_t: one recording site per
-// kernel rather than one per checked access.
-fn raise(cls: u32, line: u32, a: vec2<u32>) {
-  if (g_fcls == 0u) { g_fcls = cls; g_fline = line; g_fa = a; }
-}"
-            },
             gb = GLOBAL_BASE,
             local = k.local_bytes,
             param = k.param_bytes,
@@ -603,14 +596,14 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         )
     }
 
-    /// What follows a thread's run in `main`: its fault recorded (where
-    /// faults end the thread), then the rounds' end (`rounds`: the kernel
+    /// What follows a thread's run in `main`: its fault recorded, then the
+    /// rounds' end (`rounds`: the kernel
     /// runs in rounds) or, without rounds, the shared-memory initialisation
     /// check's judgement at the block's end.
     fn epilogue(&mut self, rounds: bool) {
         let k = self.k;
         let bar_check = checks::barrier_check(k, self.o.checked);
-        if self.o.checked && !self.soft {
+        if self.o.checked {
             // The thread's fault, recorded before its round is judged.
             self.out.push_str(
                 "  if (g_fcls != 0u) { raise_t(g_fcls, g_fline, g_fa, g_lid); g_fcls = 0u; }\n",

@@ -12,8 +12,8 @@
 //!
 //! Checked, a kernel with barriers cannot let a fault end its thread, which
 //! would leave the others waiting at the next barrier. Its faults do not end
-//! the thread ([`KernelWriter::soft`]): the fault is recorded at once, the
-//! faulting access is skipped, and so is every later store and atomic of that
+//! the thread ([`KernelWriter::soft`]): the fault is kept and recorded before
+//! the thread's next barrier (and at its end), the faulting access is skipped, and so is every later store and atomic of that
 //! thread, as the thread would have stopped before them; the thread goes on
 //! meeting the barriers with the others, and the launch reports the fault
 //! (its buffers are not written back). Its control flow stays that of the
@@ -168,11 +168,18 @@ impl KernelWriter<'_> {
 
     /// A barrier's statements: `workgroupBarrier()` (after a
     /// `storageBarrier()` where threads `exchange` values through global
-    /// memory); where faults do not end the thread, the checks a barrier's
-    /// release makes (a pending read of unwritten shared memory, the race
+    /// memory); where faults do not end the thread, before it the thread's
+    /// fault so far recorded (again at each barrier: the record keeps the
+    /// first claim), and the checks a barrier's release makes (a pending read of unwritten shared memory, the race
     /// check's marks cleared) between it and a second one.
     fn barrier_code(&self, exchange: bool) -> String {
-        let mut s = String::from(if exchange {
+        let mut s = String::new();
+        if self.soft {
+            // A fault so far recorded before the barrier, so before the
+            // release's verdicts.
+            s.push_str("if (g_fcls != 0u) { raise_t(g_fcls, g_fline, g_fa, g_lid); }\n  ");
+        }
+        s.push_str(if exchange {
             "storageBarrier(); workgroupBarrier();"
         } else {
             "workgroupBarrier();"

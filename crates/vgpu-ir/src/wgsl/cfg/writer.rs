@@ -58,8 +58,9 @@ pub(super) struct KernelWriter<'a> {
     pub(super) race: bool,
     /// Faults do not end the thread: the structured form of a checked kernel
     /// with barriers (structured.rs), whose threads must all go on meeting
-    /// its barriers. A fault is recorded at once; the faulting access is
-    /// skipped, and the thread's stores and atomics after it too.
+    /// its barriers. A fault is recorded before the thread's next barrier;
+    /// the faulting access is skipped, and the thread's stores and atomics
+    /// after it too.
     pub(super) soft: bool,
 }
 
