@@ -13,10 +13,11 @@
 //! Checked, a kernel with barriers cannot let a fault end its thread, which
 //! would leave the others waiting at the next barrier. Its faults do not end
 //! the thread ([`KernelWriter::soft`]): the fault is kept and recorded before
-//! the thread's next barrier (and at its end), the faulting access is skipped, and so is every later store and atomic of that
-//! thread, as the thread would have stopped before them; the thread goes on
-//! meeting the barriers with the others, and the launch reports the fault
-//! (its buffers are not written back). Its control flow stays that of the
+//! the thread's next barrier (and at its end), the faulting access is
+//! skipped, and so is every later store and atomic of that thread, as the
+//! thread would have stopped before them; the thread goes on meeting the
+//! barriers with the others, and the launch reports the fault (its buffers
+//! are not written back). Its control flow stays that of the
 //! others: the divergence analysis makes every branch that decides a barrier
 //! depend only on parameters, special registers and constants, never on a
 //! loaded value. The watchdog's fault leaves a loop without barriers; a loop
@@ -170,8 +171,9 @@ impl KernelWriter<'_> {
     /// `storageBarrier()` where threads `exchange` values through global
     /// memory); where faults do not end the thread, before it the thread's
     /// fault so far recorded (again at each barrier: the record keeps the
-    /// first claim), and the checks a barrier's release makes (a pending read of unwritten shared memory, the race
-    /// check's marks cleared) between it and a second one.
+    /// first claim), and the checks a barrier's release makes (a pending
+    /// read of unwritten shared memory, the race check's marks cleared)
+    /// between it and a second one.
     fn barrier_code(&self, exchange: bool) -> String {
         let mut s = String::new();
         if self.soft {
