@@ -421,19 +421,23 @@ pub fn run_cfg_kernel(
             .transpose()
     };
     let ginit = fresh_ginit()?;
-    // The race check where asked, if its marks fit in the workgroup memory
-    // left.
-    let race = launch.checked && launch.racecheck && race_workgroup_bytes(k, &opts) > 0;
-    if race && race_workgroup_bytes(k, &opts) > wg_free {
+    // The race check where asked (its marks' bytes: 0 where it does not
+    // apply, e.g. unchecked), if they fit in the workgroup memory left.
+    let race_bytes = if launch.racecheck {
+        race_workgroup_bytes(k, &opts)
+    } else {
+        0
+    };
+    if race_bytes > wg_free {
         return Err(launch_err(
             k,
             format!(
-                "the race check needs {} bytes of workgroup memory, the kernel leaves {wg_free} of the adapter's {} (run without the race check, or on the interpreter)",
-                race_workgroup_bytes(k, &opts),
+                "the race check needs {race_bytes} bytes of workgroup memory, the kernel leaves {wg_free} of the adapter's {} (run without the race check, or on the interpreter)",
                 ctx.limits().max_compute_workgroup_storage_size
             ),
         ));
     }
+    let race = race_bytes > 0;
     let checks = CfgChecks {
         initcheck: ginit.is_some(),
         race,

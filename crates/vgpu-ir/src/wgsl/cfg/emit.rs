@@ -597,9 +597,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     }
 
     /// What follows a thread's run in `main`: its fault recorded, then the
-    /// rounds' end (`rounds`: the kernel
-    /// runs in rounds) or, without rounds, the shared-memory initialisation
-    /// check's judgement at the block's end.
+    /// rounds' end (`rounds`: the kernel runs in rounds) or, without rounds,
+    /// the shared-memory initialisation check's judgement at the block's end.
     fn epilogue(&mut self, rounds: bool) {
         let k = self.k;
         let bar_check = checks::barrier_check(k, self.o.checked);
