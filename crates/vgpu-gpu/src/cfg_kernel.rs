@@ -411,6 +411,7 @@ pub fn run_cfg_kernel(
         structured: structured_from_env()?,
         f32_subnormals: kept.plain && kept.fma,
         f32_subnormal_compares: kept.plain,
+        fma_flush_model: has_fma && launch.fma_f32.flush_model()?,
     };
     let view = binds_f32_atomic_view(k, &opts);
     let limits = ctx.limits().clone();

@@ -131,7 +131,7 @@ pub enum GpuError {
         msg: String,
     },
     /// `VGPU_PTX_EXACT_FMA` holds none of its values.
-    #[error("VGPU_PTX_EXACT_FMA={value:?}: expected one of auto, emulate, native")]
+    #[error("VGPU_PTX_EXACT_FMA={value:?}: expected one of auto, emulate, native, flush-model")]
     BadFmaEnv {
         /// The value found.
         value: String,

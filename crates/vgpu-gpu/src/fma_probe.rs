@@ -18,7 +18,9 @@
 //!
 //! `VGPU_PTX_EXACT_FMA` chooses for the whole process: `auto` (or unset) the
 //! probe's verdict, `emulate` the emulation everywhere, `native` the device's
-//! `fma` without the probe (exact only on a fused device: for measurements).
+//! `fma` without the probe (exact only on a fused device: for measurements),
+//! `flush-model` the guarded forms over a model of a flushing device fma
+//! ([`FmaF32Path::FlushModel`]).
 
 use crate::{Binding, GpuContext, GpuError, KernelCache, KernelSpec};
 use vgpu_ir::wgsl::cfg::fma_probe_wgsl;
@@ -36,6 +38,13 @@ pub enum FmaF32Path {
     /// The device's `fma`, without asking the probe: exact only where it is
     /// fused.
     Native,
+    /// The guarded forms of a device whose `fma` flushes subnormals (the
+    /// in-place guard, speculative regions: vgpu-ir's
+    /// `CfgWgslOptions::fma_flush_model`) over a model of such an `fma`
+    /// (NVIDIA's `FFMA.FTZ`), so that they are tested on a device that keeps
+    /// subnormals; exact like them. Needs `SHADER_F64` (without it, the
+    /// emulation).
+    FlushModel,
 }
 
 impl FmaF32Path {
@@ -46,15 +55,34 @@ impl FmaF32Path {
     /// [`GpuError::BadFmaEnv`] for a `VGPU_PTX_EXACT_FMA` other than `auto`,
     /// `emulate` or `native`; the probe's dispatch errors.
     pub fn native(self, ctx: &'static GpuContext) -> Result<bool, GpuError> {
-        match self {
+        match self.chosen()? {
             FmaF32Path::Emulated => Ok(false),
             FmaF32Path::Native => Ok(true),
-            FmaF32Path::Auto => match std::env::var("VGPU_PTX_EXACT_FMA").as_deref() {
-                Err(_) | Ok("auto") => fma_f32_fused(ctx),
-                Ok("emulate") => Ok(false),
-                Ok("native") => Ok(true),
-                Ok(v) => Err(GpuError::BadFmaEnv { value: v.into() }),
-            },
+            FmaF32Path::FlushModel => Ok(ctx.has_f64()),
+            FmaF32Path::Auto => fma_f32_fused(ctx),
+        }
+    }
+
+    /// Whether the kernels' fma is the model of a flushing device's
+    /// ([`FmaF32Path::FlushModel`], also as `VGPU_PTX_EXACT_FMA=flush-model`).
+    ///
+    /// # Errors
+    /// [`GpuError::BadFmaEnv`] as [`Self::native`].
+    pub fn flush_model(self) -> Result<bool, GpuError> {
+        Ok(self.chosen()? == FmaF32Path::FlushModel)
+    }
+
+    /// `Auto` resolved by `VGPU_PTX_EXACT_FMA` where it names a path.
+    fn chosen(self) -> Result<FmaF32Path, GpuError> {
+        if self != FmaF32Path::Auto {
+            return Ok(self);
+        }
+        match std::env::var("VGPU_PTX_EXACT_FMA").as_deref() {
+            Err(_) | Ok("auto") => Ok(FmaF32Path::Auto),
+            Ok("emulate") => Ok(FmaF32Path::Emulated),
+            Ok("native") => Ok(FmaF32Path::Native),
+            Ok("flush-model") => Ok(FmaF32Path::FlushModel),
+            Ok(v) => Err(GpuError::BadFmaEnv { value: v.into() }),
         }
     }
 }

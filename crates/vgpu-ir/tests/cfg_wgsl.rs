@@ -367,6 +367,80 @@ fn one_fma() -> CfgKernel {
     }
 }
 
+/// An f32 fma of registers or immediates.
+fn fma(d: Reg, a: Val, b: Val, c: Val) -> Stmt {
+    st(Inst::Tern {
+        op: TernOp::FmaF32 {
+            neg_ab: false,
+            neg_c: false,
+        },
+        d,
+        a,
+        b,
+        c,
+    })
+}
+
+/// Where the device's fma is guarded (f64, subnormals not kept), a block's
+/// fmas are one speculative region: they run on the device's fma, each
+/// value tested once for zero or tininess (an fma's result; an operand not
+/// tested while it holds its value; not the immediate 2), and only where a
+/// test fired does the block run again with the in-place guard, from the
+/// register it overwrote (r0) restored.
+#[test]
+fn a_blocks_guarded_fmas_run_bare_in_one_speculative_region() {
+    use Val::{Imm, Reg as R};
+    let k = CfgKernel {
+        name: "region".into(),
+        regs: vec![RegTy::B32; 6],
+        blocks: vec![Block {
+            stmts: vec![
+                fma(2, R(0), R(0), R(1)),
+                fma(3, R(2), Imm(2f32.to_bits() as u64), R(0)),
+                st(Inst::Bin {
+                    op: BinOp::MulF32,
+                    d: 4,
+                    a: R(3),
+                    b: R(3),
+                }),
+                fma(5, R(4), R(2), R(3)),
+                fma(0, R(5), R(0), R(1)),
+            ],
+            term: Term::Return,
+        }],
+        param_bytes: 0,
+        shared_static: 0,
+        local_bytes: 0,
+        globals: vec![],
+    };
+    let mut o = CfgWgslOptions {
+        native_fma_f32: true,
+        f64: true,
+        ..plain_options(false)
+    };
+    let w = emit_cfg_wgsl(&k, &o).unwrap();
+    validate(&w, true);
+    let region = &w[w.find("var sus0 = false;").expect(&w)..];
+    let (fast, slow) = region.split_once("if (sus0) {").expect(&w);
+    assert!(
+        fast.contains("let sv0_0 = r0;") && slow.contains("r0 = sv0_0;"),
+        "{w}"
+    );
+    assert_eq!(fast.matches("dev_fma(").count(), 4, "{w}");
+    assert_eq!(slow.matches("fma_native_f32(").count(), 4, "{w}");
+    // r0, r1 and r2 at the first fma, r3 at the second, r4 and r5 at the
+    // third, the new r0 at the fourth.
+    assert_eq!(fast.matches("tiny(").count(), 7, "{w}");
+    assert!(fast.contains("sus0 = sus0 | tiny(r0) | tiny(r1);"), "{w}");
+    // Where the device keeps subnormals in its fma: no region.
+    o.f32_subnormals = true;
+    let kept = emit_cfg_wgsl(&k, &o).unwrap();
+    assert!(
+        !kept.contains("var sus") && !kept.contains("tiny("),
+        "{kept}"
+    );
+}
+
 #[test]
 fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
     let k = one_fma();

@@ -76,6 +76,7 @@ fn structured_when_checked(m: &Module, entry: &str, block: [u32; 3]) -> bool {
         structured: true,
         f32_subnormals: false,
         f32_subnormal_compares: false,
+        fma_flush_model: false,
     };
     let w = emit_cfg_wgsl(&ck, &o).expect("WGSL");
     w.contains("fn run_thread(") && !w.contains("switch pc")

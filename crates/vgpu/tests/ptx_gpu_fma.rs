@@ -178,3 +178,169 @@ fn native_fma_is_the_devices_fma() {
         assert_eq!(word(&gpu, 0), *d, "{:?}", ties[i]);
     }
 }
+
+/// `ptx-cases/kernels.ptx`, the repository's cases, parsed.
+fn cases() -> vgpu::ptx::Module {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ptx-cases/kernels.ptx");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    vgpu::ptx::Module::parse(&text, "kernels.ptx").expect("kernels.ptx parses")
+}
+
+/// `entry` of `m` on the interpreter and on the GPU with the guarded forms
+/// over the flushing fma model (`FmaF32Path::FlushModel`), checked or not:
+/// buffer `out` after each, (cpu, gpu).
+fn on_both_flushing(
+    m: &vgpu::ptx::Module,
+    entry: &str,
+    cfg: &vgpu::ptx::LaunchConfig,
+    args: &[KernelArg],
+    bufs: &[Vec<u8>],
+    out: usize,
+    checked: bool,
+) -> (Vec<u8>, Vec<u8>) {
+    let go = |backend| {
+        let mut b = bufs.to_vec();
+        let mut r = vgpu::ptx_gpu::PtxRunner::new(backend, checked);
+        r.fma_f32 = FmaF32Path::FlushModel;
+        let opts = vgpu::ptx::ExecOptions {
+            check: checked,
+            ..Default::default()
+        };
+        r.launch(m, entry, cfg, args, &mut b, &opts)
+            .unwrap_or_else(|e| panic!("{entry} on {backend:?}: {e}"));
+        if backend == vgpu::BackendChoice::Gpu {
+            assert_eq!(
+                r.native_fma_f32,
+                Some(true),
+                "{entry}: the guarded device fma"
+            );
+        }
+        b.swap_remove(out)
+    };
+    (go(vgpu::BackendChoice::Cpu), go(vgpu::BackendChoice::Gpu))
+}
+
+/// An f32 whose magnitude is a random significand times 2^e, e in
+/// `lo..hi`, of either sign (subnormal, or zero, below e = -149 + 23).
+fn scaled(r: &mut Rng, lo: i32, hi: i32) -> f32 {
+    let m = f32::from_bits(0x3f80_0000 | (r.next32() & 0x7f_ffff));
+    let e = lo + (r.next32() % (hi - lo) as u32) as i32;
+    let s = if r.next32() & 1 == 0 { 1.0 } else { -1.0 };
+    // Two steps, so that 2^e below f32's range is not a zero factor.
+    s * m * 2f32.powi(e / 2) * 2f32.powi(e - e / 2)
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The guarded forms of a device whose fma flushes subnormals (NVIDIA's
+/// `FFMA.FTZ`, here a model of it: `FmaF32Path::FlushModel`) give the
+/// interpreter's bits where the flush would change them: the in-place guard
+/// on the probe's triples, and the speculative regions (vgpu-ir's
+/// speculate.rs: a block's fmas run bare, and again guarded where one was
+/// suspect) in `lorenz_rk4`'s step loop, checked and unchecked, on states
+/// near and below 2^-126, and in `matmul_tiled`'s inner loop, whose
+/// regions hold its shared-memory loads when unchecked. Needs SHADER_F64
+/// (the emulation); skipped without.
+#[test]
+fn the_guarded_forms_are_exact_over_a_flushing_fma() {
+    let Some(k) = Kernel::load("fma") else {
+        return;
+    };
+    if !GpuContext::get().unwrap().has_f64() {
+        eprintln!("no SHADER_F64: no guarded fma");
+        return;
+    }
+    let t = fma_f32_triples();
+    let (cpu, gpu, native) = run(&k, FmaF32Path::FlushModel, &t);
+    assert_eq!(native, Some(true));
+    assert_same(&cpu, &gpu, &t);
+
+    let m = cases();
+    let mut r = Rng(0x2545_f491_4f6c_dd1d);
+    let n = 256usize;
+    // A state per thread: each coordinate near the subnormal range, zero,
+    // or of order one; rho and dt likewise, so that some steps stay normal
+    // and others flush.
+    let mut state = Vec::new();
+    for i in 0..3 * n {
+        state.push(match i % 5 {
+            0 => 0.0,
+            1 | 2 => scaled(&mut r, -150, -110),
+            _ => scaled(&mut r, -3, 3),
+        });
+    }
+    let rho: Vec<f32> = (0..n)
+        .map(|i| {
+            if i % 3 == 0 {
+                scaled(&mut r, -140, -100)
+            } else {
+                scaled(&mut r, 0, 5)
+            }
+        })
+        .collect();
+    let bufs = [f32_bytes(&state), f32_bytes(&rho)];
+    for (dt, checked) in [(0.01f32, true), (2f32.powi(-40), false), (0.01, false)] {
+        let args = [
+            KernelArg::Buffer(0),
+            KernelArg::Buffer(1),
+            KernelArg::F32(dt),
+            KernelArg::U32(6),
+            KernelArg::U32(n as u32),
+        ];
+        let (cpu, gpu) =
+            on_both_flushing(&m, "lorenz_rk4", &line(2, 128, 0), &args, &bufs, 0, checked);
+        let thread = |i: usize| {
+            format!(
+                "state {:?} rho {:e} dt {dt:e} checked {checked}",
+                &state[3 * i..3 * i + 3],
+                rho[i]
+            )
+        };
+        Words {
+            stride: 3,
+            names: &["x", "y", "z"],
+        }
+        .assert_same(&cpu, &gpu, thread, nan_or_same);
+    }
+
+    let s = 32usize;
+    let a: Vec<f32> = (0..s * s)
+        .map(|i| {
+            if i % 4 == 0 {
+                scaled(&mut r, -150, -120)
+            } else {
+                scaled(&mut r, -70, -50)
+            }
+        })
+        .collect();
+    let b: Vec<f32> = (0..s * s).map(|_| scaled(&mut r, -75, -50)).collect();
+    let bufs = [f32_bytes(&a), f32_bytes(&b), vec![0u8; 4 * s * s]];
+    let args = [
+        KernelArg::Buffer(0),
+        KernelArg::Buffer(1),
+        KernelArg::Buffer(2),
+        KernelArg::U32(s as u32),
+        KernelArg::U32(s as u32),
+        KernelArg::U32(s as u32),
+    ];
+    let cfg = vgpu::ptx::LaunchConfig {
+        grid: [2, 2, 1].into(),
+        block: [16, 16, 1].into(),
+        shared_bytes: 0,
+    };
+    for checked in [false, true] {
+        let (cpu, gpu) = on_both_flushing(&m, "matmul_tiled", &cfg, &args, &bufs, 2, checked);
+        Words {
+            stride: 1,
+            names: &["c"],
+        }
+        .assert_same(
+            &cpu,
+            &gpu,
+            |i| format!("C[{i}], checked {checked}"),
+            nan_or_same,
+        );
+    }
+}

@@ -45,5 +45,6 @@ pub(crate) fn plain_options(checked: bool) -> vgpu_ir::wgsl::cfg::CfgWgslOptions
         structured: true,
         f32_subnormals: false,
         f32_subnormal_compares: false,
+        fma_flush_model: false,
     }
 }

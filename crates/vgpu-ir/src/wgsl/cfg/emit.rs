@@ -8,7 +8,9 @@ use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
 use super::float64_exact;
 use super::half::{self, HALF_PRELUDE};
-use super::prelude::{fma_suspect_wgsl, F64_INT64_PRELUDE, F64_PRELUDE, INT_PRELUDE};
+use super::prelude::{
+    dev_fma_wgsl, fma_suspect_wgsl, F64_INT64_PRELUDE, F64_PRELUDE, INT_PRELUDE, TINY_PRELUDE,
+};
 use super::warp;
 use super::writer::{
     round_mark, ExprWidth, KernelWriter, BACK, EXIT, RET, ROUND_TAKE, WAIT, WARP, YIELD,
@@ -87,6 +89,7 @@ pub fn emit_cfg_wgsl_with(
         ginit: o.checked && c.initcheck,
         race: c.race && checks::race_check_applies(k, o),
         soft: false,
+        fast: false,
     };
     // The structured form first: whether it applies decides how faults are
     // raised (the header's `raise`).
@@ -153,6 +156,10 @@ impl KernelWriter<'_> {
         if o.f64 && (k.f64_line(false).is_some() || (o.int64 && k.f64_reg_line().is_some())) {
             out.push_str(F64_PRELUDE);
             out.push_str(fma_suspect_wgsl(o.f32_subnormal_compares));
+            out.push_str(dev_fma_wgsl(o.fma_flush_model));
+            if fma_guarded(k, o) {
+                out.push_str(TINY_PRELUDE);
+            }
             if o.int64 {
                 out.push_str(F64_INT64_PRELUDE);
             }
@@ -462,8 +469,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             // A case's exits so far (the watchdog's above): past
             // MAX_CASE_EXITS its statements go on in a continuation case.
             let mut exits = (self.o.checked && header[i]) as usize;
-            for s in &b.stmts {
-                let code = self.guarded(s)?;
+            for code in self.stmts_code(&b.stmts)? {
                 let n = code.matches("break;").count();
                 if exits > 0 && exits + n > MAX_CASE_EXITS {
                     if next_case >= BACK {
@@ -839,5 +845,5 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 /// device not declared to keep f32 subnormals (where it is, the bare `fma` is
 /// exact).
 pub(super) fn fma_guarded(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
-    o.native_fma_f32 && o.f64 && !o.f32_subnormals && k.has_fma_f32()
+    o.native_fma_f32 && o.f64 && (!o.f32_subnormals || o.fma_flush_model) && k.has_fma_f32()
 }

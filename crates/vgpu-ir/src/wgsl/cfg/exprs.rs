@@ -189,7 +189,12 @@ impl KernelWriter<'_> {
                 let na = if neg_ab { " ^ 0x80000000u" } else { "" };
                 let nc = if neg_c { " ^ 0x80000000u" } else { "" };
                 let e = if super::emit::fma_guarded(self.k, self.o) {
-                    format!("fma_native_f32({a32}{na}, {b32}, {c32}{nc})")
+                    let f = if self.fast {
+                        "dev_fma"
+                    } else {
+                        "fma_native_f32"
+                    };
+                    format!("{f}({a32}{na}, {b32}, {c32}{nc})")
                 } else if self.o.native_fma_f32 {
                     format!("bitcast<u32>(fma(f({a32}{na}), f({b32}), f({c32}{nc})))")
                 } else if self.o.int64 {

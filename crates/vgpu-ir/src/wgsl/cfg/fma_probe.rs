@@ -3,7 +3,7 @@
 //! compiler can fold them), computed as the control-flow kernels compute
 //! `fma.rn.f32` under [`super::CfgWgslOptions::native_fma_f32`].
 
-use super::prelude::{fma_suspect_wgsl, F64_PRELUDE, INT_PRELUDE};
+use super::prelude::{dev_fma_wgsl, fma_suspect_wgsl, F64_PRELUDE, INT_PRELUDE};
 
 /// The probe's WGSL (entry `main`, workgroup size 64, bindings `abc` and
 /// `out`): with `f64`, `fma_native_f32` of the prelude (the device's `fma`,
@@ -14,17 +14,18 @@ use super::prelude::{fma_suspect_wgsl, F64_PRELUDE, INT_PRELUDE};
 /// triples, which must be 0 (the emulation's opaque flag, `opq`, is read
 /// from it).
 pub fn fma_probe_wgsl(f64: bool, compares: bool) -> String {
-    let (f64_prelude, suspect, call) = if f64 {
+    let (f64_prelude, suspect, dev, call) = if f64 {
         (
             F64_PRELUDE,
             fma_suspect_wgsl(compares),
+            dev_fma_wgsl(false),
             "fma_native_f32(a, b, c)",
         )
     } else {
-        ("", "", "bitcast<u32>(fma(f(a), f(b), f(c)))")
+        ("", "", "", "bitcast<u32>(fma(f(a), f(b), f(c)))")
     };
     format!(
-        "{INT_PRELUDE}{f64_prelude}{suspect}
+        "{INT_PRELUDE}{f64_prelude}{suspect}{dev}
 @group(0) @binding(0) var<storage, read> abc: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 var<private> opq: bool;

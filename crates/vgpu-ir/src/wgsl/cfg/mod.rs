@@ -52,6 +52,7 @@ mod float64_exact;
 mod fma_probe;
 mod half;
 mod prelude;
+mod speculate;
 mod structured;
 mod subnormal_probe;
 mod warp;
@@ -212,6 +213,12 @@ pub struct CfgWgslOptions {
     /// for a result flushing may have changed (`fma_suspect`) compares
     /// floats instead of masking bits.
     pub f32_subnormal_compares: bool,
+    /// The device's fma is replaced by a model of one that flushes f32
+    /// subnormal operands and results (NVIDIA's `FFMA.FTZ`), and guarded as
+    /// on such a device (with `native_fma_f32` and `f64`): for testing the
+    /// guarded forms (the in-place guard, speculative regions) on a device
+    /// that keeps subnormals. Off in production.
+    pub fma_flush_model: bool,
 }
 
 /// Whether the WGSL of `k` under `o` declares binding 4, the `atomic<f32>`

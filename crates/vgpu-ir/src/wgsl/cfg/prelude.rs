@@ -343,7 +343,7 @@ fn fma_f32(a: u32, b: u32, c: u32) -> u32 {
 // place (the kernels' form on a device whose fma may flush subnormals, and
 // the probe's).
 fn fma_native_f32(a: u32, b: u32, c: u32) -> u32 {
-  let r = bitcast<u32>(fma(f(a), f(b), f(c)));
+  let r = dev_fma(a, b, c);
   if (fma_suspect(a, b, c, r)) { return fma_f32(a, b, c); }
   return r;
 }
@@ -402,6 +402,30 @@ fn lg2_f32(a: u32) -> u32 {
   return bitcast<u32>(f32(s + ((two_sum_err(kf, a1, s) + a2) + small)));
 }
 "#;
+
+/// `dev_fma(a, b, c)`, the device's f32 fma on bits, part of the f64
+/// helpers (`fma_native_f32` and speculative regions call it): WGSL's `fma`, or with
+/// `flush_model` ([`super::CfgWgslOptions::fma_flush_model`]) a model of a
+/// device fma that flushes subnormal operands and results to zero of their
+/// sign, as NVIDIA's `FFMA.FTZ` does, so that the guarded forms are tested
+/// on a device that keeps subnormals.
+pub(super) fn dev_fma_wgsl(flush_model: bool) -> &'static str {
+    if flush_model {
+        // The correctly rounded fma of the flushed operands (WGSL's `fma` is
+        // not fused on every device: lavapipe's rounds twice), flushed.
+        "fn dev_fma(a: u32, b: u32, c: u32) -> u32 { return ftz32(fma_f32(ftz32(a), ftz32(b), ftz32(c))); }\n"
+    } else {
+        "fn dev_fma(a: u32, b: u32, c: u32) -> u32 { return bitcast<u32>(fma(f(a), f(b), f(c))); }\n"
+    }
+}
+
+/// The fast copy's test of a speculative region (speculate.rs): whether a
+/// value is zero or below 2⁻¹²⁶ in magnitude. Applied to each fma's
+/// operands and result, it takes every case `fma_suspect` takes, and zeros
+/// (one comparison; a device that reads subnormals as zero in comparisons
+/// still finds them).
+pub(super) const TINY_PRELUDE: &str =
+    "fn tiny(x: u32) -> bool { return abs(f(x)) < 1.17549435e-38f; }\n";
 
 /// `fma_suspect(a, b, c, r)`, part of the f64 helpers: whether the device's
 /// fma `r` of `a`, `b`, `c` may differ from one rounding where the device

@@ -303,8 +303,8 @@ impl KernelWriter<'_> {
             let k = self.k;
             let blk = &k.blocks[i];
             let mut code = self.structured_watchdog(w, i);
-            for s in &blk.stmts {
-                code += &self.guarded(s)?;
+            for c in self.stmts_code(&blk.stmts)? {
+                code += &c;
             }
             // A check's fault ends the thread, or where it must go on meeting
             // barriers, is only recorded (`raise`).

@@ -62,6 +62,10 @@ pub(super) struct KernelWriter<'a> {
     /// the faulting access is skipped, and the thread's stores and atomics
     /// after it too.
     pub(super) soft: bool,
+    /// Writing a speculative region's fast copy (speculate.rs): an f32 fma
+    /// is the device's own (`dev_fma`), its operands and result tested by
+    /// the region.
+    pub(super) fast: bool,
 }
 
 impl KernelWriter<'_> {

@@ -1,0 +1,341 @@
+//! Speculative regions: where the device's f32 fma is guarded (it may flush
+//! subnormals: [`super::emit::fma_guarded`]), the run of a block's
+//! statements from its first f32 fma to its last, without a store or an
+//! atomic (and in a checked kernel without a load), is written twice. First
+//! a fast copy whose fmas are the device's own (`dev_fma`), noting in a
+//! flag an fma operand or result that is zero or below 2⁻¹²⁶ in magnitude
+//! (`tiny`; a value is tested once while it is held: an operand that an
+//! earlier fma produced or an earlier test saw is not tested again, and
+//! immediates are judged here); then, only where one was noted, the
+//! registers the region reads before it writes them are restored and the
+//! region runs again with the in-place guard (`fma_native_f32`: the full
+//! test, and the exact emulation for a suspect fma). The guard then costs
+//! about a comparison per value and one branch per region rather than its
+//! full test and a branch per fma (`lorenz_rk4`'s step loop is one region).
+//!
+//! Why it is exact: the tests take every case `fma_suspect` takes (a zero
+//! immediate is no such case, a normal one neither), so where none was
+//! noted each fma's device result is what `fma_native_f32` returns and the
+//! fast copy computed the guarded form's values; otherwise the second run
+//! computes them from the region's inputs. The region has no
+//! side effect: barriers, warp operations and yields end blocks, stores and
+//! atomics end regions, and so do loads where the kernel is checked (a
+//! second run would raise a fault again); unchecked, a region's loads are
+//! read twice, which a program without data races cannot tell.
+
+use super::writer::KernelWriter;
+use crate::cfg::{Inst, Reg, Stmt, TernOp, Val};
+use crate::error::IrError;
+use std::collections::HashSet;
+use std::fmt::Write;
+use std::ops::Range;
+
+/// Whether `s` is an f32 fma.
+fn is_fma_f32(s: &Stmt) -> bool {
+    matches!(
+        s.inst,
+        Inst::Tern {
+            op: TernOp::FmaF32 { .. },
+            ..
+        }
+    )
+}
+
+/// Whether `s` may be in a region: no side effect, and a load only where
+/// `loads`.
+fn speculable(s: &Stmt, loads: bool) -> bool {
+    match s.inst {
+        Inst::Un { .. }
+        | Inst::Bin { .. }
+        | Inst::Tern { .. }
+        | Inst::Cvt { .. }
+        | Inst::Special { .. } => true,
+        Inst::Load { .. } => loads,
+        Inst::Store { .. } | Inst::Atom { .. } => false,
+    }
+}
+
+/// The regions of a block's statements: in each maximal run of speculable
+/// statements, its first f32 fma to its last.
+pub(super) fn regions(stmts: &[Stmt], loads: bool) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < stmts.len() {
+        if !speculable(&stmts[i], loads) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < stmts.len() && speculable(&stmts[i], loads) {
+            i += 1;
+        }
+        let run = &stmts[start..i];
+        if let (Some(a), Some(b)) = (
+            run.iter().position(is_fma_f32),
+            run.iter().rposition(is_fma_f32),
+        ) {
+            out.push(start + a..start + b + 1);
+        }
+    }
+    out
+}
+
+/// The registers `s` reads (its operands, address and guard).
+fn reads(s: &Stmt) -> Vec<Reg> {
+    let vals: Vec<Val> = match &s.inst {
+        Inst::Un { a, .. } | Inst::Cvt { a, .. } => vec![*a],
+        Inst::Bin { a, b, .. } => vec![*a, *b],
+        Inst::Tern { a, b, c, .. } => vec![*a, *b, *c],
+        Inst::Special { .. } => vec![],
+        Inst::Load { base, .. } => vec![*base],
+        Inst::Store { src, base, .. } => src.iter().copied().chain([*base]).collect(),
+        Inst::Atom { base, b, c, .. } => vec![*base, *b, *c],
+    };
+    let mut regs: Vec<Reg> = vals
+        .into_iter()
+        .filter_map(|v| match v {
+            Val::Reg(r) => Some(r),
+            Val::Imm(_) => None,
+        })
+        .collect();
+    regs.extend(s.guard.map(|g| g.0));
+    regs
+}
+
+/// The registers `s` writes.
+fn writes(s: &Stmt) -> Vec<Reg> {
+    match &s.inst {
+        Inst::Un { d, .. }
+        | Inst::Bin { d, .. }
+        | Inst::Tern { d, .. }
+        | Inst::Cvt { d, .. }
+        | Inst::Special { d, .. } => vec![*d],
+        Inst::Load { d, .. } => d.iter().flatten().copied().collect(),
+        Inst::Store { .. } => vec![],
+        Inst::Atom { d, .. } => d.iter().copied().collect(),
+    }
+}
+
+/// The registers a second run of `region` needs as they were before the
+/// first: those it writes and reads before writing them unconditionally (a
+/// guarded write may not happen, so it keeps the old value), in order.
+pub(super) fn saved(region: &[Stmt]) -> Vec<Reg> {
+    let written: HashSet<Reg> = region.iter().flat_map(writes).collect();
+    let mut defined = HashSet::new();
+    let mut out = Vec::new();
+    let need = |r: Reg, defined: &HashSet<Reg>, out: &mut Vec<Reg>| {
+        if written.contains(&r) && !defined.contains(&r) && !out.contains(&r) {
+            out.push(r);
+        }
+    };
+    for s in region {
+        for r in reads(s) {
+            need(r, &defined, &mut out);
+        }
+        if s.guard.is_some() {
+            for r in writes(s) {
+                need(r, &defined, &mut out);
+            }
+        } else {
+            defined.extend(writes(s));
+        }
+    }
+    out
+}
+
+impl KernelWriter<'_> {
+    /// The code of a block's statements, each under its guard: one piece
+    /// per statement, or per speculative region where the kernel's f32 fma
+    /// is guarded (module documentation).
+    pub(super) fn stmts_code(&mut self, stmts: &[Stmt]) -> Result<Vec<String>, IrError> {
+        let regions = if super::emit::fma_guarded(self.k, self.o) {
+            regions(stmts, !self.o.checked)
+        } else {
+            Vec::new()
+        };
+        let mut out = Vec::new();
+        let mut i = 0;
+        for r in regions {
+            while i < r.start {
+                out.push(self.guarded(&stmts[i])?);
+                i += 1;
+            }
+            out.push(self.region(&stmts[r.clone()])?);
+            i = r.end;
+        }
+        while i < stmts.len() {
+            out.push(self.guarded(&stmts[i])?);
+            i += 1;
+        }
+        Ok(out)
+    }
+
+    /// One region's code: the fast copy, then the guarded one where the
+    /// fast copy noted a suspect fma.
+    fn region(&mut self, region: &[Stmt]) -> Result<String, IrError> {
+        let n = self.tmp;
+        self.tmp += 1;
+        let saved = saved(region);
+        let mut code = format!("        {{\n        var sus{n} = false;\n");
+        for r in &saved {
+            let _ = writeln!(code, "        let sv{n}_{r} = r{r};");
+        }
+        self.fast = true;
+        let fast = self.fast_copy(region, n, &mut code);
+        self.fast = false;
+        fast?;
+        let _ = writeln!(code, "        if (sus{n}) {{");
+        for r in &saved {
+            let _ = writeln!(code, "        r{r} = sv{n}_{r};");
+        }
+        for s in region {
+            code.push_str(&self.guarded(s)?);
+        }
+        code.push_str("        }\n        }\n");
+        Ok(code)
+    }
+
+    /// The fast copy of region `n` onto `code`: each fma's untested
+    /// operands tested before it, its result after it.
+    fn fast_copy(&mut self, region: &[Stmt], n: u32, code: &mut String) -> Result<(), IrError> {
+        // Registers whose value now held has been tested.
+        let mut tested: HashSet<Reg> = HashSet::new();
+        for s in region {
+            let Inst::Tern {
+                op: TernOp::FmaF32 { .. },
+                d,
+                a,
+                b,
+                c,
+            } = s.inst
+            else {
+                code.push_str(&self.guarded(s)?);
+                for r in writes(s) {
+                    tested.remove(&r);
+                }
+                continue;
+            };
+            let mut pre = Vec::new();
+            for v in [a, b, c] {
+                match v {
+                    Val::Reg(r) => {
+                        if tested.insert(r) {
+                            pre.push(format!("tiny({})", self.v32(v)));
+                        }
+                    }
+                    // A subnormal immediate is suspect at once; zero and
+                    // normal ones never are.
+                    Val::Imm(x) => {
+                        let mag = x as u32 & 0x7fff_ffff;
+                        if mag != 0 && mag < 0x0080_0000 {
+                            pre.push("true".into());
+                        }
+                    }
+                }
+            }
+            if !pre.is_empty() {
+                let _ = writeln!(code, "        sus{n} = sus{n} | {};", pre.join(" | "));
+            }
+            code.push_str(&self.guarded(s)?);
+            // Whether or not a guard let it run, the value now held.
+            let _ = writeln!(code, "        sus{n} = sus{n} | tiny(r{d});");
+            tested.insert(d);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cfg::{BinOp, Space};
+
+    fn st(inst: Inst) -> Stmt {
+        Stmt {
+            inst,
+            guard: None,
+            line: 1,
+        }
+    }
+
+    fn fma(d: Reg, a: Val, b: Val, c: Val) -> Stmt {
+        st(Inst::Tern {
+            op: TernOp::FmaF32 {
+                neg_ab: false,
+                neg_c: false,
+            },
+            d,
+            a,
+            b,
+            c,
+        })
+    }
+
+    fn add(d: Reg, a: Reg, b: Reg) -> Stmt {
+        st(Inst::Bin {
+            op: BinOp::AddF32,
+            d,
+            a: Val::Reg(a),
+            b: Val::Reg(b),
+        })
+    }
+
+    fn load(d: Reg, base: Reg) -> Stmt {
+        st(Inst::Load {
+            space: Space::Global,
+            size: 4,
+            sign: false,
+            d: vec![Some(d)],
+            base: Val::Reg(base),
+            off: 0,
+            unused: 0,
+        })
+    }
+
+    fn store(v: Reg, base: Reg) -> Stmt {
+        st(Inst::Store {
+            space: Space::Global,
+            size: 4,
+            src: vec![Val::Reg(v)],
+            base: Val::Reg(base),
+            off: 0,
+        })
+    }
+
+    #[test]
+    fn a_region_spans_first_to_last_fma_of_a_run_without_side_effects() {
+        let r = Val::Reg;
+        let stmts = vec![
+            add(1, 2, 3),             // 0: before the first fma
+            fma(4, r(1), r(2), r(3)), // 1
+            add(5, 4, 4),             // 2
+            fma(6, r(5), r(4), r(1)), // 3
+            add(7, 6, 6),             // 4: after the last fma
+            store(7, 9),              // 5: ends the run
+            fma(8, r(7), r(7), r(7)), // 6
+            load(10, 9),              // 7: a load ends it only where checked
+            fma(11, r(10), r(8), r(8)),
+        ];
+        assert_eq!(regions(&stmts, false), vec![1..4, 6..7, 8..9]);
+        assert_eq!(regions(&stmts, true), vec![1..4, 6..9]);
+        assert!(regions(&stmts[..1], true).is_empty());
+    }
+
+    #[test]
+    fn the_registers_read_before_written_are_saved() {
+        let r = Val::Reg;
+        // r1 and r3 are read and then overwritten (saved); r2 only read; r4
+        // written before it is read (not saved); r5 written under a guard
+        // (saved: the old value stays where the guard is false).
+        let mut guarded = add(5, 4, 4);
+        guarded.guard = Some((2, false));
+        let region = vec![
+            fma(4, r(1), r(2), r(3)),
+            add(1, 4, 2),
+            add(4, 1, 4),
+            guarded,
+            fma(3, r(5), r(4), r(2)),
+        ];
+        assert_eq!(saved(&region), vec![1, 3, 5]);
+    }
+}
