@@ -401,9 +401,7 @@ pub fn run_cfg_kernel(
     let has_atomic_f32 = k.has_global_atomic_add_f32();
     let kept = crate::subnormal_probe::f32_subnormals_kept(ctx)?;
     let opts = CfgWgslOptions {
-        block: launch.block,
         dyn_shared: launch.dyn_shared,
-        checked: launch.checked,
         f64: ctx.has_f64(),
         int64: ctx.has_int64(),
         native_fma_f32: has_fma && launch.fma_f32.native(ctx)?,
@@ -412,6 +410,7 @@ pub fn run_cfg_kernel(
         f32_subnormals: kept.plain && kept.fma,
         f32_subnormal_compares: kept.plain,
         fma_flush_model: has_fma && launch.fma_f32.flush_model()?,
+        ..CfgWgslOptions::plain(launch.block, launch.checked)
     };
     let view = binds_f32_atomic_view(k, &opts);
     let limits = ctx.limits().clone();

@@ -65,19 +65,7 @@ fn launch_with(
 /// meeting the kernel's barriers, rather than the state machine.
 fn structured_when_checked(m: &Module, entry: &str, block: [u32; 3]) -> bool {
     let (_, ck) = vgpu::ptx::lower::lower_entry(m, entry).expect("the kernel lowers");
-    let o = CfgWgslOptions {
-        block,
-        dyn_shared: 0,
-        checked: true,
-        f64: false,
-        int64: false,
-        native_fma_f32: false,
-        f32_atomic_add: false,
-        structured: true,
-        f32_subnormals: false,
-        f32_subnormal_compares: false,
-        fma_flush_model: false,
-    };
+    let o = CfgWgslOptions::plain(block, true);
     let w = emit_cfg_wgsl(&ck, &o).expect("WGSL");
     w.contains("fn run_thread(") && !w.contains("switch pc")
 }

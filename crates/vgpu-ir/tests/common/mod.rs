@@ -34,17 +34,5 @@ pub(crate) fn param_pointer(d: vgpu_ir::cfg::Reg) -> vgpu_ir::cfg::Inst {
 /// atomics.
 #[allow(dead_code)] // each test crate compiles this module; not all use it
 pub(crate) fn plain_options(checked: bool) -> vgpu_ir::wgsl::cfg::CfgWgslOptions {
-    vgpu_ir::wgsl::cfg::CfgWgslOptions {
-        block: [64, 1, 1],
-        dyn_shared: 0,
-        checked,
-        f64: false,
-        int64: false,
-        native_fma_f32: false,
-        f32_atomic_add: false,
-        structured: true,
-        f32_subnormals: false,
-        f32_subnormal_compares: false,
-        fma_flush_model: false,
-    }
+    vgpu_ir::wgsl::cfg::CfgWgslOptions::plain([64, 1, 1], checked)
 }

@@ -148,6 +148,29 @@ pub mod fault {
     pub const CLASS_RACE: u32 = 8;
 }
 
+impl CfgWgslOptions {
+    /// Options for blocks of `block` threads, checked or not, on an adapter
+    /// assumed to have nothing optional: no f64 or 64-bit integers, the f32
+    /// fma emulated, f32 atomics by compare-and-swap, subnormals not kept;
+    /// the structured form where it applies. Callers set what their adapter
+    /// has.
+    pub fn plain(block: [u32; 3], checked: bool) -> Self {
+        CfgWgslOptions {
+            block,
+            dyn_shared: 0,
+            checked,
+            f64: false,
+            int64: false,
+            native_fma_f32: false,
+            f32_atomic_add: false,
+            structured: true,
+            f32_subnormals: false,
+            f32_subnormal_compares: false,
+            fma_flush_model: false,
+        }
+    }
+}
+
 /// The checks of a checked kernel that the caller chooses
 /// ([`emit_cfg_wgsl_with`]; nothing of them is emitted unchecked).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
