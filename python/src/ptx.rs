@@ -8,11 +8,10 @@ use pyo3::types::{PyDict, PyList};
 use std::path::Path;
 use vgpu::ptx::{run_case_on, CaseOptions, CaseReport, ExecOptions, PtxError};
 use vgpu::ptx_gpu::PtxRunner;
-use vgpu::BackendChoice;
 
 /// Runs the case whose `case.json` is `path` (or the folder holding it) on
 /// `backend` (`cpu`, the default, `gpu` or `auto`); `initcheck`: with the
-/// global-memory initcheck on (the interpreter only); `racecheck`: the GPU
+/// global-memory initcheck on (the GPU's checked kernel too); `racecheck`: the GPU
 /// kernel's shared-memory race check (the interpreter's runs with `check`).
 pub(crate) fn ptx_case<'py>(
     py: Python<'py>,
@@ -25,11 +24,6 @@ pub(crate) fn ptx_case<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let backend = vgpu::resolve_backend(Some(backend.unwrap_or("cpu")))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    if initcheck && backend != BackendChoice::Cpu {
-        return Err(PyValueError::new_err(
-            "initcheck runs on the interpreter: use backend=\"cpu\"",
-        ));
-    }
     let p = Path::new(path);
     let json = if p.is_dir() {
         p.join("case.json")

@@ -563,7 +563,8 @@ class VGPU:
             initcheck: also report reads of global memory that neither the host
                 initialised nor any thread wrote before (a buffer without
                 ``init`` counts as allocated, not written); blocks then run one
-                at a time in block order (``backend="cpu"`` only).
+                at a time in block order on the interpreter; on the GPU the
+                checked kernel keeps a bit per byte of global memory).
             backend: ``"cpu"`` (the checked interpreter; the default, as
                 ``vgpu ptx run``), ``"gpu"`` (the PTX compiled to WGSL and run
                 through wgpu; an instruction it cannot run raises, naming it
@@ -585,7 +586,7 @@ class VGPU:
         Raises:
             VGPUError: the case or its PTX cannot be read or parsed (PTX errors
                 name ``file:line:col``), or ``backend="gpu"`` cannot run it.
-            ValueError: an unknown backend, or ``initcheck`` off the interpreter.
+            ValueError: an unknown backend.
         """
         return self._vgpu.ptx_case(os.fspath(path), check, parallel, initcheck, backend, racecheck)
 

@@ -450,7 +450,21 @@ fn initcheck_reports_a_zeros_buffer_read_before_it_is_written() {
     );
     let (code, out, err) = run(&[]);
     assert_eq!(code, 0, "{out}\n{err}");
-    let (code, _, err) = run(&["--initcheck", "--backend", "gpu"]);
-    assert_ne!(code, 0);
-    assert!(err.contains("--backend cpu"), "{err}");
+    let (code, _, err) = run(&["--initcheck", "--backend", "gpu", "--unchecked"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("drop --unchecked"), "{err}");
+    if common::ptx_gpu::no_adapter() {
+        return;
+    }
+    // The checked GPU kernel reports the same read.
+    let (code, out, err) = run(&["--initcheck", "--backend", "gpu"]);
+    assert_ne!(code, 0, "{out}\n{err}");
+    let all = format!("{out}{err}");
+    assert!(
+        all.contains("uninitialized")
+            && all.contains("buffer 1")
+            && all.contains("PTX line 21")
+            && all.contains("GPU kernel check"),
+        "{all}"
+    );
 }

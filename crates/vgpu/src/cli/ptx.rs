@@ -80,7 +80,9 @@ pub(crate) struct LaunchArgs {
     /// Also report reads of global memory that neither the host initialised nor
     /// any thread wrote before (compute-sanitizer's initcheck; blocks then run
     /// one at a time in block order). A case buffer without `init` and a
-    /// `zeros:` buffer count as allocated but not written. Interpreter only.
+    /// `zeros:` buffer count as allocated but not written. On the GPU the
+    /// checked kernel keeps a bit per byte of global memory (not with
+    /// --unchecked).
     #[arg(long)]
     pub initcheck: bool,
     /// Watchdog: the most instructions one warp may execute.
@@ -197,9 +199,9 @@ fn run_cmd(input: &Path, la: &LaunchArgs, trace: Option<TraceTarget>) -> Result<
     let mut opts = la.options();
     opts.trace = trace;
     let backend = vgpu::resolve_backend(Some(&la.backend))?;
-    if la.initcheck && backend != vgpu::BackendChoice::Cpu {
+    if la.initcheck && la.unchecked && backend != vgpu::BackendChoice::Cpu {
         return Err(Error::Usage(
-            "--initcheck runs on the interpreter: use --backend cpu".into(),
+            "--initcheck is a check of the checked GPU kernel: drop --unchecked (or use --backend cpu)".into(),
         ));
     }
     if la.racecheck && (la.unchecked || backend == vgpu::BackendChoice::Cpu) {
