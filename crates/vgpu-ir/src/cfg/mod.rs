@@ -251,6 +251,22 @@ pub enum Inst {
     },
 }
 
+impl Inst {
+    /// The registers the instruction writes.
+    pub fn dests(&self) -> Vec<Reg> {
+        match self {
+            Inst::Un { d, .. }
+            | Inst::Bin { d, .. }
+            | Inst::Tern { d, .. }
+            | Inst::Cvt { d, .. }
+            | Inst::Special { d, .. } => vec![*d],
+            Inst::Load { d, .. } => d.iter().flatten().copied().collect(),
+            Inst::Atom { d, .. } => d.iter().copied().collect(),
+            Inst::Store { .. } => vec![],
+        }
+    }
+}
+
 /// A statement: an instruction, its guard and its source line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stmt {

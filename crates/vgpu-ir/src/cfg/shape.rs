@@ -15,7 +15,7 @@
 //! barriers in the same order, as CUDA requires of `bar.sync` and WGSL of
 //! `workgroupBarrier()`.
 
-use super::{BlockId, CfgKernel, Inst, Reg, Space, Special, Term, Val};
+use super::{BlockId, CfgKernel, Inst, Space, Special, Term, Val};
 
 /// Why a kernel's control flow has no structured shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,7 +204,7 @@ impl Shape {
                     let guard_varies = s.guard.is_some_and(|(g, _)| varying[g as usize]);
                     let v = in_region || guard_varies || inst_varies(&s.inst, &varying);
                     if v {
-                        for d in dests(&s.inst) {
+                        for d in s.inst.dests() {
                             if !varying[d as usize] {
                                 varying[d as usize] = true;
                                 changed = true;
@@ -280,20 +280,6 @@ impl Shape {
     fn reaches(&self, from: BlockId, pick: impl Fn(BlockId) -> bool) -> bool {
         let after = reachable_from(&self.succs, from);
         (0..after.len()).any(|x| after[x] && pick(x as BlockId))
-    }
-}
-
-/// The registers an instruction writes.
-fn dests(i: &Inst) -> Vec<Reg> {
-    match i {
-        Inst::Un { d, .. }
-        | Inst::Bin { d, .. }
-        | Inst::Tern { d, .. }
-        | Inst::Cvt { d, .. }
-        | Inst::Special { d, .. } => vec![*d],
-        Inst::Load { d, .. } => d.iter().flatten().copied().collect(),
-        Inst::Atom { d, .. } => d.iter().copied().collect(),
-        Inst::Store { .. } => vec![],
     }
 }
 

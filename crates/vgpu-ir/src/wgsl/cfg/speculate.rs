@@ -102,25 +102,11 @@ fn reads(s: &Stmt) -> Vec<Reg> {
     regs
 }
 
-/// The registers `s` writes.
-fn writes(s: &Stmt) -> Vec<Reg> {
-    match &s.inst {
-        Inst::Un { d, .. }
-        | Inst::Bin { d, .. }
-        | Inst::Tern { d, .. }
-        | Inst::Cvt { d, .. }
-        | Inst::Special { d, .. } => vec![*d],
-        Inst::Load { d, .. } => d.iter().flatten().copied().collect(),
-        Inst::Store { .. } => vec![],
-        Inst::Atom { d, .. } => d.iter().copied().collect(),
-    }
-}
-
 /// The registers a second run of `region` needs as they were before the
 /// first: those it writes and reads before writing them unconditionally (a
 /// guarded write may not happen, so it keeps the old value), in order.
 pub(super) fn saved(region: &[Stmt]) -> Vec<Reg> {
-    let written: HashSet<Reg> = region.iter().flat_map(writes).collect();
+    let written: HashSet<Reg> = region.iter().flat_map(|s| s.inst.dests()).collect();
     let mut defined = HashSet::new();
     let mut out = Vec::new();
     let need = |r: Reg, defined: &HashSet<Reg>, out: &mut Vec<Reg>| {
@@ -133,11 +119,11 @@ pub(super) fn saved(region: &[Stmt]) -> Vec<Reg> {
             need(r, &defined, &mut out);
         }
         if s.guard.is_some() {
-            for r in writes(s) {
+            for r in s.inst.dests() {
                 need(r, &defined, &mut out);
             }
         } else {
-            defined.extend(writes(s));
+            defined.extend(s.inst.dests());
         }
     }
     out
@@ -210,7 +196,7 @@ impl KernelWriter<'_> {
             } = s.inst
             else {
                 code.push_str(&self.guarded(s)?);
-                for r in writes(s) {
+                for r in s.inst.dests() {
                     tested.remove(&r);
                 }
                 continue;
