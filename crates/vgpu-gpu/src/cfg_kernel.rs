@@ -157,6 +157,11 @@ pub struct CfgRun {
     /// results (its fma is exact either way: the emulation, or the device's
     /// kept bare where it keeps them too, guarded where not).
     pub f32_subnormals: bool,
+    /// The device's fma ran guarded ([`vgpu_ir::wgsl::cfg::fma_guarded`]):
+    /// it may flush f32 subnormals (NVIDIA's does), so the kernel's fmas ran
+    /// speculatively and a run of them with a zero or tiny value ran again
+    /// with its suspect fmas on the emulation.
+    pub fma_f32_guarded: bool,
     /// How the kernel's global f32 atomic adds ran: `Some(true)` the device's
     /// f32 atomics, `Some(false)` a compare-and-swap loop, `None` it has none.
     pub native_atomic_f32: Option<bool>,
@@ -413,6 +418,7 @@ pub fn run_cfg_kernel(
         ..CfgWgslOptions::plain(launch.block, launch.checked)
     };
     let view = binds_f32_atomic_view(k, &opts);
+    let fma_f32_guarded = vgpu_ir::wgsl::cfg::fma_guarded(k, &opts);
     let limits = ctx.limits().clone();
     let fresh_ginit = || {
         launch
@@ -560,6 +566,7 @@ pub fn run_cfg_kernel(
             native_fma_f32: has_fma.then_some(opts.native_fma_f32),
             native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
             f32_subnormals: kept.plain,
+            fma_f32_guarded,
         });
     }
     for (b, &a) in buffers.iter_mut().zip(&layout.buffer_addrs) {
@@ -574,5 +581,6 @@ pub fn run_cfg_kernel(
         native_fma_f32: has_fma.then_some(opts.native_fma_f32),
         native_atomic_f32: has_atomic_f32.then_some(opts.f32_atomic_add),
         f32_subnormals: kept.plain,
+        fma_f32_guarded,
     })
 }

@@ -44,6 +44,11 @@ pub struct PtxRunner {
     /// How the last GPU kernel with an f32 fma ran it: `Some(true)` the
     /// device's `fma`, `Some(false)` the exact f64 emulation.
     pub native_fma_f32: Option<bool>,
+    /// Whether that kernel's device `fma` was guarded: the device may flush
+    /// f32 subnormals in it (NVIDIA's does), so its fmas ran speculatively
+    /// and again, the suspect ones emulated, where a value was zero or tiny
+    /// (vgpu-ir's `wgsl::cfg::fma_guarded`).
+    pub fma_f32_guarded: bool,
     /// Whether the last GPU launch kept f32 subnormals (vgpu-gpu's
     /// `subnormal_probe`; `None`: no GPU launch yet).
     pub f32_subnormals: Option<bool>,
@@ -151,6 +156,7 @@ impl PtxRunner {
             atomic_f32: AtomicF32Path::Auto,
             native_atomic_f32: None,
             native_fma_f32: None,
+            fma_f32_guarded: false,
             f32_subnormals: None,
         }
     }
@@ -252,6 +258,9 @@ impl PtxRunner {
         self.gpu_compiles += run.compiled as u64;
         self.kernel_seconds = run.kernel_seconds.or(self.kernel_seconds);
         self.native_fma_f32 = run.native_fma_f32.or(self.native_fma_f32);
+        if run.native_fma_f32.is_some() {
+            self.fma_f32_guarded = run.fma_f32_guarded;
+        }
         self.f32_subnormals = Some(run.f32_subnormals);
         self.native_atomic_f32 = run.native_atomic_f32.or(self.native_atomic_f32);
         if let Some(f) = run.fault {

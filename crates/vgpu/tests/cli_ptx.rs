@@ -463,3 +463,22 @@ fn initcheck_reports_a_zeros_buffer_read_before_it_is_written() {
     // The checked GPU kernel reports the same read.
     reported(&["--initcheck", "--backend", "gpu"], "GPU kernel check");
 }
+
+#[test]
+fn the_report_says_when_the_devices_fma_ran_guarded() {
+    // Over the model of a flushing fma (as NVIDIA's is), lorenz_rk4 passes
+    // with its fmas guarded, and the report says so.
+    if common::ptx_gpu::no_adapter() || !vgpu::gpu::GpuContext::get().unwrap().has_f64() {
+        return;
+    }
+    let c = cases().join("lorenz_rk4");
+    let (code, out, err) = common::vgpu_env(
+        &["ptx", "run", c.to_str().unwrap(), "--backend", "gpu"],
+        &[("VGPU_PTX_EXACT_FMA", "flush-model")],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("PASS") && out.contains("fma_f32 native, guarded"),
+        "{out}"
+    );
+}

@@ -838,12 +838,14 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     }
 }
 
-/// Whether the kernel's f32 fmas are the guarded device `fma`
-/// (`fma_native_f32`, prelude.rs: a thread whose result a flush of
-/// subnormals may have changed computes that fma on the emulation in place):
-/// the device's fma chosen, SHADER_F64 there for the emulation, and the
-/// device not declared to keep f32 subnormals (where it is, the bare `fma` is
-/// exact).
-pub(super) fn fma_guarded(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
+/// Whether kernel `k`'s f32 fmas are the guarded device `fma` under `o`:
+/// the device's fma chosen ([`CfgWgslOptions::native_fma_f32`]), SHADER_F64
+/// there for the emulation, and the device not found to keep f32 subnormals
+/// in its fma (where it does, the bare `fma` is exact) or its flush modelled
+/// ([`CfgWgslOptions::fma_flush_model`]). A guarded fma whose result a flush
+/// of subnormals may have changed is computed on the emulation
+/// (`fma_native_f32`, prelude.rs), and a block's fmas run speculatively
+/// first (speculate.rs).
+pub fn fma_guarded(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
     o.native_fma_f32 && o.f64 && (!o.f32_subnormals || o.fma_flush_model) && k.has_fma_f32()
 }
