@@ -430,7 +430,7 @@ fn report_backend(r: &PtxRunner) {
     }
     if let Some(native) = r.native_fma_f32 {
         let how = if native && r.fma_f32_guarded {
-            "native, guarded (the device's fma, fused, may flush subnormals: a run of fmas with a zero or tiny value ran again, its suspect fmas emulated)"
+            "native, guarded (the device's fma, fused, may flush subnormals: a run of fmas meeting a zero or tiny value runs again with its suspect fmas emulated)"
         } else if native {
             "native (the device's fma, fused)"
         } else {
