@@ -90,6 +90,7 @@ pub fn emit_cfg_wgsl_with(
         race: c.race && checks::race_check_applies(k, o),
         soft: false,
         fast: false,
+        guarded_fma: fma_guarded(k, o),
     };
     // The structured form first: whether it applies decides how faults are
     // raised (the header's `raise`).
@@ -157,7 +158,7 @@ impl KernelWriter<'_> {
             out.push_str(F64_PRELUDE);
             out.push_str(fma_suspect_wgsl(o.f32_subnormal_compares));
             out.push_str(dev_fma_wgsl(o.fma_flush_model));
-            if fma_guarded(k, o) {
+            if self.guarded_fma {
                 out.push_str(TINY_PRELUDE);
             }
             if o.int64 {

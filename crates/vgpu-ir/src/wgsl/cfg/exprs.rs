@@ -188,7 +188,7 @@ impl KernelWriter<'_> {
             TernOp::FmaF32 { neg_ab, neg_c } => {
                 let na = if neg_ab { " ^ 0x80000000u" } else { "" };
                 let nc = if neg_c { " ^ 0x80000000u" } else { "" };
-                let e = if super::emit::fma_guarded(self.k, self.o) {
+                let e = if self.guarded_fma {
                     let f = if self.fast {
                         "dev_fma"
                     } else {

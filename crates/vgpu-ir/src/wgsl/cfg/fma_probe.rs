@@ -14,16 +14,16 @@ use super::prelude::{dev_fma_wgsl, fma_suspect_wgsl, F64_PRELUDE, INT_PRELUDE};
 /// triples, which must be 0 (the emulation's opaque flag, `opq`, is read
 /// from it).
 pub fn fma_probe_wgsl(f64: bool, compares: bool) -> String {
-    let (f64_prelude, suspect, dev, call) = if f64 {
+    let (f64_prelude, suspect, call) = if f64 {
         (
             F64_PRELUDE,
             fma_suspect_wgsl(compares),
-            dev_fma_wgsl(false),
             "fma_native_f32(a, b, c)",
         )
     } else {
-        ("", "", "", "bitcast<u32>(fma(f(a), f(b), f(c)))")
+        ("", "", "dev_fma(a, b, c)")
     };
+    let dev = dev_fma_wgsl(false);
     format!(
         "{INT_PRELUDE}{f64_prelude}{suspect}{dev}
 @group(0) @binding(0) var<storage, read> abc: array<u32>;

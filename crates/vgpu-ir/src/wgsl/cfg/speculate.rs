@@ -134,7 +134,7 @@ impl KernelWriter<'_> {
     /// per statement, or per speculative region where the kernel's f32 fma
     /// is guarded (module documentation).
     pub(super) fn stmts_code(&mut self, stmts: &[Stmt]) -> Result<Vec<String>, IrError> {
-        let regions = if super::emit::fma_guarded(self.k, self.o) {
+        let regions = if self.guarded_fma {
             regions(stmts, !self.o.checked)
         } else {
             Vec::new()

@@ -66,6 +66,9 @@ pub(super) struct KernelWriter<'a> {
     /// is the device's own (`dev_fma`), its operands and result tested by
     /// the region.
     pub(super) fast: bool,
+    /// The kernel's f32 fmas are the guarded device `fma`
+    /// ([`super::fma_guarded`], decided once per kernel).
+    pub(super) guarded_fma: bool,
 }
 
 impl KernelWriter<'_> {
