@@ -12,12 +12,12 @@
 # Run through the device tool from the repository root, carrying
 #   [".gl", "target/release/vgpu"]
 # (build with `cargo build --release -p vgpu`, fetch the loaders with
-# scripts/gl-loaders.sh). Results: $OUT/ptx_gpu.jsonl (one object per case,
+# scripts/gl-loaders.sh; VGPU= names another binary). Results: $OUT/ptx_gpu.jsonl (one object per case,
 # implementation and check mode) and $OUT/ptx_gpu.log.
 set -euo pipefail
 source benchmarks/device/env.sh
 PTX=${PTX:-ptx-cases/kernels.ptx}
-VGPU=./target/release/vgpu
+VGPU=${VGPU:-./target/release/vgpu}
 W=$(mktemp -d)
 : > "$OUT/ptx_gpu.jsonl"
 # Inputs, shared by both implementations (raw little-endian files).

@@ -224,6 +224,33 @@ fn reads_of_written_shared_memory_are_not_reported() {
     assert_ne!(cpu[4..8], [0u8; 4]);
 }
 
+/// Shared memory written whole word by whole word across barriers, its last
+/// word part-used (37 bytes): while one byte is unwritten the GPU's count of
+/// written words must not take the memory for written (thread 32's read of
+/// byte 32 faults, at its line), and once every byte is, the reads that it
+/// spares the bits' test read the values written.
+#[test]
+fn the_count_of_written_shared_words_misses_no_unwritten_byte() {
+    let Some(m) = module() else { return };
+    let c = cfg([2, 1, 1], [64, 1, 1]);
+    same_fault(
+        &m,
+        "sh_fill_gap",
+        &c,
+        FaultClass::Uninitialized,
+        549,
+        [0, 0, 0],
+        [32, 0, 0],
+    );
+    let cpu = launch(&m, BackendChoice::Cpu, false, "sh_fill_ok", &c, 64).expect("on the CPU");
+    let gpu = launch(&m, BackendChoice::Gpu, false, "sh_fill_ok", &c, 64).expect("on the GPU");
+    assert_eq!(cpu, gpu);
+    let want: Vec<u8> = (0..64u32)
+        .flat_map(|t| if t < 37 { t + 100 } else { 0 }.to_le_bytes())
+        .collect();
+    assert_eq!(gpu, want);
+}
+
 /// A v4 shared load whose fourth word nvcc marks unused (`used_bytes_mask
 /// 4095`, as in CUB's warp-scans block scan) reads no unwritten byte: no
 /// fault, the same sums as the interpreter. Without the pragma the same load

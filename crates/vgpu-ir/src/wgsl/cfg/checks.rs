@@ -93,7 +93,7 @@ pub fn check_workgroup_bytes(k: &CfgKernel, shared: u64, checked: bool) -> u64 {
         0
     };
     let shadow = if shadow_check(k, checked) {
-        4 * (shared.div_ceil(32).max(1) + 1)
+        4 * (shared.div_ceil(32).max(1) + 2)
     } else {
         0
     };
@@ -131,17 +131,37 @@ pub(super) fn shadow_check(k: &CfgKernel, checked: bool) -> bool {
 /// `shared` bytes, the pending read, and the readers and writers of the bits
 /// (`sh_rd` records a pending read, `sh_wr` marks bytes written, `sh_at`
 /// faults an atomic on unwritten bytes and returns false then).
+///
+/// The bits only ever get set, so once every one is, no read can find an
+/// unwritten byte: `sh_fill` (thread 0, at each round's judgement) advances
+/// `wg_full_at` past the words whose bytes are all written, resuming where
+/// it stopped (each word is read once it is full, one more per round), and
+/// after the round each thread notes in `sh_full` ([`shadow_refresh`])
+/// whether all are, which spares the bits' reads and writes from then on.
 pub(super) fn shadow_decls(shared: u32, block: [u32; 3]) -> String {
-    let n = shared.div_ceil(32).max(1);
+    let words = shared.div_ceil(32);
+    let n = words.max(1);
     let [bx, by, _] = block;
     format!(
         "
 // The shared-memory initialisation check (checks.rs).
 var<workgroup> wg_init: array<atomic<u32>, {n}>;
 var<workgroup> wg_uninit: atomic<u32>;
+var<workgroup> wg_full_at: u32;
+const SH_WORDS: u32 = {words}u;
 var<private> sh_pend: bool;
+var<private> sh_full: bool;
+fn sh_fill() {{
+  var i = wg_full_at;
+  while (i < SH_WORDS) {{
+    let m = msk(min(SHARED_BYTES - 32u * i, 32u));
+    if ((atomicLoad(&wg_init[i]) & m) != m) {{ break; }}
+    i = i + 1u;
+  }}
+  wg_full_at = i;
+}}
 fn sh_unwritten(o: u32, size: u32) -> bool {{
-  if (o >= SHARED_BYTES) {{ return false; }}
+  if (sh_full || o >= SHARED_BYTES) {{ return false; }}
   let m = msk(size) << (o & 31u);
   return (atomicLoad(&wg_init[o >> 5u]) & m) != m;
 }}
@@ -153,7 +173,7 @@ fn sh_rd(o: u32, size: u32, line: u32) {{
   }}
 }}
 fn sh_wr(o: u32, size: u32) {{
-  if (o < SHARED_BYTES) {{ atomicOr(&wg_init[o >> 5u], msk(size) << (o & 31u)); }}
+  if (!sh_full && o < SHARED_BYTES) {{ atomicOr(&wg_init[o >> 5u], msk(size) << (o & 31u)); }}
 }}
 fn sh_at(o: u32, line: u32) -> bool {{
   if (sh_unwritten(o, 4u)) {{ raise({cls}u, line, vec2<u32>(o, 0u)); return false; }}
@@ -222,7 +242,8 @@ pub(super) fn judge(k: &CfgKernel, checked: bool) -> String {
 
 /// The initialisation check's part of [`judge`]: a read of unwritten shared
 /// memory pending when the interval ends (`wg_round` below `0x10000`: a
-/// release or the block's end) faults for the thread that made it.
+/// release or the block's end) faults for the thread that made it; then
+/// the written words counted (`sh_fill`).
 pub(super) fn uninit_judge() -> String {
     format!(
         "
@@ -231,9 +252,17 @@ pub(super) fn uninit_judge() -> String {
     if (wg_round < 0x10000u) {{
       let u = atomicLoad(&wg_uninit);
       if (u != 0u) {{ raise_lidx({cls}u, u & 0x3fffffu, 1023u - (u >> 22u)); wg_round = 0u; }}
-    }}",
+    }}
+    sh_fill();",
         cls = fault::CLASS_UNINITIALIZED,
     )
+}
+
+/// What each thread runs after a round's judgement (past the barrier or
+/// uniform load that follows it) where the kernel has the initialisation
+/// check: whether all its shared memory is written now (`shadow_decls`).
+pub(super) fn shadow_refresh() -> &'static str {
+    "  sh_full = wg_full_at >= SH_WORDS;\n"
 }
 
 /// `raise` for the thread of linear index `t` (declared by the checks that

@@ -629,12 +629,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let judge = checks::judge(k, self.o.checked);
             let reset = self.race_reset("waiting");
             let mark = round_mark(&format!("pc != {RET}u && (pc & {YIELD}u) != 0u"));
+            let refresh = self.shadow_refresh();
             let _ = write!(
                 self.out,
                 "{mark}{publish}  workgroupBarrier();
   if (lidx == 0u) {{ {ROUND_TAKE}{judge} }}
   let waiting = workgroupUniformLoad(&wg_round);
-  if (waiting == 0u) {{ break; }}
+{refresh}  if (waiting == 0u) {{ break; }}
 {reset}  if (pc != {RET}u) {{ pc = pc & select(~{WAIT}u, ~{YIELD}u, waiting >= 0x10000u); }}
   }}
 "
@@ -653,6 +654,16 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     checks::judge(k, self.o.checked)
                 }
             );
+        }
+    }
+
+    /// After a round's judgement, with the initialisation check: whether
+    /// all shared memory is written now ([`checks::shadow_refresh`]).
+    pub(super) fn shadow_refresh(&self) -> &'static str {
+        if self.shadow {
+            checks::shadow_refresh()
+        } else {
+            ""
         }
     }
 

@@ -19,9 +19,14 @@
 //! fast copy computed the guarded form's values; otherwise the second run
 //! computes them from the region's inputs. The region has no
 //! side effect: barriers, warp operations and yields end blocks, stores and
-//! atomics end regions, and so do loads where the kernel is checked (a
-//! second run would raise a fault again); unchecked, a region's loads are
-//! read twice, which a program without data races cannot tell.
+//! atomics end regions. A region's loads are read twice, which a program
+//! without data races cannot tell. Where the kernel is checked, a load
+//! whose address or guard an fma of the region fed ends it: the fast copy's
+//! flushed value could fault where the exact run would not. Any other load
+//! reads the same address in both runs, so it faults in the fast copy
+//! exactly where the second run would (first, as loads are the only
+//! statements that fault); its checks are idempotent (a fault is recorded
+//! once, an uninitialised or racing read marked once).
 
 use super::writer::KernelWriter;
 use crate::cfg::{Inst, Reg, Stmt, TernOp, Val};
@@ -41,32 +46,49 @@ fn is_fma_f32(s: &Stmt) -> bool {
     )
 }
 
-/// Whether `s` may be in a region: no side effect, and a load only where
-/// `loads`.
-fn speculable(s: &Stmt, loads: bool) -> bool {
+/// Whether `s` may be in a region: no side effect, and, where `checked`,
+/// a load only where no register it reads is `tainted` (fed by one of the
+/// region's fmas).
+fn speculable(s: &Stmt, checked: bool, tainted: &HashSet<Reg>) -> bool {
     match s.inst {
         Inst::Un { .. }
         | Inst::Bin { .. }
         | Inst::Tern { .. }
         | Inst::Cvt { .. }
         | Inst::Special { .. } => true,
-        Inst::Load { .. } => loads,
+        Inst::Load { .. } => !checked || reads(s).iter().all(|r| !tainted.contains(r)),
         Inst::Store { .. } | Inst::Atom { .. } => false,
     }
 }
 
+/// Marks the registers `s` writes as fed by an fma (it is one, or it reads
+/// a register so fed) or not.
+fn taint(s: &Stmt, tainted: &mut HashSet<Reg>) {
+    let fed = is_fma_f32(s) || reads(s).iter().any(|r| tainted.contains(r));
+    for r in s.inst.dests() {
+        if fed {
+            tainted.insert(r);
+        } else if s.guard.is_none() {
+            tainted.remove(&r);
+        }
+    }
+}
+
 /// The regions of a block's statements: in each maximal run of speculable
-/// statements, its first f32 fma to its last.
-pub(super) fn regions(stmts: &[Stmt], loads: bool) -> Vec<Range<usize>> {
+/// statements, its first f32 fma to its last (`checked`: the kernel is).
+pub(super) fn regions(stmts: &[Stmt], checked: bool) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut i = 0;
+    let mut tainted = HashSet::new();
     while i < stmts.len() {
-        if !speculable(&stmts[i], loads) {
+        tainted.clear();
+        if !speculable(&stmts[i], checked, &tainted) {
             i += 1;
             continue;
         }
         let start = i;
-        while i < stmts.len() && speculable(&stmts[i], loads) {
+        while i < stmts.len() && speculable(&stmts[i], checked, &tainted) {
+            taint(&stmts[i], &mut tainted);
             i += 1;
         }
         let run = &stmts[start..i];
@@ -135,7 +157,7 @@ impl KernelWriter<'_> {
     /// is guarded (module documentation).
     pub(super) fn stmts_code(&mut self, stmts: &[Stmt]) -> Result<Vec<String>, IrError> {
         let regions = if self.guarded_fma {
-            regions(stmts, !self.o.checked)
+            regions(stmts, self.o.checked)
         } else {
             Vec::new()
         };
@@ -292,19 +314,50 @@ mod tests {
     fn a_region_spans_first_to_last_fma_of_a_run_without_side_effects() {
         let r = Val::Reg;
         let stmts = vec![
-            add(1, 2, 3),             // 0: before the first fma
-            fma(4, r(1), r(2), r(3)), // 1
-            add(5, 4, 4),             // 2
-            fma(6, r(5), r(4), r(1)), // 3
-            add(7, 6, 6),             // 4: after the last fma
-            store(7, 9),              // 5: ends the run
-            fma(8, r(7), r(7), r(7)), // 6
-            load(10, 9),              // 7: a load ends it only where checked
-            fma(11, r(10), r(8), r(8)),
+            add(1, 2, 3),               // 0: before the first fma
+            fma(4, r(1), r(2), r(3)),   // 1
+            add(5, 4, 4),               // 2
+            fma(6, r(5), r(4), r(1)),   // 3
+            add(7, 6, 6),               // 4: after the last fma
+            store(7, 9),                // 5: ends the run
+            fma(8, r(7), r(7), r(7)),   // 6
+            load(10, 9),                // 7: r9 no fma of the run fed: stays
+            fma(11, r(10), r(8), r(8)), // 8
+            add(12, 11, 2),             // 9: fed by the fma at 8
+            load(13, 12),               // 10: its address fed: ends it where checked
+            fma(14, r(13), r(2), r(2)), // 11
+            load(15, 2),                // 12: r2 was never fed: stays
+            fma(16, r(15), r(2), r(2)), // 13
         ];
-        assert_eq!(regions(&stmts, false), vec![1..4, 6..7, 8..9]);
-        assert_eq!(regions(&stmts, true), vec![1..4, 6..9]);
+        assert_eq!(regions(&stmts, false), vec![1..4, 6..14]);
+        assert_eq!(regions(&stmts, true), vec![1..4, 6..9, 11..14]);
         assert!(regions(&stmts[..1], true).is_empty());
+        // A guarded load is judged by its guard too; an unguarded write of
+        // an unfed value clears a register's taint, a guarded one does not.
+        let mut guarded = load(20, 2);
+        guarded.guard = Some((11, false));
+        let cleared = vec![
+            fma(11, r(1), r(1), r(1)),
+            guarded.clone(),
+            fma(21, r(20), r(1), r(1)),
+        ];
+        assert_eq!(regions(&cleared, true), vec![0..1, 2..3]);
+        let mut reguarded = add(11, 2, 2);
+        reguarded.guard = Some((3, false));
+        let kept = vec![
+            fma(11, r(1), r(1), r(1)),
+            reguarded,
+            load(20, 11),
+            fma(21, r(20), r(1), r(1)),
+        ];
+        assert_eq!(regions(&kept, true), vec![0..1, 3..4]);
+        let rewritten = vec![
+            fma(11, r(1), r(1), r(1)),
+            add(11, 2, 2),
+            load(20, 11),
+            fma(21, r(20), r(1), r(1)),
+        ];
+        assert_eq!(regions(&rewritten, true), vec![0..4]);
     }
 
     #[test]

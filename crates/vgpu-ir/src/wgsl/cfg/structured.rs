@@ -196,8 +196,9 @@ impl KernelWriter<'_> {
                 let shared = self.k.shared_static + self.o.dyn_shared;
                 s.push_str(&checks::race_reset(shared, self.o.block.iter().product()));
             } else {
-                s.push_str("  workgroupBarrier();");
+                s.push_str("  workgroupBarrier();\n");
             }
+            s.push_str(self.shadow_refresh());
         }
         s
     }

@@ -181,6 +181,7 @@ impl KernelWriter<'_> {
         let reset = self.race_reset("cnt");
         let mark = round_mark("at_warp || at_yield");
         let take = ROUND_TAKE;
+        let refresh = self.shadow_refresh();
         let _ = write!(
             self.out,
             "  let at_warp = pc >= {WARP}u && pc < {wait}u;
@@ -212,7 +213,7 @@ impl KernelWriter<'_> {
 {mark}{publish}  workgroupBarrier();
   if (lidx == 0u) {{ {take}{judge} }}
   let cnt = workgroupUniformLoad(&wg_round);
-  if (cnt == 0u) {{ break; }}
+{refresh}  if (cnt == 0u) {{ break; }}
 {reset}  if (cnt < 0x10000u) {{
     if (pc != {ret}u) {{ pc = pc & ~{wait}u; }}
     continue;
