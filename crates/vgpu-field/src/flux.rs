@@ -9,6 +9,8 @@
 //! serialises them; VGPU's order is one of those orders, always the same one.
 //! Integer accumulators wrap on overflow, as CUDA's `atomicAdd` does.
 
+use crate::phase::FluxBuffer;
+use crate::scalar::Value;
 use std::fmt::Debug;
 
 /// A type an accumulator holds: `f32`, `f64`, `i32` or `u32`.
@@ -18,34 +20,62 @@ pub trait FluxValue: Copy + Send + Sync + Debug + PartialEq + Default + 'static 
     /// `self + amount` with the type's addition (IEEE round-to-nearest for
     /// floats, wrapping for integers: CUDA's `atomicAdd` semantics).
     fn accumulate(self, amount: Self) -> Self;
+    /// The amount as a typed [`Value`].
+    fn to_value(self) -> Value;
+    /// A flux buffer of this type holding a copy of `acc`.
+    fn to_buffer(acc: &[Self]) -> FluxBuffer;
+    /// The accumulators of `b` if it is a buffer of this type.
+    fn of_buffer(b: &FluxBuffer) -> Option<&[Self]>;
+}
+
+/// The conversions of a [`FluxValue`] to and from its [`Value`] and
+/// [`FluxBuffer`] variant.
+macro_rules! typed_flux {
+    ($var:ident) => {
+        #[inline(always)]
+        fn to_value(self) -> Value {
+            Value::$var(self)
+        }
+        fn to_buffer(acc: &[Self]) -> FluxBuffer {
+            FluxBuffer::$var(acc.to_vec())
+        }
+        fn of_buffer(b: &FluxBuffer) -> Option<&[Self]> {
+            match b {
+                FluxBuffer::$var(v) => Some(v),
+                _ => None,
+            }
+        }
+    };
 }
 
 macro_rules! float_flux {
-    ($t:ty) => {
+    ($t:ty, $var:ident) => {
         impl FluxValue for $t {
             const NAME: &'static str = stringify!($t);
             #[inline(always)]
             fn accumulate(self, amount: Self) -> Self {
                 self + amount
             }
+            typed_flux!($var);
         }
     };
 }
 macro_rules! int_flux {
-    ($t:ty) => {
+    ($t:ty, $var:ident) => {
         impl FluxValue for $t {
             const NAME: &'static str = stringify!($t);
             #[inline(always)]
             fn accumulate(self, amount: Self) -> Self {
                 self.wrapping_add(amount)
             }
+            typed_flux!($var);
         }
     };
 }
-float_flux!(f32);
-float_flux!(f64);
-int_flux!(i32);
-int_flux!(u32);
+float_flux!(f32, F32);
+float_flux!(f64, F64);
+int_flux!(i32, I32);
+int_flux!(u32, U32);
 
 /// The emissions of one block, in emission order.
 #[derive(Debug, Clone, Default, PartialEq)]

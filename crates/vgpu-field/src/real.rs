@@ -60,6 +60,9 @@ pub trait Real:
     fn is_finite(self) -> bool;
     /// The IEEE bit pattern, widened to `u64` (for bit-exact comparisons).
     fn to_bits_u64(self) -> u64;
+    /// The value whose IEEE bit pattern is the low bits of `bits` (the inverse
+    /// of [`Real::to_bits_u64`]; NaN payloads kept).
+    fn from_bits_u64(bits: u64) -> Self;
     /// Whether every value of `xs` is finite. Written as integer operations on the
     /// bit patterns so that the compiler vectorises it; the executor calls it after
     /// every step.
@@ -120,6 +123,10 @@ macro_rules! impl_real {
             #[inline(always)]
             fn to_bits_u64(self) -> u64 {
                 self.to_bits() as u64
+            }
+            #[inline(always)]
+            fn from_bits_u64(bits: u64) -> Self {
+                <$t>::from_bits(bits as $bits)
             }
             #[inline]
             fn all_finite(xs: &[Self]) -> bool {

@@ -332,6 +332,104 @@ fn a_trajectory_sees_its_own_writes_within_a_phase() {
     }
 }
 
+/// One register, four shared entries starting at `10·block + 2 + j`. Phase 0:
+/// each lane stores 5 into `s[lane]`, reads it back, stores the entry's own
+/// value again (so nothing moves: the collapse takes no step) and emits
+/// `5 + s[lane]` as it read them. Phase 1: register 0 relaxes from 0 to 1 and
+/// lane 0 sends `s[0]` to 0. Phase 2: lane 0 emits `s[0]`, nothing is set.
+struct Settle;
+impl PhaseKernel<f32> for Settle {
+    type Params = ();
+    type Flux = f32;
+    fn dim(&self) -> usize {
+        1
+    }
+    fn shared_len(&self) -> usize {
+        4
+    }
+    fn phases(&self) -> usize {
+        3
+    }
+    fn shared_init(&self, ctx: &BlockCtx<'_, ()>, s: &mut [f32]) {
+        for (j, v) in s.iter_mut().enumerate() {
+            *v = (10 * ctx.block_linear() + 2 + j) as f32;
+        }
+    }
+    fn phase(
+        &self,
+        p: usize,
+        c: &Ctx<'_, '_, ()>,
+        h: &[f32],
+        _h0: &[f32],
+        s: &[f32],
+        out: &mut PhaseOut<'_, f32, f32>,
+    ) -> Result<(), FieldError> {
+        let l = c.lane();
+        match p {
+            0 => {
+                out.store_shared(l, 5.0)?;
+                let own = out.shared(l)?;
+                out.store_shared(l, s[l])?;
+                out.emit(c.global(), own + out.shared(l)?)
+            }
+            1 => {
+                out.set(0, h[0] + 1.0)?;
+                if l == 0 {
+                    out.store_shared(0, 0.0)?;
+                }
+                Ok(())
+            }
+            _ if l == 0 => out.emit(c.global(), s[0]),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn collapse_steps_follow_the_settling_rule_and_a_stepless_collapse_still_emits() {
+    let cfg = LaunchConfig::new(2, 4).unwrap();
+    let euler = Barrier {
+        theta: 1e-3,
+        dt: 0.5,
+        method: Method::Euler,
+        ..Barrier::default()
+    };
+    let run = |barrier: Barrier| {
+        let mut h = vec![0.0f32; 8];
+        let mut flux = vec![0.5f32; 8];
+        let r = PhasedLaunch::new(cfg)
+            .barrier(barrier)
+            .run(&Settle, &(), &mut h, &mut flux)
+            .unwrap();
+        (r.collapse_steps, h, flux)
+    };
+    let (steps, h, flux) = run(euler);
+    // Euler with dt = 1/2 halves every distance exactly: the register (1 away
+    // from 1) settles after 10 steps (2^-10 ≤ 1e-3), s[0] of block 0 (2 away
+    // from 0) after 11, of block 1 (12 away) after 14. Phases 0 and 2 move
+    // nothing and take no step.
+    assert_eq!(steps, [0, 11, 0, 0, 14, 0]);
+    assert_eq!(h, [1.0; 8], "registers snap to their attractors");
+    for (g, &got) in flux.iter().enumerate() {
+        let (b, l) = (g / 4, g % 4);
+        // The stepless phase 0 still emitted 5 + s[l] (its own writes, read
+        // back); phase 2 read s[0] snapped to exactly 0.
+        let want = 0.5 + (5.0 + (10 * b + 2 + l) as f32);
+        assert_eq!(got, want, "accumulator {g}");
+    }
+    // A phase time shorter than block 1's settling: 6 / 0.5 = 12 steps at most.
+    let (steps, h2, flux2) = run(Barrier {
+        phase_time: 6.0,
+        ..euler
+    });
+    assert_eq!(steps, [0, 11, 0, 0, 12, 0]);
+    assert_eq!(
+        (h2, flux2),
+        (h, flux),
+        "the collapse snaps however it ended"
+    );
+}
+
 // ---- flow phases -------------------------------------------------------------
 
 /// How [`Decay`] misbehaves.
@@ -374,14 +472,11 @@ impl Decay {
                 },
             ],
             phases: vec![
-                FlowPhase {
-                    steps: vec![steps],
-                    updates: vec![RegisterUpdate::Rate, RegisterUpdate::Hold],
-                },
-                FlowPhase {
-                    steps: vec![1; 3],
-                    updates: vec![RegisterUpdate::Hold, RegisterUpdate::Jump],
-                },
+                FlowPhase::fixed(
+                    vec![steps],
+                    vec![RegisterUpdate::Rate, RegisterUpdate::Hold],
+                ),
+                FlowPhase::fixed(vec![1; 3], vec![RegisterUpdate::Hold, RegisterUpdate::Jump]),
             ],
             misuse,
         }
@@ -580,10 +675,7 @@ impl FlowKernel<f32> for JumpToNan {
 
 #[test]
 fn run_flow_stops_on_a_non_finite_register_unless_told_they_are_data() {
-    let kernel = JumpToNan([FlowPhase {
-        steps: vec![2],
-        updates: vec![RegisterUpdate::Jump],
-    }]);
+    let kernel = JumpToNan([FlowPhase::fixed(vec![2], vec![RegisterUpdate::Jump])]);
     let unit = Barrier {
         dt: 1.0,
         method: Method::Euler,

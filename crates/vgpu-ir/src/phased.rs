@@ -222,7 +222,7 @@ impl<'a> IrPhased<'a> {
                     Update::Jump(_) => RegisterUpdate::Jump,
                 })
                 .collect();
-            phases.push(FlowPhase { steps, updates });
+            phases.push(FlowPhase::fixed(steps, updates));
         }
         Ok(IrPhased {
             k,

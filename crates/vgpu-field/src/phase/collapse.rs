@@ -7,7 +7,7 @@
 //!
 //! The phase is then a field on the block's state `y = (h of every lane, S)`:
 //! `dy/dt = m ⊙ (g − y)`, `g` the attractors and `m` the mask of what was set.
-//! The block integrates it with the barrier's integrator (the same [`Stepper`]
+//! The block integrates it with the barrier's integrator (the same [`crate::Stepper`]
 //! as every launch) until the **basin collapses**: every component has settled,
 //! `|g − y| ≤ θ·max(1, |g|)`, or the phase time is spent. Pending values then
 //! snap to their attractors (`y ← g` where `m`), so the next phase reads exact
@@ -21,15 +21,32 @@
 //!
 //! Several lanes setting the same shared entry in one phase: the highest lane
 //! wins (deterministic; one of the outcomes CUDA allows).
+//!
+//! **Executor.** Attractor phases run through the flow engine ([`super::flow`],
+//! the one executor of phased kernels): [`super::PhasedLaunch::run`] wraps the
+//! kernel in a [`FlowKernel`] whose phases each run until settled, at most
+//! [`super::Barrier::max_steps`] steps, every register integrated from its rate.
+//! Its state is the registers and one shared array of `T` (`shared_len`
+//! entries, zero, then [`PhaseKernel::shared_init`]). At a phase's start
+//! ([`FlowKernel::phase_start`]) every lane's [`PhaseKernel::phase`] runs once,
+//! in lane order, filling `g` and `m` and emitting its flux as impulses (the
+//! amount as it is, into the one accumulator buffer), even when the collapse
+//! then takes no step; the stages give the rates `m ⊙ (g − y)` of registers
+//! and shared entries; the settling rule is asked before every step; the phase's
+//! end ([`FlowKernel::phase_end`]) snaps. Values move between `T` and the
+//! shared array by their bits.
 
-use super::{check_finite, out_of_bounds, Barrier, BlockOutcome};
+use super::flow::{
+    FlowKernel, FlowPhase, Impulses, RegisterUpdate, SegmentAt, StageAt, StageIn, StageOut,
+};
+use super::memory::{SharedDecl, SharedMem};
+use super::{out_of_bounds, Barrier};
 use crate::error::FieldError;
-use crate::executor::{gather_soa, scatter_soa};
 use crate::field::{BlockCtx, Ctx};
 use crate::flux::{FluxLog, FluxValue};
 use crate::launch::{Dim3, LaunchConfig};
 use crate::real::Real;
-use crate::stepper::Stepper;
+use crate::scalar::Value;
 
 /// A kernel cut at its barriers into phases (see the module documentation).
 pub trait PhaseKernel<T: Real>: Sync {
@@ -188,138 +205,259 @@ impl<T: Real, A: FluxValue> PhaseOut<'_, T, A> {
     }
 }
 
-pub(super) struct PhaseJob<'a, T: Real, K: PhaseKernel<T> + ?Sized> {
-    pub kernel: &'a K,
-    pub params: &'a K::Params,
-    pub cfg: LaunchConfig,
-    pub barrier: Barrier,
-    pub flux_len: usize,
+/// A [`PhaseKernel`] as a [`FlowKernel`] (see the module documentation).
+pub(super) struct Attractors<'k, T, K: ?Sized> {
+    kernel: &'k K,
+    shared: [SharedDecl; 1],
+    phases: Vec<FlowPhase>,
+    theta: T,
 }
 
-pub(super) struct PhaseWork<T> {
+impl<'k, T: Real, K: PhaseKernel<T> + ?Sized> Attractors<'k, T, K> {
+    /// `kernel` under `barrier`'s settling rule and most steps per phase.
+    pub(super) fn new(kernel: &'k K, barrier: &Barrier) -> Self {
+        let zero = if T::NAME == "f32" {
+            Value::F32(0.0)
+        } else {
+            Value::F64(0.0)
+        };
+        let phase = FlowPhase {
+            steps: vec![barrier.max_steps()],
+            updates: vec![RegisterUpdate::Rate; kernel.dim()],
+            until_settled: true,
+        };
+        Attractors {
+            kernel,
+            shared: [SharedDecl {
+                name: "shared".into(),
+                len: kernel.shared_len(),
+                init: zero,
+            }],
+            phases: vec![phase; kernel.phases()],
+            theta: T::from_f64(barrier.theta),
+        }
+    }
+}
+
+/// A worker's memory for [`Attractors`]: the block's state at the phase's
+/// start `y` (registers of every lane, then the shared entries), the
+/// attractors `g` and mask `m`, one lane's registers, its shared writes and
+/// its flux.
+pub(super) struct AttractorScratch<T, A> {
     y: Vec<T>,
-    h0: Vec<T>,
     g: Vec<T>,
     m: Vec<T>,
     reg: Vec<T>,
     reg0: Vec<T>,
     own: Vec<(usize, T)>,
-    stepper: Stepper<T>,
+    log: FluxLog<A>,
 }
 
-impl<T: Real, K: PhaseKernel<T> + ?Sized> PhaseJob<'_, T, K> {
-    pub(super) fn work(&self) -> PhaseWork<T> {
+/// `f32` shared entries as `T`, by their bits (`T` is `f32` where they exist).
+#[inline(always)]
+fn of_f32<T: Real>(v: &f32) -> T {
+    T::from_bits_u64(u64::from(v.to_bits()))
+}
+
+/// `f64` shared entries as `T`, by their bits (`T` is `f64` where they exist).
+#[inline(always)]
+fn of_f64<T: Real>(v: &f64) -> T {
+    T::from_bits_u64(v.to_bits())
+}
+
+/// The shared entries of a block as `T`, in order: the one array (of `T`'s
+/// type) is the whole of `f32s` or of `f64s`, the other empty.
+fn shared_values<'s, T: Real>(f32s: &'s [f32], f64s: &'s [f64]) -> impl Iterator<Item = T> + 's {
+    f32s.iter().map(of_f32).chain(f64s.iter().map(of_f64))
+}
+
+/// Entry `j` of `f32s` or `f64s` (as [`shared_values`] reads them) set to
+/// `value(j, old)` where it gives one.
+fn set_shared<T: Real>(
+    f32s: &mut [f32],
+    f64s: &mut [f64],
+    mut value: impl FnMut(usize, T) -> Option<T>,
+) {
+    for (j, s) in f32s.iter_mut().enumerate() {
+        if let Some(v) = value(j, of_f32(s)) {
+            *s = f32::from_bits(v.to_bits_u64() as u32);
+        }
+    }
+    for (j, s) in f64s.iter_mut().enumerate() {
+        if let Some(v) = value(j, of_f64(s)) {
+            *s = f64::from_bits(v.to_bits_u64());
+        }
+    }
+}
+
+/// `m·(g − y)`: the rate of a component relaxing to its attractor.
+#[inline(always)]
+fn rate<T: Real>(y: T, g: T, m: T) -> T {
+    m * (g - y)
+}
+
+/// Unmasked, or within `θ·max(1, |g|)` of its attractor.
+#[inline(always)]
+fn near<T: Real>(y: T, g: T, m: T, theta: T) -> bool {
+    let scale = if g.abs() > T::ONE { g.abs() } else { T::ONE };
+    m == T::ZERO || (g - y).abs() <= theta * scale
+}
+
+impl<T: Real, K: PhaseKernel<T> + ?Sized> FlowKernel<T> for Attractors<'_, T, K> {
+    type Params = K::Params;
+    type Scratch = AttractorScratch<T, K::Flux>;
+    fn dim(&self) -> usize {
+        self.kernel.dim()
+    }
+    fn shared(&self) -> &[SharedDecl] {
+        &self.shared
+    }
+    fn phases(&self) -> &[FlowPhase] {
+        &self.phases
+    }
+    fn scratch(&self, lanes: usize) -> Self::Scratch {
         let dim = self.kernel.dim();
-        let len = dim * self.cfg.threads_per_block() + self.kernel.shared_len();
-        PhaseWork {
+        let len = dim * lanes + self.kernel.shared_len();
+        AttractorScratch {
             y: vec![T::ZERO; len],
-            h0: vec![T::ZERO; len],
             g: vec![T::ZERO; len],
             m: vec![T::ZERO; len],
             reg: vec![T::ZERO; dim],
             reg0: vec![T::ZERO; dim],
             own: Vec::new(),
-            stepper: Stepper::new(&self.barrier.method.tableau(), len),
+            log: FluxLog::new(),
         }
     }
-
-    pub(super) fn run_block(
-        &self,
-        w: &mut PhaseWork<T>,
-        block: usize,
-        chunk: &mut [T],
-    ) -> BlockOutcome<FluxLog<K::Flux>> {
-        BlockOutcome::of(FluxLog::new(), |out| self.phases(w, block, chunk, out))
+    fn check(&self, cfg: &LaunchConfig, params: &K::Params) -> Result<(), FieldError> {
+        self.kernel.check(cfg, params)
     }
 
-    fn phases(
+    fn init_block(
         &self,
-        w: &mut PhaseWork<T>,
-        block: usize,
-        chunk: &mut [T],
-        out: &mut BlockOutcome<FluxLog<K::Flux>>,
+        ctx: &BlockCtx<'_, K::Params>,
+        shared: &mut SharedMem,
+        sc: &mut Self::Scratch,
     ) -> Result<(), FieldError> {
-        let dim = self.kernel.dim();
-        let lanes = self.cfg.threads_per_block();
+        let s = &mut sc.y[self.kernel.dim() * ctx.lanes()..];
+        s.fill(T::ZERO);
+        self.kernel.shared_init(ctx, s);
+        set_shared(&mut shared.f32s, &mut shared.f64s, |j, _| Some(s[j]));
+        Ok(())
+    }
+
+    fn phase_start(
+        &self,
+        at: SegmentAt,
+        ctx: &BlockCtx<'_, K::Params>,
+        input: &StageIn<'_, T>,
+        sc: &mut Self::Scratch,
+        flux: &mut Impulses<'_>,
+    ) -> Result<(), FieldError> {
+        let (dim, lanes) = (self.kernel.dim(), ctx.lanes());
         let hs = dim * lanes;
-        let ctx = BlockCtx::new_unchecked(&self.cfg, block, self.params);
-        let PhaseWork {
+        let AttractorScratch {
             y,
-            h0,
             g,
             m,
             reg,
             reg0,
             own,
-            stepper,
-        } = w;
-        if dim > 0 {
-            gather_soa(chunk, &mut y[..hs], lanes, dim);
+            log,
+        } = sc;
+        y[..hs].copy_from_slice(input.h);
+        let shared = shared_values(input.shared.f32s, input.shared.f64s);
+        for (v, s) in y[hs..].iter_mut().zip(shared) {
+            *v = s;
         }
-        self.kernel.shared_init(&ctx, &mut y[hs..]);
-        h0.copy_from_slice(y);
-        let dt = T::from_f64(self.barrier.dt);
-        let theta = T::from_f64(self.barrier.theta);
-        let max_steps = self.barrier.max_steps();
-        let mut t = 0.0f64;
-        for p in 0..self.kernel.phases() {
-            g.copy_from_slice(y);
-            m.fill(T::ZERO);
-            for l in 0..lanes {
-                for k in 0..dim {
-                    reg[k] = y[k * lanes + l];
-                    reg0[k] = h0[k * lanes + l];
-                }
-                let (targets, mask) = (&mut g[..], &mut m[..]);
-                own.clear();
-                let mut po = PhaseOut {
-                    start: &y[..],
-                    own: &mut *own,
-                    phase: p,
-                    lane: l,
-                    lanes,
-                    dim,
-                    cfg: self.cfg,
-                    block: ctx.block_idx(),
-                    targets,
-                    mask,
-                    flux: &mut out.flux,
-                    flux_len: self.flux_len,
-                };
-                self.kernel
-                    .phase(p, &ctx.thread(l), reg, reg0, &y[hs..], &mut po)?;
+        g.copy_from_slice(y);
+        m.fill(T::ZERO);
+        let flux_len = flux.buffer_len(0).unwrap_or(0);
+        for l in 0..lanes {
+            for k in 0..dim {
+                reg[k] = y[k * lanes + l];
+                reg0[k] = input.h0[k * lanes + l];
             }
-            // The collapse: integrate dy/dt = m ⊙ (g − y) until settled or out of time.
-            let mut steps = 0;
-            while steps < max_steps && !settled(y, g, m, theta) {
-                stepper.step(T::ZERO, dt, y, |_, yy, dy| {
-                    for i in 0..dy.len() {
-                        dy[i] = m[i] * (g[i] - yy[i]);
-                    }
-                });
-                steps += 1;
+            own.clear();
+            log.clear();
+            let mut po = PhaseOut {
+                start: &y[..],
+                own: &mut *own,
+                phase: at.phase,
+                lane: l,
+                lanes,
+                dim,
+                cfg: *ctx.launch(),
+                block: ctx.block_idx(),
+                targets: &mut g[..],
+                mask: &mut m[..],
+                flux: &mut *log,
+                flux_len,
+            };
+            let lane = ctx.thread(l);
+            (self.kernel).phase(at.phase, &lane, reg, reg0, &y[hs..], &mut po)?;
+            for &(i, a) in log.entries() {
+                flux.emit(0, l, i, a.to_value())?;
             }
-            t += steps as f64 * self.barrier.dt;
-            // Pending values snap to their attractors.
-            for i in 0..y.len() {
-                if m[i] != T::ZERO {
-                    y[i] = g[i];
-                }
-            }
-            out.steps.push(steps);
-            check_finite(&y[..hs], dim, &ctx, t)?;
-        }
-        if dim > 0 {
-            scatter_soa(&y[..hs], chunk, lanes, dim);
         }
         Ok(())
     }
-}
 
-/// Every masked component within `θ·max(1, |g|)` of its attractor.
-fn settled<T: Real>(y: &[T], g: &[T], m: &[T], theta: T) -> bool {
-    y.iter().zip(g).zip(m).all(|((&yi, &gi), &mi)| {
-        let scale = if gi.abs() > T::ONE { gi.abs() } else { T::ONE };
-        mi == T::ZERO || (gi - yi).abs() <= theta * scale
-    })
+    fn settled(
+        &self,
+        _at: SegmentAt,
+        _ctx: &BlockCtx<'_, K::Params>,
+        input: &StageIn<'_, T>,
+        sc: &mut Self::Scratch,
+    ) -> bool {
+        let (g, m, hs) = (&sc.g, &sc.m, input.h.len());
+        let regs = (input.h.iter().zip(&g[..hs]).zip(&m[..hs]))
+            .all(|((&y, &g), &m)| near(y, g, m, self.theta));
+        let shared = shared_values(input.shared.f32s, input.shared.f64s);
+        regs && (shared.zip(&g[hs..]).zip(&m[hs..])).all(|((y, &g), &m)| near(y, g, m, self.theta))
+    }
+
+    fn stage(
+        &self,
+        _at: StageAt<T>,
+        _ctx: &BlockCtx<'_, K::Params>,
+        input: &StageIn<'_, T>,
+        sc: &mut Self::Scratch,
+        out: &mut StageOut<'_, T>,
+    ) -> Result<(), FieldError> {
+        let (g, m, hs) = (&sc.g, &sc.m, input.h.len());
+        let (gh, mh) = (&g[..hs], &m[..hs]);
+        for (((r, &y), &g), &m) in out.rates().iter_mut().zip(input.h).zip(gh).zip(mh) {
+            *r = rate(y, g, m);
+        }
+        let (gs, ms) = (&g[hs..], &m[hs..]);
+        let (d32, d64) = out.shared_rates();
+        for (((d, y), &g), &m) in d32.iter_mut().zip(input.shared.f32s).zip(gs).zip(ms) {
+            *d = f32::from_bits(rate(of_f32::<T>(y), g, m).to_bits_u64() as u32);
+        }
+        for (((d, y), &g), &m) in d64.iter_mut().zip(input.shared.f64s).zip(gs).zip(ms) {
+            *d = f64::from_bits(rate(of_f64::<T>(y), g, m).to_bits_u64());
+        }
+        Ok(())
+    }
+
+    fn phase_end(
+        &self,
+        _at: SegmentAt,
+        _ctx: &BlockCtx<'_, K::Params>,
+        h: &mut [T],
+        shared: &mut SharedMem,
+        sc: &mut Self::Scratch,
+    ) -> Result<(), FieldError> {
+        // Pending values snap to their attractors.
+        let (g, m, hs) = (&sc.g, &sc.m, h.len());
+        for (i, y) in h.iter_mut().enumerate() {
+            if m[i] != T::ZERO {
+                *y = g[i];
+            }
+        }
+        set_shared(&mut shared.f32s, &mut shared.f64s, |j, _| {
+            (m[hs + j] != T::ZERO).then_some(g[hs + j])
+        });
+        Ok(())
+    }
 }

@@ -1,6 +1,9 @@
 //! Flow phases: a kernel cut at its barriers into phases, each phase a vector
 //! field on the block's state integrated over its own span by the launch's
 //! integrator (any Butcher tableau), evaluated for a whole block at a time.
+//! This is the one executor of phased kernels: attractor phases
+//! ([`super::PhaseKernel`]) run through it as a [`FlowKernel`] (see
+//! [`super::collapse`]).
 //!
 //! The block's state is `y = (h of every lane, S)`: the registers, and the
 //! float entries of the typed shared sub-field ([`SharedDecl`]). In a phase the
@@ -9,7 +12,8 @@
 //! * the **rates** of its registers ([`StageOut::rates`]); registers a phase
 //!   holds ([`RegisterUpdate::Hold`]) keep their bits;
 //! * **drives** of shared entries ([`StageOut::drive`]): each trajectory's
-//!   contribution to the rate of an entry, summed in call (lane) order;
+//!   contribution to the rate of an entry, summed in call (lane) order; or the
+//!   float entries' rates directly ([`StageOut::shared_rates`]);
 //! * **flux** into typed accumulators ([`StageOut::emit`]).
 //!
 //! The float part of `y` is advanced by the tableau, registers and shared
@@ -26,8 +30,20 @@
 //! destination is read at the step's first stage, and the amount is
 //! `Σ_i (dt·b_i)·v_i` over the stages (summed left to right, as the stepper's
 //! update; Euler: `dt·v`; RK4: the b-weighted stage sum); integer flux, a unit
-//! flow, is the first-stage value. Emissions land in the fixed order of
-//! [`crate::flux`]: block, step, then call order.
+//! flow, is the first-stage value. An **impulse** ([`Impulses::emit`], from
+//! [`FlowKernel::phase_start`]) is flux emitted once, whose amount is the
+//! value itself (CUDA's `atomicAdd` as a unit flow). Emissions land in the
+//! fixed order of [`crate::flux`]: block, then phase repetition by repetition
+//! (its impulses, then its steps), then call order.
+//!
+//! **Length.** A repetition of a phase takes the steps [`FlowPhase::steps`]
+//! gives it, or, for a phase [`FlowPhase::until_settled`], as many as it takes
+//! until [`FlowKernel::settled`] says the block has settled (asked before every
+//! step), at most that many. Every repetition begins with
+//! [`FlowKernel::phase_start`] (before any step, even when it takes none) and
+//! ends with [`FlowKernel::phase_end`]; a block's shared memory starts at its
+//! declared values, then [`FlowKernel::init_block`]. All three default to
+//! doing nothing.
 //!
 //! Everything in a stage reads the stage's input; a phase starts from where
 //! the previous one ended (the barrier between them).
@@ -59,10 +75,38 @@ pub enum RegisterUpdate {
 /// does to each register.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowPhase {
-    /// Steps of each repetition (`steps.len()` repetitions, in order).
+    /// Steps of each repetition (`steps.len()` repetitions, in order): the
+    /// steps it takes, or with [`FlowPhase::until_settled`] the most it takes.
     pub steps: Vec<usize>,
     /// One update per register.
     pub updates: Vec<RegisterUpdate>,
+    /// Whether each repetition ends early, before the first step at which
+    /// [`FlowKernel::settled`] says the block has settled (a barrier that
+    /// releases on settling). The steps taken are reported.
+    pub until_settled: bool,
+}
+
+impl FlowPhase {
+    /// A phase whose repetitions take exactly `steps[r]` steps each.
+    pub fn fixed(steps: Vec<usize>, updates: Vec<RegisterUpdate>) -> FlowPhase {
+        FlowPhase {
+            steps,
+            updates,
+            until_settled: false,
+        }
+    }
+}
+
+/// Where a repetition of a phase is: the phase, its repetition and the
+/// segment (repetitions of all phases counted in order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentAt {
+    /// The phase.
+    pub phase: usize,
+    /// Its repetition.
+    pub rep: usize,
+    /// The segment.
+    pub segment: usize,
 }
 
 /// Where a stage is: phase, repetition, step, stage and its time (local to
@@ -118,6 +162,69 @@ pub trait FlowKernel<T: Real>: Sync {
         let _ = (cfg, params);
         Ok(())
     }
+    /// A block's shared memory before its first phase: `shared` holds the
+    /// declared initial values ([`SharedDecl::init`]) and may be changed here
+    /// (per-block initial values). Does nothing unless overridden.
+    ///
+    /// # Errors
+    /// The kernel's own faults.
+    fn init_block(
+        &self,
+        ctx: &BlockCtx<'_, Self::Params>,
+        shared: &mut SharedMem,
+        scratch: &mut Self::Scratch,
+    ) -> Result<(), FieldError> {
+        let _ = (ctx, shared, scratch);
+        Ok(())
+    }
+    /// The start of repetition `at` of a phase, before its first step (also
+    /// when it takes none): reads the block's state `input` and may emit flux
+    /// impulses, which land before the repetition's step emissions. Does
+    /// nothing unless overridden.
+    ///
+    /// # Errors
+    /// Out-of-bounds indices (from `flux`), the kernel's own faults.
+    fn phase_start(
+        &self,
+        at: SegmentAt,
+        ctx: &BlockCtx<'_, Self::Params>,
+        input: &StageIn<'_, T>,
+        scratch: &mut Self::Scratch,
+        flux: &mut Impulses<'_>,
+    ) -> Result<(), FieldError> {
+        let _ = (at, ctx, input, scratch, flux);
+        Ok(())
+    }
+    /// Whether the block's state `input` has settled, asked before every step
+    /// of a phase [`FlowPhase::until_settled`] (never for other phases): `true`
+    /// ends the repetition. `false` unless overridden.
+    fn settled(
+        &self,
+        at: SegmentAt,
+        ctx: &BlockCtx<'_, Self::Params>,
+        input: &StageIn<'_, T>,
+        scratch: &mut Self::Scratch,
+    ) -> bool {
+        let _ = (at, ctx, input, scratch);
+        false
+    }
+    /// The end of repetition `at` of a phase, after its last step and before
+    /// the finiteness check: may set the registers `h` (structure of arrays)
+    /// and the shared memory. Does nothing unless overridden.
+    ///
+    /// # Errors
+    /// The kernel's own faults.
+    fn phase_end(
+        &self,
+        at: SegmentAt,
+        ctx: &BlockCtx<'_, Self::Params>,
+        h: &mut [T],
+        shared: &mut SharedMem,
+        scratch: &mut Self::Scratch,
+    ) -> Result<(), FieldError> {
+        let _ = (at, ctx, h, shared, scratch);
+        Ok(())
+    }
     /// One stage of a block: reads `input`, writes rates, jumps (first stage),
     /// drives and emissions into `out`. Every stage of a step must emit the
     /// same emissions in the same order.
@@ -162,10 +269,7 @@ impl<T: Real> StageOut<'_, T> {
         out_of_bounds(what, index, len, self.phase, self.block, &self.cfg, lane)
     }
     fn mismatch(&self, what: String) -> FieldError {
-        FieldError::Invalid {
-            context: format!("phase {}, block {}", self.phase, self.block),
-            why: what,
-        }
+        mismatch(self.phase, self.block, what)
     }
 
     /// Whether this is the step's first stage (where jumps, integer drives and
@@ -183,6 +287,12 @@ impl<T: Real> StageOut<'_, T> {
     /// the registers the phase jumps.
     pub fn jumps(&mut self) -> &mut [T] {
         self.jumps
+    }
+
+    /// The rates of the float shared entries, flat as [`SharedMem::f32s`] and
+    /// [`SharedMem::f64s`] store them, zero on entry; drives add to them.
+    pub fn shared_rates(&mut self) -> (&mut [f32], &mut [f64]) {
+        (self.d32, self.d64)
     }
 
     /// Lane `lane` contributes `value` to the rate of entry `index` of shared
@@ -236,19 +346,8 @@ impl<T: Real> StageOut<'_, T> {
         index: usize,
         value: Value,
     ) -> Result<(), FieldError> {
-        let Some(&(ty, len)) = self.flux_types.get(flux) else {
-            return Err(self.mismatch(format!("flux buffer {flux} of {}", self.flux_types.len())));
-        };
-        if index >= len {
-            return Err(self.fault("flux", index, len, lane));
-        }
-        if value.ty() != ty {
-            return Err(self.mismatch(format!(
-                "a {v:?} emitted into a {} flux buffer",
-                ty.name(),
-                v = value
-            )));
-        }
+        let (p, b) = (self.phase, self.block);
+        check_emission(self.flux_types, flux, index, value, (p, b, &self.cfg, lane))?;
         let e = &mut *self.emits;
         let vals = &mut e.values[self.stage];
         if self.stage == 0 {
@@ -260,6 +359,74 @@ impl<T: Real> StageOut<'_, T> {
             )));
         }
         vals.push(value);
+        Ok(())
+    }
+}
+
+/// [`FieldError::Invalid`] in `phase` of `block`.
+fn mismatch(phase: usize, block: Dim3, why: String) -> FieldError {
+    FieldError::Invalid {
+        context: format!("phase {phase}, block {block}"),
+        why,
+    }
+}
+
+/// Checks an emission of `value` into accumulator `index` of flux buffer
+/// `flux` by a lane (`at`: phase, block, launch, lane).
+fn check_emission(
+    flux_types: &[(ScalarType, usize)],
+    flux: usize,
+    index: usize,
+    value: Value,
+    at: (usize, Dim3, &LaunchConfig, usize),
+) -> Result<(), FieldError> {
+    let (phase, block, cfg, lane) = at;
+    let Some(&(ty, len)) = flux_types.get(flux) else {
+        let why = format!("flux buffer {flux} of {}", flux_types.len());
+        return Err(mismatch(phase, block, why));
+    };
+    if index >= len {
+        return Err(out_of_bounds("flux", index, len, phase, block, cfg, lane));
+    }
+    if value.ty() != ty {
+        let why = format!("a {value:?} emitted into a {} flux buffer", ty.name());
+        return Err(mismatch(phase, block, why));
+    }
+    Ok(())
+}
+
+/// Where [`FlowKernel::phase_start`] emits flux impulses: amounts added once,
+/// as they are (see the module documentation).
+pub struct Impulses<'a> {
+    phase: usize,
+    block: Dim3,
+    cfg: LaunchConfig,
+    flux_types: &'a [(ScalarType, usize)],
+    logs: &'a mut [TypedLog],
+}
+
+impl Impulses<'_> {
+    /// The length of flux buffer `flux` (`None` past the last buffer).
+    pub fn buffer_len(&self, flux: usize) -> Option<usize> {
+        self.flux_types.get(flux).map(|&(_, len)| len)
+    }
+
+    /// Lane `lane` adds `value` to accumulator `index` of flux buffer `flux`
+    /// (CUDA: `atomicAdd(&flux[index], value)`).
+    ///
+    /// # Errors
+    /// [`FieldError::OutOfBounds`] for an index past the buffer;
+    /// [`FieldError::Invalid`] for a value of another type or no such buffer.
+    pub fn emit(
+        &mut self,
+        flux: usize,
+        lane: usize,
+        index: usize,
+        value: Value,
+    ) -> Result<(), FieldError> {
+        let at = (self.phase, self.block, &self.cfg, lane);
+        check_emission(self.flux_types, flux, index, value, at)?;
+        self.logs[flux].push(index, value);
         Ok(())
     }
 }
@@ -302,6 +469,10 @@ pub(super) struct FlowWork<T, S> {
     dints: Vec<u32>,
     emits: Emits,
     steppers: (Stepper<T>, Stepper<f32>, Stepper<f64>),
+    /// The method's non-zero weights `(i, b_i)`, for the flux quadrature.
+    b: Vec<(usize, f64)>,
+    /// The block's shared memory.
+    mem: SharedMem,
     scratch: S,
 }
 
@@ -336,6 +507,10 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
                 Stepper::new(&tableau, self.layout.sizes[0]),
                 Stepper::new(&tableau, self.layout.sizes[1]),
             ),
+            b: (tableau.b().iter().copied().enumerate())
+                .filter(|(_, v)| *v != 0.0)
+                .collect(),
+            mem: SharedMem::default(),
             scratch: self.kernel.scratch(lanes),
         }
     }
@@ -364,49 +539,98 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
             gather_soa(chunk, &mut w.h, lanes, dim);
         }
         w.h0.copy_from_slice(&w.h);
-        let mut mem = self.layout.initial(self.kernel.shared());
-        let dt64 = self.launch.barrier.dt;
-        let dt = T::from_f64(dt64);
-        let b: Vec<(usize, f64)> = {
-            let t = self.launch.barrier.method.tableau();
-            t.b()
-                .iter()
-                .copied()
-                .enumerate()
-                .filter(|(_, v)| *v != 0.0)
-                .collect()
-        };
-        let mut segment = 0;
-        let mut elapsed = 0.0f64;
-        for (pi, phase) in self.kernel.phases().iter().enumerate() {
-            for (rep, &steps) in phase.steps.iter().enumerate() {
-                for n in 0..steps {
-                    let at = StageAt {
-                        phase: pi,
-                        rep,
-                        segment,
-                        step: n,
-                        stage: 0,
-                        t: T::from_usize(n) * dt,
-                    };
-                    self.step(w, &mut mem, at, dt, &ctx, phase)?;
-                    let e = &mut w.emits;
-                    for (s, &(f, i)) in e.slots.iter().enumerate() {
-                        out.flux[f].push(i, quadrature(&b, dt64, &e.values, s));
-                    }
-                }
-                out.steps.push(steps);
-                elapsed += steps as f64 * dt64;
-                segment += 1;
-                if self.launch.stop_on_non_finite {
-                    check_finite(&w.h, dim, &ctx, elapsed)?;
-                }
-            }
-        }
+        // The shared memory's vectors are the worker's, reused block after block.
+        let mut mem = std::mem::take(&mut w.mem);
+        self.layout.reset(self.kernel.shared(), &mut mem);
+        let run = self.segments(w, &mut mem, &ctx, out);
+        w.mem = mem;
+        run?;
         if dim > 0 {
             scatter_soa(&w.h, chunk, lanes, dim);
         }
         Ok(())
+    }
+
+    /// Every repetition of every phase of a block, from registers `w.h` and
+    /// shared memory `mem` at the block's start.
+    fn segments(
+        &self,
+        w: &mut FlowWork<T, K::Scratch>,
+        mem: &mut SharedMem,
+        ctx: &BlockCtx<'_, K::Params>,
+        out: &mut BlockOutcome<Vec<TypedLog>>,
+    ) -> Result<(), FieldError> {
+        let cfg = self.launch.cfg;
+        let dim = self.kernel.dim();
+        let dt64 = self.launch.barrier.dt;
+        let dt = T::from_f64(dt64);
+        self.kernel.init_block(ctx, mem, &mut w.scratch)?;
+        let mut segment = 0;
+        let mut elapsed = 0.0f64;
+        for (pi, phase) in self.kernel.phases().iter().enumerate() {
+            for (rep, &most) in phase.steps.iter().enumerate() {
+                let seg = SegmentAt {
+                    phase: pi,
+                    rep,
+                    segment,
+                };
+                let mut flux = Impulses {
+                    phase: pi,
+                    block: ctx.block_idx(),
+                    cfg,
+                    flux_types: &self.flux_types,
+                    logs: &mut out.flux,
+                };
+                let input = self.input(&w.h, &w.h0, mem);
+                (self.kernel).phase_start(seg, ctx, &input, &mut w.scratch, &mut flux)?;
+                let mut steps = 0;
+                while steps < most
+                    && !(phase.until_settled && {
+                        let input = self.input(&w.h, &w.h0, mem);
+                        self.kernel.settled(seg, ctx, &input, &mut w.scratch)
+                    })
+                {
+                    let at = StageAt {
+                        phase: pi,
+                        rep,
+                        segment,
+                        step: steps,
+                        stage: 0,
+                        t: T::from_usize(steps) * dt,
+                    };
+                    self.step(w, mem, at, dt, ctx, phase)?;
+                    let e = &mut w.emits;
+                    for (s, &(f, i)) in e.slots.iter().enumerate() {
+                        out.flux[f].push(i, quadrature(&w.b, dt64, &e.values, s));
+                    }
+                    steps += 1;
+                }
+                (self.kernel).phase_end(seg, ctx, &mut w.h, mem, &mut w.scratch)?;
+                out.steps.push(steps);
+                elapsed += steps as f64 * dt64;
+                segment += 1;
+                if self.launch.stop_on_non_finite {
+                    check_finite(&w.h, dim, ctx, elapsed)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The block's state as a stage reads it: registers `h`, initial
+    /// registers `h0`, shared memory `mem`.
+    fn input<'s>(&'s self, h: &'s [T], h0: &'s [T], mem: &'s SharedMem) -> StageIn<'s, T> {
+        StageIn {
+            h,
+            h0,
+            shared: SharedView {
+                layout: &self.layout,
+                f32s: &mem.f32s,
+                f64s: &mem.f64s,
+                ints: &mem.ints,
+                bools: &mem.bools,
+            },
+        }
     }
 
     /// One step of a block: every stage, then the update of registers, shared
@@ -422,8 +646,12 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
     ) -> Result<(), FieldError> {
         let lanes = self.launch.cfg.threads_per_block();
         let (dt32, dt64) = (dt.to_f64() as f32, dt.to_f64());
-        w.start.copy_from_slice(&w.h);
-        w.dints.fill(0);
+        if phase.updates.contains(&RegisterUpdate::Hold) {
+            w.start.copy_from_slice(&w.h);
+        }
+        if !w.dints.is_empty() {
+            w.dints.fill(0);
+        }
         w.emits.slots.clear();
         for v in &mut w.emits.values {
             v.clear();
@@ -431,12 +659,9 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
         let (sh, s32, s64) = &mut w.steppers;
         for i in 0..sh.stages() {
             let t = sh.stage_time(i, at.t, dt);
-            let (h, rates) = sh.stage(i, dt, &w.h);
-            let (f32s, d32) = s32.stage(i, dt32, &mem.f32s);
-            let (f64s, d64) = s64.stage(i, dt64, &mem.f64s);
-            rates.fill(T::ZERO);
-            d32.fill(0.0);
-            d64.fill(0.0);
+            let (h, rates) = stage(sh, i, dt, &w.h);
+            let (f32s, d32) = stage(s32, i, dt32, &mem.f32s);
+            let (f64s, d64) = stage(s64, i, dt64, &mem.f64s);
             let input = StageIn {
                 h,
                 h0: &w.h0,
@@ -473,9 +698,9 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
                 });
             }
         }
-        sh.finish(dt, &mut w.h);
-        s32.finish(dt32, &mut mem.f32s);
-        s64.finish(dt64, &mut mem.f64s);
+        finish(sh, dt, &mut w.h);
+        finish(s32, dt32, &mut mem.f32s);
+        finish(s64, dt64, &mut mem.f64s);
         for (k, u) in phase.updates.iter().enumerate() {
             let col = k * lanes..(k + 1) * lanes;
             match u {
@@ -488,6 +713,31 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
             *s = s.wrapping_add(*d);
         }
         Ok(())
+    }
+}
+
+/// Stage `i` of `s` over `y` ([`Stepper::stage`]) with the stage's rates
+/// zeroed; nothing for an empty state.
+#[inline]
+fn stage<'s, E: Real>(
+    s: &'s mut Stepper<E>,
+    i: usize,
+    dt: E,
+    y: &'s [E],
+) -> (&'s [E], &'s mut [E]) {
+    if s.is_empty() {
+        return (&[], &mut []);
+    }
+    let (input, rates) = s.stage(i, dt, y);
+    rates.fill(E::ZERO);
+    (input, rates)
+}
+
+/// [`Stepper::finish`], nothing for an empty state.
+#[inline]
+fn finish<E: Real>(s: &mut Stepper<E>, dt: E, y: &mut [E]) {
+    if !s.is_empty() {
+        s.finish(dt, y);
     }
 }
 

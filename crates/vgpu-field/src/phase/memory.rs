@@ -69,14 +69,16 @@ impl Layout {
         Layout { places, sizes }
     }
 
-    /// A block's memory at its initial values.
-    pub(crate) fn initial(&self, decls: &[SharedDecl]) -> SharedMem {
-        let mut m = SharedMem {
-            f32s: vec![0.0; self.sizes[0]],
-            f64s: vec![0.0; self.sizes[1]],
-            ints: vec![0; self.sizes[2]],
-            bools: vec![false; self.sizes[3]],
-        };
+    /// Sets `m` to a block's memory at its initial values (reusing its vectors).
+    pub(crate) fn reset(&self, decls: &[SharedDecl], m: &mut SharedMem) {
+        fn sized<E: Clone>(v: &mut Vec<E>, len: usize, zero: E) {
+            v.clear();
+            v.resize(len, zero);
+        }
+        sized(&mut m.f32s, self.sizes[0], 0.0);
+        sized(&mut m.f64s, self.sizes[1], 0.0);
+        sized(&mut m.ints, self.sizes[2], 0);
+        sized(&mut m.bools, self.sizes[3], false);
         for (p, d) in self.places.iter().zip(decls) {
             let r = p.offset..p.offset + p.len;
             match d.init {
@@ -86,7 +88,6 @@ impl Layout {
                 v => m.ints[r].fill(v.int_bits().unwrap_or(0)),
             }
         }
-        m
     }
 }
 

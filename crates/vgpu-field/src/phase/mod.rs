@@ -2,33 +2,39 @@
 //! basin-collapse barrier (`__syncthreads`) and flux (`atomicAdd`).
 //!
 //! A kernel cut at its barriers into phases runs through one launch,
-//! [`PhasedLaunch`], in one of two shapes:
+//! [`PhasedLaunch`], and one executor, the flow engine of [`flow`], in one of
+//! two shapes:
 //!
 //! * [`PhaseKernel`] ([`PhasedLaunch::run`]): each phase sets **attractors**
 //!   per trajectory and the block relaxes to them until the basin collapses
-//!   (see [`collapse`]). The Rust-written demos use it.
+//!   (see [`collapse`]). The Rust-written demos use it. It runs as a
+//!   [`FlowKernel`] whose phases last until the block has settled.
 //! * [`FlowKernel`] ([`PhasedLaunch::run_flow`]): each phase is a vector
 //!   field on the block's state integrated over its span by the launch's
 //!   integrator (any Butcher tableau), with typed shared arrays, drives, jumps,
-//!   repeated phases and flux as the method's quadrature (see [`flow`]). The
-//!   kernel IR's phased fields use it.
+//!   repeated phases, phases that run until settled and flux as the method's
+//!   quadrature or as impulses (see [`flow`]). The kernel IR's phased fields
+//!   use it.
 //!
-//! Both run blocks in parallel as [`Par`] says, apply flux in the fixed order
+//! Blocks run in parallel as [`Par`] says; flux is applied in the fixed order
 //! of [`crate::flux`] after every block is done (and not at all when a block
-//! fails: the lowest failing block's error is returned), and report the steps
-//! of every phase of every block ([`PhaseReport`]).
+//! fails: the lowest failing block's error is returned); the steps of every
+//! phase of every block are reported ([`PhaseReport`]).
 
 pub mod collapse;
 pub mod flow;
 pub mod memory;
 
 pub use collapse::{PhaseKernel, PhaseOut};
-pub use flow::{FlowKernel, FlowPhase, RegisterUpdate, StageAt, StageIn, StageOut};
+pub use flow::{
+    FlowKernel, FlowPhase, Impulses, RegisterUpdate, SegmentAt, StageAt, StageIn, StageOut,
+};
 pub use memory::{FluxBuffer, SharedDecl, SharedMem, SharedSlice, SharedView};
 
 use crate::blocks::run_blocks;
 use crate::error::{check_len, FieldError};
 use crate::executor::Launch;
+use crate::flux::FluxValue;
 use crate::launch::LaunchConfig;
 use crate::par::Par;
 use crate::real::Real;
@@ -242,7 +248,8 @@ impl PhasedLaunch {
     /// ending in a basin collapse. `states` holds each trajectory's initial
     /// registers, trajectory-major (`states[i·dim + k]`); on return the final
     /// ones. `flux` is the accumulator buffer; emissions are added to it in the
-    /// fixed order of [`crate::flux`].
+    /// fixed order of [`crate::flux`]. Runs through [`PhasedLaunch::run_flow`]
+    /// (see [`collapse`]), without reporting progress.
     ///
     /// # Errors
     /// Bad dimensions or barrier settings, short buffers, out-of-bounds
@@ -257,19 +264,17 @@ impl PhasedLaunch {
         states: &mut [T],
         flux: &mut [K::Flux],
     ) -> Result<PhaseReport, FieldError> {
-        let dim = kernel.dim();
-        self.check_states::<T>(dim, states.len())?;
-        kernel.check(&self.cfg, params)?;
-        let job = collapse::PhaseJob {
-            kernel,
-            params,
-            cfg: self.cfg,
-            barrier: self.barrier,
-            flux_len: flux.len(),
+        let adapter = collapse::Attractors::new(kernel, &self.barrier);
+        let mut bufs = [K::Flux::to_buffer(flux)];
+        let launch = PhasedLaunch {
+            progress: None,
+            stop_on_non_finite: true,
+            ..self.clone()
         };
-        let results = self.blocks(dim, states, || job.work(), |w, b, c| job.run_block(w, b, c))?;
-        let report = self.report(&results, kernel.phases(), |l| l.len())?;
-        crate::flux::apply_in_order(flux, results.iter().map(|r| &r.flux));
+        let report = launch.run_flow(&adapter, params, states, &mut bufs)?;
+        if let Some(acc) = K::Flux::of_buffer(&bufs[0]) {
+            flux.copy_from_slice(acc);
+        }
         Ok(report)
     }
 
@@ -302,8 +307,9 @@ impl PhasedLaunch {
             logs,
             _t: std::marker::PhantomData,
         };
-        let steps: usize = kernel.phases().iter().flat_map(|p| &p.steps).sum();
-        let per_block = (self.cfg.threads_per_block() * steps) as u64;
+        let steps = (kernel.phases().iter().flat_map(|p| &p.steps))
+            .fold(0usize, |a, &s| a.saturating_add(s));
+        let per_block = (self.cfg.threads_per_block().saturating_mul(steps)) as u64;
         if let Some(p) = &self.progress {
             p.add_total(per_block * self.cfg.num_blocks() as u64);
         }

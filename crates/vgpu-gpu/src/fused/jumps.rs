@@ -198,10 +198,7 @@ impl JumpKernel {
             IrField::new(&self.targets, args, n, CPU_BLOCK, blocks).map_err(|e| ir_err(op, e))?;
         let flow = JumpFlow {
             field,
-            phases: [FlowPhase {
-                steps: vec![steps],
-                updates: self.updates.clone(),
-            }],
+            phases: [FlowPhase::fixed(vec![steps], self.updates.clone())],
         };
         // Every lane of every block, the padding included, starts at the constants.
         let mut states: Vec<f32> = self
