@@ -49,11 +49,12 @@
 //! the previous one ended (the barrier between them).
 
 use super::memory::TypedLog;
-use super::memory::{FluxBuffer, Layout, SharedDecl, SharedMem, SharedView};
+use super::memory::{Layout, SharedDecl, SharedMem, SharedView};
 use super::{check_finite, out_of_bounds, BlockOutcome, PhasedLaunch};
 use crate::error::FieldError;
 use crate::executor::{gather_soa, scatter_soa};
 use crate::field::BlockCtx;
+use crate::flux::FluxBuffer;
 use crate::launch::{Dim3, LaunchConfig};
 use crate::real::Real;
 use crate::scalar::{ScalarType, Value};

@@ -8,8 +8,8 @@
 //! vectors are states the phase's integrator advances together with the
 //! registers; integer entries move only by unit flows.
 
-use crate::flux::FluxLog;
-use crate::scalar::{Buffer, ScalarType, Value};
+use crate::flux::{FluxBuffer, FluxLog};
+use crate::scalar::{ScalarType, Value};
 
 /// The kind of a type's storage in a [`SharedMem`]: f32, f64, integers (as
 /// `u32` bits), bool.
@@ -176,54 +176,6 @@ impl SharedSlice<'_> {
     }
 }
 
-/// A flux accumulator buffer of its own type (CUDA: the target of `atomicAdd`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum FluxBuffer {
-    /// `f32` accumulators.
-    F32(Vec<f32>),
-    /// `f64` accumulators.
-    F64(Vec<f64>),
-    /// `i32` accumulators (wrapping).
-    I32(Vec<i32>),
-    /// `u32` accumulators (wrapping).
-    U32(Vec<u32>),
-}
-
-impl FluxBuffer {
-    /// `len` zeros of type `ty` (`None` for `bool`, which cannot accumulate).
-    pub fn zeros(ty: ScalarType, len: usize) -> Option<FluxBuffer> {
-        Some(match ty {
-            ScalarType::F32 => FluxBuffer::F32(vec![0.0; len]),
-            ScalarType::F64 => FluxBuffer::F64(vec![0.0; len]),
-            ScalarType::I32 => FluxBuffer::I32(vec![0; len]),
-            ScalarType::U32 => FluxBuffer::U32(vec![0; len]),
-            ScalarType::Bool => return None,
-        })
-    }
-    /// Its element type.
-    pub fn ty(&self) -> ScalarType {
-        match self {
-            FluxBuffer::F32(_) => ScalarType::F32,
-            FluxBuffer::F64(_) => ScalarType::F64,
-            FluxBuffer::I32(_) => ScalarType::I32,
-            FluxBuffer::U32(_) => ScalarType::U32,
-        }
-    }
-    /// Its length.
-    pub fn len(&self) -> usize {
-        match self {
-            FluxBuffer::F32(v) => v.len(),
-            FluxBuffer::F64(v) => v.len(),
-            FluxBuffer::I32(v) => v.len(),
-            FluxBuffer::U32(v) => v.len(),
-        }
-    }
-    /// Whether it has no accumulators.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// A block's emissions into one [`FluxBuffer`], in emission order.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum TypedLog {
@@ -269,47 +221,5 @@ impl TypedLog {
             (TypedLog::U32(l), FluxBuffer::U32(a)) => l.apply(a),
             _ => unreachable!("a log is applied to the buffer it was made for"),
         }
-    }
-}
-
-impl From<FluxBuffer> for Buffer {
-    /// A launch's flux accumulators as a read-only buffer of their type.
-    fn from(b: FluxBuffer) -> Self {
-        match b {
-            FluxBuffer::F32(v) => Buffer::F32(v.into()),
-            FluxBuffer::F64(v) => Buffer::F64(v.into()),
-            FluxBuffer::I32(v) => Buffer::I32(v.into()),
-            FluxBuffer::U32(v) => Buffer::U32(v.into()),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn flux_buffers_become_buffers_of_their_type() {
-        for (ty, vals) in [
-            (ScalarType::F32, [1.5, -2.0]),
-            (ScalarType::F64, [0.25, 3.0]),
-            (ScalarType::I32, [-7.0, 9.0]),
-            (ScalarType::U32, [7.0, 9.0]),
-        ] {
-            let mut f = FluxBuffer::zeros(ty, 2).expect("a number type");
-            match &mut f {
-                FluxBuffer::F32(v) => v.copy_from_slice(&vals.map(|x| x as f32)),
-                FluxBuffer::F64(v) => v.copy_from_slice(&vals),
-                FluxBuffer::I32(v) => v.copy_from_slice(&vals.map(|x| x as i32)),
-                FluxBuffer::U32(v) => v.copy_from_slice(&vals.map(|x| x as u32)),
-            }
-            let b = Buffer::from(f);
-            assert_eq!(b.ty(), ty);
-            assert_eq!(b.len(), 2);
-            for (i, &x) in vals.iter().enumerate() {
-                assert_eq!(b.get(i), Value::F64(x).cast(ty));
-            }
-        }
-        assert!(FluxBuffer::zeros(ScalarType::Bool, 2).is_none());
     }
 }

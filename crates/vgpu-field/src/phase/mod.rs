@@ -25,11 +25,12 @@ pub mod collapse;
 pub mod flow;
 pub mod memory;
 
+pub use crate::flux::FluxBuffer;
 pub use collapse::{PhaseKernel, PhaseOut};
 pub use flow::{
     FlowKernel, FlowPhase, Impulses, RegisterUpdate, SegmentAt, StageAt, StageIn, StageOut,
 };
-pub use memory::{FluxBuffer, SharedDecl, SharedMem, SharedSlice, SharedView};
+pub use memory::{SharedDecl, SharedMem, SharedSlice, SharedView};
 
 use crate::blocks::run_blocks;
 use crate::error::{check_len, FieldError};
