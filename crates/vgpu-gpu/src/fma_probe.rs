@@ -145,7 +145,7 @@ pub fn probe_fma_f32(ctx: &'static GpuContext) -> Result<FmaProbe, GpuError> {
     let mut cache = KernelCache::with_context(ctx);
     let triples = fma_f32_triples();
     let kept = crate::subnormal_probe::f32_subnormals_kept(ctx)?;
-    let guarded = ctx.has_f64() && !(kept.plain && kept.fma);
+    let guarded = kept.fma_guarded(ctx.has_f64());
     let got = fma_on_device(&mut cache, &triples, guarded, kept.plain)?;
     let mut probe = FmaProbe {
         triples: triples.len(),

@@ -25,6 +25,16 @@ pub struct SubnormalProbe {
     pub fma: bool,
 }
 
+impl SubnormalProbe {
+    /// Whether compiled kernels run the device's f32 `fma` guarded on a
+    /// device with this verdict (`has_f64`: it has SHADER_F64, which the
+    /// guard's emulation needs): where it does not keep subnormals in both
+    /// its plain arithmetic and its `fma`. The fma probe tests that form.
+    pub fn fma_guarded(self, has_f64: bool) -> bool {
+        has_f64 && !(self.plain && self.fma)
+    }
+}
+
 /// Whether compiled kernels keep f32 subnormals on `ctx`: neither where the
 /// context cannot declare it, else [`probe_f32_subnormals`]'s verdict on the
 /// first call, kept in `ctx` for every later one.

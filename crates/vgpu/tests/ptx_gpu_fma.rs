@@ -131,7 +131,7 @@ fn native_fma_is_the_devices_fma() {
     // The kernels' device fma is guarded where the device has SHADER_F64
     // and may flush f32 subnormals; where it keeps them, the bare `fma`.
     let kept = f32_subnormals_kept(ctx).unwrap();
-    let guarded = ctx.has_f64() && !(kept.plain && kept.fma);
+    let guarded = kept.fma_guarded(ctx.has_f64());
     let (cpu, gpu, native) = run(&k, FmaF32Path::Native, &t);
     assert_eq!(
         native,
