@@ -26,5 +26,5 @@ run lorenz_numpy python3 benchmarks/lorenz_numpy.py --n 262144
 run matmul python3 benchmarks/matmul_numpy.py --n 16 256 1024 --vgpu "$V" --rounds 3 --seconds 1 --json
 run ptx "$V" bench ptx --json
 run adaptive "$V" bench adaptive --n 65536 --repeats 3 --json
-run cpu_field env OUT="$OUT/ensemble" PAIRS="${PAIRS:-5}" bash benchmarks/device/cpu_field.sh
+run cpu_field env VGPU_NO_LOADERS=1 OUT="$OUT/ensemble" PAIRS="${PAIRS:-5}" bash benchmarks/device/cpu_field.sh
 cat /proc/loadavg >> "$OUT/machine.txt"
