@@ -215,8 +215,10 @@ fn the_structured_form_keeps_within_the_nesting_limit() {
         !src.contains("pc = 4294967295u; break;"),
         "exits are returns:\n{src}"
     );
+    // One return per store; the parameter load, at a constant offset inside
+    // the parameters, has no check to fail (wgsl/cfg/ranges.rs).
     let body = &src[src.find("fn run_thread(").unwrap()..];
-    assert_eq!(body.matches("{ return; }").count(), 41, "{body}");
+    assert_eq!(body.matches("{ return; }").count(), 40, "{body}");
     // 70: past it, the state machine with its continuation cases.
     let src = emit_cfg_wgsl(&many_stores(70), &plain_options(true)).unwrap();
     validate(&src, false);

@@ -6,14 +6,17 @@
 //! offset there), anything else global memory. Each space then has the
 //! bounds, alignment and read-only checks (and fault records) of an access
 //! that names it; an atomic on local memory faults out of bounds after the
-//! alignment check, as the interpreter's does.
+//! alignment check, as the interpreter's does. A shared, local or parameter
+//! access whose address the value ranges (ranges.rs) prove inside the
+//! space's own bytes and aligned has no `saddr` test, which could not fail.
 
 use std::fmt::Write;
 
 use super::checks;
 use super::fault;
+use super::ranges;
 use super::writer::{KernelWriter, EXIT};
-use crate::cfg::{CfgKernel, Inst, Space, Val, GENERIC_LOCAL_WINDOW, GENERIC_SHARED_WINDOW};
+use crate::cfg::{CfgKernel, Inst, Space, Stmt, Val, GENERIC_LOCAL_WINDOW, GENERIC_SHARED_WINDOW};
 
 /// What an address check returns after recording a fault.
 pub(super) const BAD: &str = "0xffffffffu";
@@ -161,25 +164,47 @@ impl KernelWriter<'_> {
         }
     }
 
-    /// Statements computing the checked offset of one access into `t{n}`
-    /// (for a generic address, also its space into `gsp`).
+    /// Whether statement `s`'s access to `space` at `base + off` of
+    /// `size` bytes aligned to `align` is proven to lie in the space's own
+    /// bytes (shared memory: the kernel's static and dynamic bytes, not the
+    /// reserved region), its high word 0 and aligned (ranges.rs): `saddr`
+    /// would return its offset unchanged.
+    fn proven(&self, space: Space, s: &Stmt, off: i64, (size, align): (u8, u32)) -> bool {
+        let limit = match space {
+            Space::Shared => self.k.shared_static as u64 + self.o.dyn_shared as u64,
+            Space::Local => self.k.local_bytes as u64,
+            Space::Param => self.k.param_bytes as u64,
+            Space::Global | Space::Generic => return false,
+        };
+        let base = self.ranges.as_ref().and_then(|r| r.base(s));
+        base.is_some_and(|b| ranges::in_bounds(b, off, size, align, limit))
+    }
+
+    /// Statements computing the checked offset of one access of statement
+    /// `s` into `t{n}` (for a generic address, also its space into `gsp`).
+    /// A shared, local or parameter access proven in bounds and aligned
+    /// ([`Self::proven`]) takes its offset as the unchecked kernel does; the
+    /// checks that follow it stay.
     pub(super) fn access(
         &mut self,
         space: Space,
         base: Val,
         off: i64,
         (size, align): (u8, u32),
-        line: u32,
+        s: &Stmt,
         rw: Rw,
     ) -> (String, String) {
         let n = self.tmp;
         self.tmp += 1;
+        let line = s.line;
         let a = self.addr(base, off);
         let name = format!("t{n}");
         let mut code = String::new();
         if self.o.checked {
             let write = rw != Rw::Read;
+            let elided = self.proven(space, s, off, (size, align));
             let call = match space {
+                _ if elided => format!("({a}).x"),
                 Space::Global => format!("gaddr({a}, {size}u, {align}u, {line}u, {write})"),
                 Space::Shared => format!(
                     "saddr({a}, {size}u, {align}u, {line}u, SHARED_BYTES, RSMEM_BEGIN, RSMEM_END)"
@@ -193,7 +218,7 @@ impl KernelWriter<'_> {
                 Space::Generic => format!("xaddr({a}, {size}u, {align}u, {line}u, {}u)", rw as u32),
             };
             let _ = writeln!(code, "        let {name} = {call};");
-            if !self.soft {
+            if !self.soft && !elided {
                 let _ = writeln!(code, "        if ({name} == {BAD}) {{ {EXIT} }}");
             }
             let checks_at = code.len();

@@ -11,6 +11,7 @@ use super::half::{self, HALF_PRELUDE};
 use super::prelude::{
     dev_fma_wgsl, fma_suspect_wgsl, F64_INT64_PRELUDE, F64_PRELUDE, INT_PRELUDE, TINY_PRELUDE,
 };
+use super::ranges::Ranges;
 use super::warp;
 use super::writer::{
     round_mark, ExprWidth, KernelWriter, BACK, EXIT, RET, ROUND_TAKE, WAIT, WARP, YIELD,
@@ -91,6 +92,7 @@ pub fn emit_cfg_wgsl_with(
         soft: false,
         fast: false,
         guarded_fma: fma_guarded(k, o),
+        ranges: o.checked.then(|| Ranges::of(k, o.block, o.dyn_shared)),
     };
     // The structured form first: whether it applies decides how faults are
     // raised (the header's `raise`).
@@ -712,7 +714,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         *base,
                         off + (i as i64) * (*size as i64),
                         (*size, align),
-                        line,
+                        s,
                         Rw::Read,
                     );
                     (self.shadow, self.ginit, self.race) = (shadow, ginit, race);
@@ -750,7 +752,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         *base,
                         off + (i as i64) * (*size as i64),
                         (*size, align),
-                        line,
+                        s,
                         Rw::Write,
                     );
                     code.push_str(&c);
@@ -769,7 +771,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 c,
             } => {
                 let (code, native) = atom_code(*op);
-                let (mut out, t) = self.access(*space, *base, *off, (4, 4), line, Rw::Atomic);
+                let (mut out, t) = self.access(*space, *base, *off, (4, 4), s, Rw::Atomic);
                 let (arr, n) = match space {
                     Space::Global => ("gmem", "g"),
                     Space::Shared => ("smem", "s"),

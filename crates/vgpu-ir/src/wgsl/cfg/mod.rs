@@ -26,7 +26,8 @@
 //!   (access.rs). 64-bit integers are `vec2<u32>` (low, high).
 //! * Checks (unless [`CfgWgslOptions::checked`] is off): every global access is
 //!   looked up in the launch's region table (bounds, read-only, alignment),
-//!   every shared, local and parameter access bounded, and the number of block
+//!   every shared, local and parameter access bounded (unless value ranges
+//!   prove it in bounds and aligned: ranges.rs), and the number of block
 //!   transitions counted against a watchdog, barrier divergence caught at
 //!   each barrier's release and reads of shared memory nothing wrote
 //!   (checks.rs), races on shared memory between warps, and with
@@ -52,6 +53,7 @@ mod float64_exact;
 mod fma_probe;
 mod half;
 mod prelude;
+mod ranges;
 mod speculate;
 mod structured;
 mod subnormal_probe;

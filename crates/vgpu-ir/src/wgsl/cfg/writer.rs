@@ -5,6 +5,7 @@
 //! written. emit.rs writes the kernel with it; bits.rs, float64.rs and
 //! warp.rs add the expressions and rounds of their instructions to it.
 
+use super::ranges::Ranges;
 use super::CfgWgslOptions;
 use crate::cfg::{Block, BlockId, CfgKernel, Reg, RegTy, Term, Val};
 
@@ -69,6 +70,10 @@ pub(super) struct KernelWriter<'a> {
     /// The kernel's f32 fmas are the guarded device `fma`
     /// ([`super::fma_guarded`], decided once per kernel).
     pub(super) guarded_fma: bool,
+    /// The proven ranges of shared, local and parameter addresses (a
+    /// checked kernel's: ranges.rs); an access proven in bounds and aligned
+    /// skips `saddr` (access.rs).
+    pub(super) ranges: Option<Ranges>,
 }
 
 impl KernelWriter<'_> {

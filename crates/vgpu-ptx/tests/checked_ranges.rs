@@ -1,0 +1,93 @@
+//! The checked WGSL of lowered PTX kernels skips `saddr`, the bounds and
+//! alignment test of shared, local and parameter accesses, exactly where
+//! vgpu-ir's value ranges (wgsl/cfg/ranges.rs) prove the address inside the
+//! space's own bytes and aligned for the launch's block shape: nvcc's
+//! `matmul_tiled` tile loads and stores for 16 × 16 blocks, not for 32 × 32
+//! ones whose threads would reach past the tiles, and never the planted
+//! out-of-bounds store of the `oob_shared_dynamic` case.
+
+use std::path::Path;
+use vgpu_ir::cfg::{CfgKernel, Inst, Space};
+use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
+use vgpu_ptx::lower::lower_entry;
+use vgpu_ptx::Module;
+
+/// `entry` of the PTX file at `path` (from this crate), lowered.
+fn lowered(path: &str, entry: &str) -> CfgKernel {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let m = Module::parse(&text, path).expect("the module parses");
+    lower_entry(&m, entry).expect("the kernel lowers").1
+}
+
+/// How many of `k`'s statements access `space` (an element each).
+fn accesses(k: &CfgKernel, space: Space) -> usize {
+    k.blocks
+        .iter()
+        .flat_map(|b| &b.stmts)
+        .map(|s| match &s.inst {
+            Inst::Load { space: sp, d, .. } if *sp == space => d.len(),
+            Inst::Store { space: sp, src, .. } if *sp == space => src.len(),
+            Inst::Atom { space: sp, .. } if *sp == space => 1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Options for blocks of `block` on an adapter with `SHADER_F64` (the f32
+/// fma's emulation needs it).
+fn options(block: [u32; 3], checked: bool) -> CfgWgslOptions {
+    let mut o = CfgWgslOptions::plain(block, checked);
+    o.f64 = true;
+    o
+}
+
+/// The checked WGSL of `k` for blocks of `block` with `dyn_shared` dynamic
+/// bytes: its `saddr` tests of shared memory, and of parameters.
+fn saddr_tests(k: &CfgKernel, block: [u32; 3], dyn_shared: u32) -> (usize, usize) {
+    let mut o = options(block, true);
+    o.dyn_shared = dyn_shared;
+    let w = emit_cfg_wgsl(k, &o).expect("WGSL");
+    let count = |limit: &str| {
+        w.lines()
+            .filter(|l| l.contains("= saddr(") && l.contains(limit))
+            .count()
+    };
+    (count("SHARED_BYTES"), count("PARAM_BYTES"))
+}
+
+#[test]
+fn matmul_tiled_tile_accesses_skip_the_check_for_16_by_16_blocks() {
+    let k = lowered("../../ptx-cases/kernels.ptx", "matmul_tiled");
+    // Two tile stores and 32 tile loads per iteration; six parameters.
+    assert_eq!(accesses(&k, Space::Shared), 34);
+    assert_eq!(accesses(&k, Space::Param), 6);
+    // Each address is 1024·{0,1} + 64·tid.y (or a constant) + 4·tid.x +
+    // a constant, under 2048 bytes for 16 × 16 threads: no test left.
+    assert_eq!(saddr_tests(&k, [16, 16, 1], 0), (0, 0));
+    // For 32 × 32 threads the stores (64·ty + 4·tx up to 2108, and 1024
+    // past that) and the load of `Bs[15][tx]` (1024 + 960 + 4·tx up to
+    // 2108) may reach past the 2048 bytes and keep their test; the loads of
+    // `As[ty][k]` (64·ty + 4·k, at most 2044) and of `Bs[k][tx]` for k < 15
+    // stay inside. The parameters, at constant offsets, never need it.
+    assert_eq!(saddr_tests(&k, [32, 32, 1], 0), (3, 0));
+    // Unchecked, no test at all.
+    let o = options([16, 16, 1], false);
+    assert!(!emit_cfg_wgsl(&k, &o).expect("WGSL").contains("= saddr("));
+}
+
+#[test]
+fn a_planted_out_of_bounds_shared_store_keeps_its_check() {
+    let k = lowered(
+        "tests/cases/oob_shared_dynamic/kernel.ptx",
+        "oob_shared_dynamic",
+    );
+    assert_eq!(accesses(&k, Space::Shared), 1);
+    // The case's launch: 32 threads store at 8·tid.x in 64 dynamic bytes.
+    assert_eq!(saddr_tests(&k, [32, 1, 1], 64).0, 1);
+    // Eight threads stay inside them (8·7 + 4 <= 64); nine would not.
+    assert_eq!(saddr_tests(&k, [8, 1, 1], 64).0, 0);
+    assert_eq!(saddr_tests(&k, [9, 1, 1], 64).0, 1);
+    // Without dynamic bytes every address is outside.
+    assert_eq!(saddr_tests(&k, [1, 1, 1], 0).0, 1);
+}
