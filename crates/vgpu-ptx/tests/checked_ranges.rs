@@ -4,11 +4,12 @@
 //! space's own bytes and aligned for the launch's block shape: nvcc's
 //! `matmul_tiled` tile loads and stores for 16 × 16 blocks, not for 32 × 32
 //! ones whose threads would reach past the tiles, and never the planted
-//! out-of-bounds store of the `oob_shared_dynamic` case.
+//! out-of-bounds store of the `oob_shared_dynamic` case. And the checked
+//! barriers' release: skipped once all shared memory is written.
 
 use std::path::Path;
 use vgpu_ir::cfg::{CfgKernel, Inst, Space};
-use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
+use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, emit_cfg_wgsl_with, CfgChecks, CfgWgslOptions};
 use vgpu_ptx::lower::lower_entry;
 use vgpu_ptx::Module;
 
@@ -90,4 +91,40 @@ fn a_planted_out_of_bounds_shared_store_keeps_its_check() {
     assert_eq!(saddr_tests(&k, [9, 1, 1], 64).0, 1);
     // Without dynamic bytes every address is outside.
     assert_eq!(saddr_tests(&k, [1, 1, 1], 0).0, 1);
+}
+
+/// Where a checked kernel's barriers judge its initialisation check, each
+/// barrier is a uniform load of how much shared memory is all written, and
+/// the release (thread 0's judgement of pending reads of unwritten bytes,
+/// and the second barrier that publishes it) runs only while some word is
+/// not: `reduce_sum_atomic`'s two barrier sites (after the first store, in
+/// the halving loop) each hold the judgement and the second barrier inside
+/// that test, and no other barrier but the kernel's last.
+#[test]
+fn checked_barriers_release_only_while_shared_memory_is_not_all_written() {
+    let k = lowered("../../ptx-cases/kernels.ptx", "reduce_sum_atomic");
+    let mut o = options([256, 1, 1], true);
+    o.structured = true;
+    // As `vgpu ptx run` asks by default: no race check, no global initcheck.
+    let none = CfgChecks {
+        initcheck: false,
+        race: false,
+    };
+    let w = emit_cfg_wgsl_with(&k, &o, none).expect("WGSL");
+    let test = "if (workgroupUniformLoad(&wg_full_at) < SH_WORDS) {";
+    let sites: Vec<&str> = w.split(test).skip(1).collect();
+    assert_eq!(sites.len(), 2, "{w}");
+    for site in &sites {
+        let release = &site[..site
+            .find("sh_full = wg_full_at >= SH_WORDS;")
+            .expect("refresh")];
+        assert!(release.contains("atomicLoad(&wg_uninit)"), "{release}");
+        assert_eq!(
+            release.matches("workgroupBarrier();").count(),
+            1,
+            "{release}"
+        );
+    }
+    // The two inside the releases and the one after the thread's run.
+    assert_eq!(w.matches("workgroupBarrier();").count(), 3, "{w}");
 }

@@ -181,11 +181,24 @@ impl KernelWriter<'_> {
             // release's verdicts.
             s.push_str("if (g_fcls != 0u) { raise_t(g_fcls, g_fline, g_fa, g_lid); }\n  ");
         }
-        s.push_str(if exchange {
-            "storageBarrier(); workgroupBarrier();"
-        } else {
-            "workgroupBarrier();"
-        });
+        if exchange {
+            s.push_str("storageBarrier(); ");
+        }
+        if self.soft && self.shadow && !self.race {
+            // The barrier as a uniform load of how far shared memory is all
+            // written: once it all is (as every thread's `sh_full` already
+            // says, the count having moved only at the last release), no
+            // read of the interval could be of an unwritten byte, and the
+            // release's judgement and second barrier are skipped.
+            let judge = checks::uninit_judge();
+            let _ = write!(
+                s,
+                "if (workgroupUniformLoad(&wg_full_at) < SH_WORDS) {{\n  if (lidx == 0u) {{ wg_round = 1u;{judge}\n  }}\n  workgroupBarrier();\n{}  }}\n",
+                self.shadow_refresh()
+            );
+            return s;
+        }
+        s.push_str("workgroupBarrier();");
         if self.soft && (self.shadow || self.race) {
             if self.shadow {
                 let judge = checks::uninit_judge();
