@@ -21,21 +21,7 @@ VGPU=${VGPU:-./target/release/vgpu}
 W=$(mktemp -d)
 : > "$OUT/ptx_gpu.jsonl"
 # Inputs, shared by both implementations (raw little-endian files).
-python3 - "$W" <<'PY'
-import sys, numpy as np
-w = sys.argv[1]
-rng = np.random.default_rng(1)
-n = 1 << 23
-np.linspace(0, 21, n).astype(np.float32).tofile(f"{w}/rho.bin")
-np.tile(np.array([1, 0, 0], np.float32), n).tofile(f"{w}/state.bin")
-m = 4096
-rng.standard_normal((m, m), dtype=np.float32).tofile(f"{w}/A.bin")
-rng.standard_normal((m, m), dtype=np.float32).tofile(f"{w}/B.bin")
-np.zeros(m * m, np.float32).tofile(f"{w}/C.bin")
-r = 1 << 24
-rng.standard_normal(r, dtype=np.float32).tofile(f"{w}/x.bin")
-np.zeros(1, np.float32).tofile(f"{w}/out.bin")
-PY
+python3 benchmarks/device/ptx_inputs.py "$W"
 vgpu_case() { # name, check flag, entry, grid, block, shared, args...
   local name=$1 check=$2 entry=$3 grid=$4 block=$5 shared=$6; shift 6
   # PTX_GPU_SKIP: cases to leave out, as name:on|off (e.g. "matmul_tiled:on").

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The speculative fma regions' test forms and the shared indexing, timed on the
+# GPU: for lorenz_rk4 (N = LN, default 2^23, unchecked) and matmul_tiled (MM x MM,
+# default 4096, unchecked and checked), the kernel as generated (`cur`, its WGSL
+# kept as $OUT/<entry>-<mode>.wgsl) and the variants of spec_variants.py loaded
+# with VGPU_LOAD_WGSL; kernel time per dispatch (the shortest of
+# `--kernel-time 5`) and the output's md5 (to compare the exact forms with
+# `cur`). Run through the device tool from the repository root, carrying
+# [".gl", "target/release/vgpu"], after benchmarks/device/ptx_gpu.sh (CUDA's
+# time for the ratios). Results: $OUT/variants.jsonl, $OUT/variants.log.
+set -uo pipefail
+source benchmarks/device/env.sh
+VGPU=${VGPU:-./target/release/vgpu}
+LN=${LN:-8388608}
+MM=${MM:-4096}
+export LN MM
+W=$(mktemp -d)
+python3 benchmarks/device/ptx_inputs.py "$W"
+mkdir -p "$W/o"
+one() { # variant, WGSL dir (empty: as generated, dumped), mode, entry, grid, block, args...
+  local tag=$1 vdir=$2 mode=$3 entry=$4 grid=$5 block=$6; shift 6
+  local a=() env=()
+  for x in "$@"; do a+=(--arg "$x"); done
+  [ "$mode" = unchecked ] && a+=(--unchecked)
+  if [ -n "$vdir" ]; then
+    env=(VGPU_LOAD_WGSL="$vdir")
+  else
+    env=(VGPU_DUMP_WGSL="$W/dump-$entry-$mode")
+    mkdir -p "$W/dump-$entry-$mode"
+  fi
+  local log
+  log=$(env "${env[@]}" timeout 120 "$VGPU" ptx run ptx-cases/kernels.ptx --entry "$entry" \
+    --grid "$grid" --block "$block" --backend gpu --kernel-time 5 --out-dir "$W/o" "${a[@]}" 2>&1)
+  { echo "== $tag $entry $mode"; echo "$log"; } >> "$OUT/variants.log"
+  local ks of=C.bin sum
+  ks=$(echo "$log" | awk '$1=="kernel_seconds"{print $2}')
+  [ "$entry" = lorenz_rk4 ] && of=state.bin
+  sum=$(md5sum "$W/o/$of" 2>/dev/null | cut -c1-12)
+  echo "{\"entry\":\"$entry\",\"mode\":\"$mode\",\"variant\":\"$tag\",\"kernel_seconds\":${ks:-null},\"md5\":\"$sum\"}" >> "$OUT/variants.jsonl"
+}
+LOR=($((LN / 256)),1,1 256,1,1 "$W/state.bin" "$W/rho.bin" f32:0.001 s32:1000 "s32:$LN")
+MMA=($((MM / 16)),$((MM / 16)),1 16,16,1 "$W/A.bin" "$W/B.bin" "$W/C.bin" "s32:$MM" "s32:$MM" "s32:$MM")
+: > "$OUT/variants.jsonl"
+for spec in "lorenz_rk4 unchecked" "matmul_tiled unchecked" "matmul_tiled checked"; do
+  set -- $spec
+  e=$1 md=$2
+  if [ "$e" = lorenz_rk4 ]; then args=("${LOR[@]}"); else args=("${MMA[@]}"); fi
+  one cur "" "$md" "$e" "${args[@]}"
+  python3 benchmarks/device/spec_variants.py "$W/dump-$e-$md/$e.wgsl" "$W/var-$e-$md" "$e" > /dev/null
+  cp "$W/dump-$e-$md/$e.wgsl" "$OUT/$e-$md.wgsl"
+  case "$e $md" in
+    "lorenz_rk4 unchecked") vs="bare flt sat int mix noslow" ;;
+    "matmul_tiled unchecked") vs="bare flt bare_pc cur_pc" ;;
+    *) vs="noshchk flt" ;;
+  esac
+  for v in $vs; do one "$v" "$W/var-$e-$md/$v" "$md" "$e" "${args[@]}"; done
+done
+python3 benchmarks/device/spec_variants_report.py "$OUT"
