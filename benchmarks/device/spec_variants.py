@@ -31,6 +31,19 @@ def slow_span(lines, i):
             return j
     raise SystemExit("unbalanced")
 
+# How each form folds one tested value `a` into the accumulator `e`.
+FLT = "min({e}, abs(f({a})))"
+SAT = "({e} * saturate(abs(f({a})) * 8.50705917e37f))"
+INT = "min({e}, ({a}) & 0x7fffffffu)"
+
+
+def fold(acc, args, form):
+    e = acc
+    for a in args:
+        e = form.format(e=e, a=a)
+    return e
+
+
 mixn = [0]
 def transform(kind):
     L = list(src)
@@ -60,31 +73,20 @@ def transform(kind):
             if kind == "bare":
                 i += 1; continue
             if kind.startswith("flt"):
-                e = s
-                for a in args:
-                    e = f"min({e}, abs(f({a})))"
-                res.append(f"{ind}{s} = {e};")
+                res.append(f"{ind}{s} = {fold(s, args, FLT)};")
             elif kind == "mix":
-                e, es = s, s + "_s"
+                every5 = []
                 for a in args:
                     mixn[0] += 1
-                    if mixn[0] % 5 == 0:
-                        es = f"({es} * saturate(abs(f({a})) * 8.50705917e37f))"
-                    else:
-                        e = f"min({e}, abs(f({a})))"
-                res.append(f"{ind}{s} = {e};")
-                if es != s + "_s":
-                    res.append(f"{ind}{s}_s = {es};")
+                    every5.append(mixn[0] % 5 == 0)
+                res.append(f"{ind}{s} = {fold(s, [a for a, x in zip(args, every5) if not x], FLT)};")
+                sat = [a for a, x in zip(args, every5) if x]
+                if sat:
+                    res.append(f"{ind}{s}_s = {fold(s + '_s', sat, SAT)};")
             elif kind == "sat":
-                e = s
-                for a in args:
-                    e = f"({e} * saturate(abs(f({a})) * 8.50705917e37f))"
-                res.append(f"{ind}{s} = {e};")
+                res.append(f"{ind}{s} = {fold(s, args, SAT)};")
             elif kind == "int":
-                e = s
-                for a in args:
-                    e = f"min({e}, ({a}) & 0x7fffffffu)"
-                res.append(f"{ind}{s} = {e};")
+                res.append(f"{ind}{s} = {fold(s, args, INT)};")
             else:
                 res.append(ln)
             i += 1; continue
