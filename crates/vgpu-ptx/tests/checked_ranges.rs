@@ -72,6 +72,26 @@ fn matmul_tiled_tile_accesses_skip_the_check_for_16_by_16_blocks() {
     // `As[ty][k]` (64·ty + 4·k, at most 2044) and of `Bs[k][tx]` for k < 15
     // stay inside. The parameters, at constant offsets, never need it.
     assert_eq!(saddr_tests(&k, [32, 32, 1], 0), (3, 0));
+    // Where faults do not end the thread (the structured form, barriers), a
+    // load that may fault is guarded by its offset's validity; a proven one
+    // is not, as it cannot fault.
+    let mut o = options([16, 16, 1], true);
+    o.structured = true;
+    let none = CfgChecks {
+        initcheck: false,
+        race: false,
+    };
+    let w = emit_cfg_wgsl_with(&k, &o, none).expect("WGSL");
+    let loads: Vec<&str> = w
+        .lines()
+        .filter(|l| l.contains("ld_s(t") || l.contains("ld_p(t"))
+        .collect();
+    // The 32 tile loads and the six parameters.
+    assert_eq!(loads.len(), 32 + 6, "{w}");
+    assert!(
+        loads.iter().all(|l| !l.contains("!= 0xffffffffu")),
+        "{loads:?}"
+    );
     // Unchecked, no test at all.
     let o = options([16, 16, 1], false);
     assert!(!emit_cfg_wgsl(&k, &o).expect("WGSL").contains("= saddr("));

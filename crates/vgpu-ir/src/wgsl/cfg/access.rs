@@ -169,7 +169,13 @@ impl KernelWriter<'_> {
     /// bytes (shared memory: the kernel's static and dynamic bytes, not the
     /// reserved region), its high word 0 and aligned (ranges.rs): `saddr`
     /// would return its offset unchanged.
-    fn proven(&self, space: Space, s: &Stmt, off: i64, (size, align): (u8, u32)) -> bool {
+    pub(super) fn proven(
+        &self,
+        space: Space,
+        s: &Stmt,
+        off: i64,
+        (size, align): (u8, u32),
+    ) -> bool {
         let limit = match space {
             Space::Shared => self.k.shared_static as u64 + self.o.dyn_shared as u64,
             Space::Local => self.k.local_bytes as u64,
@@ -243,8 +249,9 @@ impl KernelWriter<'_> {
                 }
             }
             // Where the thread goes on after a fault (KernelWriter::soft),
-            // the checks of an access that faulted are skipped with it.
-            if self.soft && code.len() > checks_at {
+            // the checks of an access that faulted are skipped with it (a
+            // proven access never faults).
+            if self.soft && !elided && code.len() > checks_at {
                 let checks = code.split_off(checks_at);
                 let _ = write!(
                     code,

@@ -709,21 +709,18 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     self.shadow &= !unused_elem;
                     self.ginit &= !unused_elem;
                     self.race &= !unused_elem;
-                    let (c, t) = self.access(
-                        *space,
-                        *base,
-                        off + (i as i64) * (*size as i64),
-                        (*size, align),
-                        s,
-                        Rw::Read,
-                    );
+                    let at = off + (i as i64) * (*size as i64);
+                    let (c, t) = self.access(*space, *base, at, (*size, align), s, Rw::Read);
                     (self.shadow, self.ginit, self.race) = (shadow, ginit, race);
                     code.push_str(&c);
                     if let Some(r) = r {
                         let e = format!("ld_{sp}({t}, {size}u, {sign})");
-                        let a = self.assign(*r, e, ExprWidth::B64);
-                        // A faulting load leaves its register as it was.
-                        let a = self.soft_guard(&format!("{t} != {BAD}"), a);
+                        let mut a = self.assign(*r, e, ExprWidth::B64);
+                        // A faulting load leaves its register as it was (a
+                        // proven one cannot fault).
+                        if !(self.o.checked && self.proven(*space, s, at, (*size, align))) {
+                            a = self.soft_guard(&format!("{t} != {BAD}"), a);
+                        }
                         let _ = writeln!(code, "        {a}");
                     }
                 }
