@@ -57,6 +57,19 @@ fn saddr_tests(k: &CfgKernel, block: [u32; 3], dyn_shared: u32) -> (usize, usize
     (count("SHARED_BYTES"), count("PARAM_BYTES"))
 }
 
+/// The checked WGSL of `k` in structured form for blocks of `block`, with
+/// the checks `vgpu ptx run` asks for by default (no race check, no global
+/// initcheck).
+fn structured_checked(k: &CfgKernel, block: [u32; 3]) -> String {
+    let mut o = options(block, true);
+    o.structured = true;
+    let none = CfgChecks {
+        initcheck: false,
+        race: false,
+    };
+    emit_cfg_wgsl_with(k, &o, none).expect("WGSL")
+}
+
 #[test]
 fn matmul_tiled_tile_accesses_skip_the_check_for_16_by_16_blocks() {
     let k = lowered("../../ptx-cases/kernels.ptx", "matmul_tiled");
@@ -75,13 +88,7 @@ fn matmul_tiled_tile_accesses_skip_the_check_for_16_by_16_blocks() {
     // Where faults do not end the thread (the structured form, barriers), a
     // load that may fault is guarded by its offset's validity; a proven one
     // is not, as it cannot fault.
-    let mut o = options([16, 16, 1], true);
-    o.structured = true;
-    let none = CfgChecks {
-        initcheck: false,
-        race: false,
-    };
-    let w = emit_cfg_wgsl_with(&k, &o, none).expect("WGSL");
+    let w = structured_checked(&k, [16, 16, 1]);
     let loads: Vec<&str> = w
         .lines()
         .filter(|l| l.contains("ld_s(t") || l.contains("ld_p(t"))
@@ -123,14 +130,7 @@ fn a_planted_out_of_bounds_shared_store_keeps_its_check() {
 #[test]
 fn checked_barriers_release_only_while_shared_memory_is_not_all_written() {
     let k = lowered("../../ptx-cases/kernels.ptx", "reduce_sum_atomic");
-    let mut o = options([256, 1, 1], true);
-    o.structured = true;
-    // As `vgpu ptx run` asks by default: no race check, no global initcheck.
-    let none = CfgChecks {
-        initcheck: false,
-        race: false,
-    };
-    let w = emit_cfg_wgsl_with(&k, &o, none).expect("WGSL");
+    let w = structured_checked(&k, [256, 1, 1]);
     let test = "if (workgroupUniformLoad(&wg_full_at) < SH_WORDS) {";
     let sites: Vec<&str> = w.split(test).skip(1).collect();
     assert_eq!(sites.len(), 2, "{w}");

@@ -169,13 +169,7 @@ impl KernelWriter<'_> {
     /// bytes (shared memory: the kernel's static and dynamic bytes, not the
     /// reserved region), its high word 0 and aligned (ranges.rs): `saddr`
     /// would return its offset unchanged.
-    pub(super) fn proven(
-        &self,
-        space: Space,
-        s: &Stmt,
-        off: i64,
-        (size, align): (u8, u32),
-    ) -> bool {
+    fn proven(&self, space: Space, s: &Stmt, off: i64, (size, align): (u8, u32)) -> bool {
         let limit = match space {
             Space::Shared => self.k.shared_static as u64 + self.o.dyn_shared as u64,
             Space::Local => self.k.local_bytes as u64,
@@ -190,7 +184,9 @@ impl KernelWriter<'_> {
     /// `s` into `t{n}` (for a generic address, also its space into `gsp`).
     /// A shared, local or parameter access proven in bounds and aligned
     /// ([`Self::proven`]) takes its offset as the unchecked kernel does; the
-    /// checks that follow it stay.
+    /// checks that follow it stay. The third value: whether the offset may
+    /// be [`BAD`] (a checked access not proven), which a thread that goes on
+    /// after a fault must test before using it.
     pub(super) fn access(
         &mut self,
         space: Space,
@@ -199,16 +195,18 @@ impl KernelWriter<'_> {
         (size, align): (u8, u32),
         s: &Stmt,
         rw: Rw,
-    ) -> (String, String) {
+    ) -> (String, String, bool) {
         let n = self.tmp;
         self.tmp += 1;
         let line = s.line;
         let a = self.addr(base, off);
         let name = format!("t{n}");
         let mut code = String::new();
+        let mut may_fault = false;
         if self.o.checked {
             let write = rw != Rw::Read;
             let elided = self.proven(space, s, off, (size, align));
+            may_fault = !elided;
             let call = match space {
                 _ if elided => format!("({a}).x"),
                 Space::Global => format!("gaddr({a}, {size}u, {align}u, {line}u, {write})"),
@@ -266,6 +264,6 @@ impl KernelWriter<'_> {
             };
             let _ = writeln!(code, "        let {name} = {e};");
         }
-        (code, name)
+        (code, name, may_fault)
     }
 }

@@ -710,15 +710,15 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     self.ginit &= !unused_elem;
                     self.race &= !unused_elem;
                     let at = off + (i as i64) * (*size as i64);
-                    let (c, t) = self.access(*space, *base, at, (*size, align), s, Rw::Read);
+                    let (c, t, may_fault) =
+                        self.access(*space, *base, at, (*size, align), s, Rw::Read);
                     (self.shadow, self.ginit, self.race) = (shadow, ginit, race);
                     code.push_str(&c);
                     if let Some(r) = r {
                         let e = format!("ld_{sp}({t}, {size}u, {sign})");
                         let mut a = self.assign(*r, e, ExprWidth::B64);
-                        // A faulting load leaves its register as it was (a
-                        // proven one cannot fault).
-                        if !(self.o.checked && self.proven(*space, s, at, (*size, align))) {
+                        // A faulting load leaves its register as it was.
+                        if may_fault {
                             a = self.soft_guard(&format!("{t} != {BAD}"), a);
                         }
                         let _ = writeln!(code, "        {a}");
@@ -744,7 +744,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 let total = (*size as u32) * src.len() as u32;
                 for (i, v) in src.iter().enumerate() {
                     let align = if i == 0 { total.min(16) } else { *size as u32 };
-                    let (c, t) = self.access(
+                    let (c, t, _) = self.access(
                         *space,
                         *base,
                         off + (i as i64) * (*size as i64),
@@ -768,7 +768,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 c,
             } => {
                 let (code, native) = atom_code(*op);
-                let (mut out, t) = self.access(*space, *base, *off, (4, 4), s, Rw::Atomic);
+                let (mut out, t, _) = self.access(*space, *base, *off, (4, 4), s, Rw::Atomic);
                 let (arr, n) = match space {
                     Space::Global => ("gmem", "g"),
                     Space::Shared => ("smem", "s"),

@@ -184,34 +184,38 @@ impl KernelWriter<'_> {
         if exchange {
             s.push_str("storageBarrier(); ");
         }
-        if self.soft && self.shadow && !self.race {
+        if !(self.soft && (self.shadow || self.race)) {
+            s.push_str("workgroupBarrier();");
+            return s;
+        }
+        // The release: thread 0's judgement of pending reads of unwritten
+        // shared memory, the race check's marks cleared, a second barrier
+        // that publishes them, each thread's note of whether shared memory
+        // is all written.
+        let mut release = String::new();
+        if self.shadow {
+            let judge = checks::uninit_judge();
+            let _ = writeln!(release, "  if (lidx == 0u) {{ wg_round = 1u;{judge}\n  }}");
+        }
+        if self.race {
+            let shared = self.k.shared_static + self.o.dyn_shared;
+            release.push_str(&checks::race_reset(shared, self.o.block.iter().product()));
+        } else {
+            release.push_str("  workgroupBarrier();\n");
+        }
+        release.push_str(self.shadow_refresh());
+        if self.shadow && !self.race {
             // The barrier as a uniform load of how far shared memory is all
             // written: once it all is (as every thread's `sh_full` already
             // says, the count having moved only at the last release), no
             // read of the interval could be of an unwritten byte, and the
-            // release's judgement and second barrier are skipped.
-            let judge = checks::uninit_judge();
+            // release is skipped.
             let _ = write!(
                 s,
-                "if (workgroupUniformLoad(&wg_full_at) < SH_WORDS) {{\n  if (lidx == 0u) {{ wg_round = 1u;{judge}\n  }}\n  workgroupBarrier();\n{}  }}\n",
-                self.shadow_refresh()
+                "if (workgroupUniformLoad(&wg_full_at) < SH_WORDS) {{\n{release}  }}\n"
             );
-            return s;
-        }
-        s.push_str("workgroupBarrier();");
-        if self.soft && (self.shadow || self.race) {
-            if self.shadow {
-                let judge = checks::uninit_judge();
-                let _ = write!(s, "\n  if (lidx == 0u) {{ wg_round = 1u;{judge}\n  }}");
-            }
-            s.push('\n');
-            if self.race {
-                let shared = self.k.shared_static + self.o.dyn_shared;
-                s.push_str(&checks::race_reset(shared, self.o.block.iter().product()));
-            } else {
-                s.push_str("  workgroupBarrier();\n");
-            }
-            s.push_str(self.shadow_refresh());
+        } else {
+            let _ = write!(s, "workgroupBarrier();\n{release}");
         }
         s
     }
