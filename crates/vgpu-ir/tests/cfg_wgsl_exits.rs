@@ -115,8 +115,8 @@ fn access_lines(body: &str) -> Vec<u32> {
     body.lines()
         .filter_map(|l| {
             let r = l.split("gaddr(").nth(1)?;
-            // gaddr(address, size, align, line, write)
-            let line = r.rsplit(", ").nth(1)?;
+            // gaddr(address, size, align, line, write, &cache)
+            let line = r.rsplit(", ").nth(2)?;
             line.strip_suffix('u')?.parse().ok()
         })
         .collect()

@@ -148,3 +148,31 @@ fn checked_barriers_release_only_while_shared_memory_is_not_all_written() {
     // The two inside the releases and the one after the thread's run.
     assert_eq!(w.matches("workgroupBarrier();").count(), 3, "{w}");
 }
+
+/// The initialisation check's notes of proven shared loads wait and are
+/// written once per run of loads under one `if (!sh_full)`
+/// (wgsl/cfg/shadow_reads.rs): `matmul_tiled`'s 32 tile loads at 16 × 16
+/// make one group of 32 notes, none left beside its load; for 32 × 32 the
+/// loads that keep their bounds test note at once, the others still wait.
+#[test]
+fn proven_shared_loads_note_their_reads_once_per_run() {
+    let k = lowered("../../ptx-cases/kernels.ptx", "matmul_tiled");
+    let groups = |w: &str| -> Vec<usize> {
+        w.split("if (!sh_full) {")
+            .skip(1)
+            .map(|g| {
+                g[..g.find('}').expect("group end")]
+                    .matches("sh_rd(")
+                    .count()
+            })
+            .collect()
+    };
+    let w = structured_checked(&k, [16, 16, 1]);
+    assert_eq!(groups(&w), vec![32], "{w}");
+    assert_eq!(w.matches("sh_rd(t").count(), 32, "{w}");
+    let w = structured_checked(&k, [32, 32, 1]);
+    let grouped: usize = groups(&w).iter().sum();
+    // The load of `Bs[15][tx]` may fault and notes beside itself.
+    assert_eq!(grouped, 31, "{w}");
+    assert_eq!(w.matches("sh_rd(t").count(), 32, "{w}");
+}

@@ -92,7 +92,7 @@ const LOCAL_TAG: u32 = {ltag}u;
 var<private> gsp: u32;
 // A generic address -> its checked offset in the space its high word names
 // (left in gsp), or {BAD} after a fault. mode: 0 load, 1 store, 2 atomic.
-fn xaddr(a: vec2<u32>, size: u32, align: u32, line: u32, mode: u32) -> u32 {{
+fn xaddr(a: vec2<u32>, size: u32, align: u32, line: u32, mode: u32, c: ptr<private, vec2<u32>>) -> u32 {{
   let o = vec2<u32>(a.x, 0u);
   if (a.y == SHARED_TAG) {{
     gsp = 1u;
@@ -108,7 +108,7 @@ fn xaddr(a: vec2<u32>, size: u32, align: u32, line: u32, mode: u32) -> u32 {{
     return saddr(o, size, align, line, LOCAL_BYTES, 0u, 0u);
   }}
   gsp = 0u;
-  return gaddr(a, size, align, line, mode != 0u);
+  return gaddr(a, size, align, line, mode != 0u, c);
 }}
 // The same, unchecked.
 fn xoff(a: vec2<u32>) -> u32 {{
@@ -153,7 +153,37 @@ fn st_x(o: u32, size: u32, v: vec2<u32>) {{
     out
 }
 
+/// How many global or generic access sites of a checked kernel keep the
+/// region their last access found (`gaddr`'s cache, two registers each);
+/// the sites past them share one cache for loads and one for stores and
+/// atomics.
+pub(super) const SITE_CACHES: u32 = 16;
+
 impl KernelWriter<'_> {
+    /// The name of the region cache for the next global or generic access
+    /// site (`write`: a store or atomic's, whose cache holds only writable
+    /// regions).
+    fn site_cache(&mut self, write: bool) -> String {
+        if self.site_caches < SITE_CACHES {
+            self.site_caches += 1;
+            format!("gc{}", self.site_caches - 1)
+        } else if write {
+            "gc_w".into()
+        } else {
+            "gc_r".into()
+        }
+    }
+
+    /// The declarations of the region caches handed out
+    /// ([`Self::site_cache`]): private, so empty at each thread's start.
+    pub(super) fn site_caches(&self) -> String {
+        let mut s = String::from("var<private> gc_r: vec2<u32>;\nvar<private> gc_w: vec2<u32>;\n");
+        for i in 0..self.site_caches {
+            let _ = writeln!(s, "var<private> gc{i}: vec2<u32>;");
+        }
+        s
+    }
+
     /// The 64-bit address `base + off` as WGSL.
     pub(super) fn addr(&self, base: Val, off: i64) -> String {
         let b = self.v64(base);
@@ -169,7 +199,13 @@ impl KernelWriter<'_> {
     /// bytes (shared memory: the kernel's static and dynamic bytes, not the
     /// reserved region), its high word 0 and aligned (ranges.rs): `saddr`
     /// would return its offset unchanged.
-    fn proven(&self, space: Space, s: &Stmt, off: i64, (size, align): (u8, u32)) -> bool {
+    pub(super) fn proven(
+        &self,
+        space: Space,
+        s: &Stmt,
+        off: i64,
+        (size, align): (u8, u32),
+    ) -> bool {
         let limit = match space {
             Space::Shared => self.k.shared_static as u64 + self.o.dyn_shared as u64,
             Space::Local => self.k.local_bytes as u64,
@@ -209,7 +245,10 @@ impl KernelWriter<'_> {
             may_fault = !elided;
             let call = match space {
                 _ if elided => format!("({a}).x"),
-                Space::Global => format!("gaddr({a}, {size}u, {align}u, {line}u, {write})"),
+                Space::Global => format!(
+                    "gaddr({a}, {size}u, {align}u, {line}u, {write}, &{})",
+                    self.site_cache(write)
+                ),
                 Space::Shared => format!(
                     "saddr({a}, {size}u, {align}u, {line}u, SHARED_BYTES, RSMEM_BEGIN, RSMEM_END)"
                 ),
@@ -219,7 +258,11 @@ impl KernelWriter<'_> {
                 Space::Param => {
                     format!("saddr({a}, {size}u, {align}u, {line}u, PARAM_BYTES, 0u, 0u)")
                 }
-                Space::Generic => format!("xaddr({a}, {size}u, {align}u, {line}u, {}u)", rw as u32),
+                Space::Generic => format!(
+                    "xaddr({a}, {size}u, {align}u, {line}u, {}u, &{})",
+                    rw as u32,
+                    self.site_cache(write)
+                ),
             };
             let _ = writeln!(code, "        let {name} = {call};");
             if !self.soft && !elided {
@@ -236,7 +279,12 @@ impl KernelWriter<'_> {
                 (self.ginit && global, checks::ginit_access),
             ];
             for (on, check) in checks {
-                if on {
+                // A proven shared load's initialisation note waits
+                // (shadow_reads.rs).
+                if on && self.defer_reads && elided && space == Space::Shared && rw == Rw::Read {
+                    let note = check(&name, size, line, rw as u32, false);
+                    self.waiting_reads.push(note);
+                } else if on {
                     code.push_str(&check(
                         &name,
                         size,

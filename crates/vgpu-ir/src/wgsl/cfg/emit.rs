@@ -93,6 +93,9 @@ pub fn emit_cfg_wgsl_with(
         fast: false,
         guarded_fma: fma_guarded(k, o),
         ranges: o.checked.then(|| Ranges::of(k, o.block, o.dyn_shared)),
+        defer_reads: false,
+        waiting_reads: Vec::new(),
+        site_caches: 0,
     };
     // The structured form first: whether it applies decides how faults are
     // raised (the header's `raise`).
@@ -107,6 +110,9 @@ pub fn emit_cfg_wgsl_with(
     };
     e.header(shared as u32);
     e.main(body)?;
+    if o.checked {
+        e.out.push_str(&e.site_caches());
+    }
     Ok(e.out)
 }
 
@@ -246,9 +252,13 @@ fn raise_t(cls: u32, line: u32, a: vec2<u32>, t: vec3<u32>) {{
   }}
 }}
 // A global byte address -> its byte offset in gmem, or {BAD} after a fault.
-fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool) -> u32 {{
+// c: the access site's cache of the last region it found (empty at first):
+// an aligned access inside it needs no search of the table.
+fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<private, vec2<u32>>) -> u32 {{
+  let o = a.x - GB;
+  let r = *c;
+  if (a.y == 0u && a.x >= GB && o >= r.x && o < r.y && r.y - o >= size && (o % align) == 0u) {{ return o; }}
   if (a.y == 0u && a.x >= GB) {{
-    let o = a.x - GB;
     let n = words[{nreg}];
     for (var i = 0u; i < n; i = i + 1u) {{
       let s = words[{regs}u + 3u * i];
@@ -256,6 +266,7 @@ fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool) -> u32 {{
       if (o >= s && o < e) {{
         if (e - o < size || (write && words[{regs}u + 3u * i + 2u] == 0u)) {{ break; }}
         if ((o % align) != 0u) {{ raise({mis}u, line, a); return {BAD}; }}
+        *c = vec2<u32>(s, e);
         return o;
       }}
     }}

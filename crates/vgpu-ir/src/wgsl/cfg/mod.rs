@@ -54,6 +54,7 @@ mod fma_probe;
 mod half;
 mod prelude;
 mod ranges;
+mod shadow_reads;
 mod speculate;
 mod structured;
 mod subnormal_probe;

@@ -165,16 +165,19 @@ impl KernelWriter<'_> {
         let mut i = 0;
         for r in regions {
             while i < r.start {
-                out.push(self.guarded(&stmts[i])?);
+                out.push(self.flush_before(&stmts[i]));
+                out.push(self.piece(&stmts[i])?);
                 i += 1;
             }
             out.push(self.region(&stmts[r.clone()])?);
             i = r.end;
         }
         while i < stmts.len() {
-            out.push(self.guarded(&stmts[i])?);
+            out.push(self.flush_before(&stmts[i]));
+            out.push(self.piece(&stmts[i])?);
             i += 1;
         }
+        out.push(self.flush_reads());
         Ok(out)
     }
 
@@ -192,13 +195,16 @@ impl KernelWriter<'_> {
         let fast = self.fast_copy(region, n, &mut code);
         self.fast = false;
         fast?;
+        code.push_str(&self.flush_reads());
         let _ = writeln!(code, "        if (sus{n}) {{");
         for r in &saved {
             let _ = writeln!(code, "        r{r} = sv{n}_{r};");
         }
         for s in region {
-            code.push_str(&self.guarded(s)?);
+            code.push_str(&self.flush_before(s));
+            code.push_str(&self.piece(s)?);
         }
+        code.push_str(&self.flush_reads());
         code.push_str("        }\n        }\n");
         Ok(code)
     }
@@ -217,7 +223,8 @@ impl KernelWriter<'_> {
                 c,
             } = s.inst
             else {
-                code.push_str(&self.guarded(s)?);
+                code.push_str(&self.flush_before(s));
+                code.push_str(&self.piece(s)?);
                 for r in s.inst.dests() {
                     tested.remove(&r);
                 }
@@ -244,7 +251,8 @@ impl KernelWriter<'_> {
             if !pre.is_empty() {
                 let _ = writeln!(code, "        sus{n} = sus{n} | {};", pre.join(" | "));
             }
-            code.push_str(&self.guarded(s)?);
+            code.push_str(&self.flush_before(s));
+            code.push_str(&self.piece(s)?);
             // Whether or not a guard let it run, the value now held.
             let _ = writeln!(code, "        sus{n} = sus{n} | tiny(r{d});");
             tested.insert(d);

@@ -74,6 +74,14 @@ pub(super) struct KernelWriter<'a> {
     /// checked kernel's: ranges.rs); an access proven in bounds and aligned
     /// skips `saddr` (access.rs).
     pub(super) ranges: Option<Ranges>,
+    /// Writing a load whose initialisation-check notes wait
+    /// (shadow_reads.rs).
+    pub(super) defer_reads: bool,
+    /// The notes waiting, each a line of WGSL.
+    pub(super) waiting_reads: Vec<String>,
+    /// How many global or generic access sites have a region cache of
+    /// their own (access.rs, [`super::access::SITE_CACHES`] at most).
+    pub(super) site_caches: u32,
 }
 
 impl KernelWriter<'_> {
