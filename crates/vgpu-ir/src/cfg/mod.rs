@@ -25,8 +25,8 @@ mod warp;
 
 pub use exp2::{ex2_f32, EX2_COEFFS, EX2_NEAR_TIES};
 pub use ops::{
-    AtomOp, BinOp, BitOp, CvtOp, F64Bin, F64Cvt, F64Un, FCmp, FloatRound, Half, HalfOp, ICmp,
-    IntRound, PrmtMode, TernOp, UnOp,
+    AtomOp, BinOp, BitOp, CvtOp, F32Arith, F32Mods, F64Bin, F64Cvt, F64Un, FCmp, FloatRound, Half,
+    HalfOp, ICmp, IntRound, PrmtMode, TernOp, UnOp,
 };
 pub use warp::{ReduxOp, ShflMode, VoteMode, WarpOp};
 

@@ -181,6 +181,9 @@ pub enum BinOp {
     MinF32,
     /// f32 `max` (a NaN operand loses; +0 above −0).
     MaxF32,
+    /// `setp.CMP.ftz.f32`: the comparison of the operands with subnormals
+    /// read as zeros of their sign.
+    SetpF32Ftz(FCmp),
     /// Integer `a + b` on `bits` bits, wrapping.
     Add(u8),
     /// Integer `a − b` on `bits` bits, wrapping.
@@ -283,9 +286,84 @@ pub enum PrmtMode {
     Rc16,
 }
 
+/// The f32 operations that PTX writes with `.ftz` or `.sat`
+/// ([`TernOp::F32Mod`]), each correctly rounded to nearest even as the
+/// interpreter computes them (`div.approx`/`div.full`, `sqrt.approx`,
+/// `rcp.approx` included; `rsqrt` and `lg2` as [`UnOp::RsqrtF32`] and
+/// [`UnOp::Lg2F32`]). Binary ones read `a` and `b`, unary ones `a`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum F32Arith {
+    /// `a + b`
+    Add,
+    /// `a − b`
+    Sub,
+    /// `a · b`
+    Mul,
+    /// `a / b`
+    Div,
+    /// `min(a, b)` as [`BinOp::MinF32`]
+    Min,
+    /// `max(a, b)` as [`BinOp::MaxF32`]
+    Max,
+    /// `|a|`
+    Abs,
+    /// `−a`
+    Neg,
+    /// `√a`
+    Sqrt,
+    /// `1 / a`
+    Rcp,
+    /// `1 / √a`
+    Rsqrt,
+    /// `log2 a`
+    Lg2,
+    /// `(±a) · b + (±c)`, one rounding (as [`TernOp::FmaF32`])
+    Fma {
+        /// The product negated.
+        neg_ab: bool,
+        /// The addend negated.
+        neg_c: bool,
+    },
+}
+
+impl F32Arith {
+    /// Whether the operation is computed through f64 (`SHADER_F64`).
+    pub(crate) fn uses_f64(self) -> bool {
+        matches!(
+            self,
+            F32Arith::Div
+                | F32Arith::Sqrt
+                | F32Arith::Rcp
+                | F32Arith::Rsqrt
+                | F32Arith::Lg2
+                | F32Arith::Fma { .. }
+        )
+    }
+}
+
+/// PTX's f32 modifiers around an [`F32Arith`] operation, as the interpreter
+/// applies them: `.ftz` reads each subnormal operand as a zero of its sign
+/// and writes a subnormal result as one; `.sat` then clamps the result to
+/// `[0, 1]` (NaN to `+0`, `−0` kept).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct F32Mods {
+    /// `.ftz`
+    pub ftz: bool,
+    /// `.sat`
+    pub sat: bool,
+}
+
 /// Three-source operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TernOp {
+    /// An f32 operation with PTX's `.ftz` and `.sat` ([`F32Mods`]); its
+    /// unused operands are ignored.
+    F32Mod {
+        /// The operation.
+        op: F32Arith,
+        /// Its modifiers.
+        m: F32Mods,
+    },
     /// f32 `(±a) · b + (±c)` with one rounding to nearest even (`fma.rn.f32`;
     /// the product is exact in f64, the sum rounded to odd there and then to
     /// f32, which is exact since 53 ≥ 24 + 2).
@@ -586,7 +664,11 @@ impl BinOp {
 
 impl TernOp {
     pub(crate) fn uses_f64(self) -> bool {
-        matches!(self, TernOp::FmaF32 { .. } | TernOp::FmaF64 { .. })
+        match self {
+            TernOp::FmaF32 { .. } | TernOp::FmaF64 { .. } => true,
+            TernOp::F32Mod { op, .. } => op.uses_f64(),
+            _ => false,
+        }
     }
 }
 

@@ -62,19 +62,35 @@ impl Lowering<'_> {
         }))
     }
 
-    /// A decoded `add`/`sub`: plain when its sources are the instruction's
-    /// operands (and no third), else the contraction `x·y ± other` of a `mul`
-    /// whose result is operand `which`, `other` the decoded third source.
+    /// A decoded half `add`/`sub`: plain, or the contracted fma
+    /// ([`Self::contraction`]).
     fn add_or_fma(
         &self,
         at: usize,
         ins: &ast::Instruction,
-        [a, b, c]: [Val; 3],
+        src: [Val; 3],
     ) -> Result<HalfOp, PtxError> {
+        Ok(match self.contraction(at, ins, src)? {
+            None if ins.opcode[0] == "sub" => HalfOp::Sub,
+            None => HalfOp::Add,
+            Some((neg_ab, neg_c)) => HalfOp::Fma { neg_ab, neg_c },
+        })
+    }
+
+    /// A decoded `add`/`sub` (half or f32): `None` when plain, its sources
+    /// the instruction's operands (and no third); else the contraction
+    /// `x·y ± other` of a `mul` whose result is operand `which`, `other` the
+    /// decoded third source, as the negations of its product and addend.
+    pub(super) fn contraction(
+        &self,
+        at: usize,
+        ins: &ast::Instruction,
+        [a, b, c]: [Val; 3],
+    ) -> Result<Option<(bool, bool)>, PtxError> {
         let sub = ins.opcode[0] == "sub";
         let is = |v: Val, i: usize| self.is_operand(v, ins.operands.get(i));
         if c == Val::Imm(0) && is(a, 1) && is(b, 2) {
-            return Ok(if sub { HalfOp::Sub } else { HalfOp::Add });
+            return Ok(None);
         }
         let named = |i: usize| matches!(ins.operands.get(i), Some(Operand::Name(_)));
         let which = if is(c, 2) && named(1) {
@@ -82,13 +98,10 @@ impl Lowering<'_> {
         } else if is(c, 1) && named(2) {
             2
         } else {
-            return Err(self.unsupported(at, "a contracted half fma whose operands are not placed"));
+            return Err(self.unsupported(at, "a contracted fma whose operands are not placed"));
         };
         // d = x·y + c (add), x·y − c (sub, mul first), c − x·y (sub, mul second).
-        Ok(HalfOp::Fma {
-            neg_ab: sub && which == 2,
-            neg_c: sub && which == 1,
-        })
+        Ok(Some((sub && which == 2, sub && which == 1)))
     }
 
     /// Whether decoded source `v` is operand `o` as written: the register it

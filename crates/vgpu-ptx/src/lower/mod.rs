@@ -12,8 +12,8 @@
 //! naming the instruction and its line, never a silent approximation.
 
 use vgpu_ir::cfg::{
-    self, AtomOp, BinOp, BitOp, Block, CfgKernel, CvtOp, GlobalInit, Inst, IntRound, RegTy, Stmt,
-    TernOp, UnOp, Val,
+    self, AtomOp, BinOp, BitOp, Block, CfgKernel, CvtOp, F32Arith, F32Mods, GlobalInit, Inst,
+    IntRound, RegTy, Stmt, TernOp, UnOp, Val,
 };
 
 use crate::ast::{self, Space};
@@ -555,6 +555,36 @@ impl<'a> Lowering<'a> {
         if let Some(i) = self.float64(at, ins, d, [a, b, c])? {
             return Ok(i);
         }
+        if op == "setp" && tys == [Ty::F32] && mods.has("ftz") {
+            let bool_op = ["and", "or", "xor"].iter().any(|b| mods.has(b));
+            let cmp = ins
+                .opcode
+                .get(1)
+                .and_then(|c| crate::warp_ops::float_cmp(c));
+            return match cmp {
+                Some(c) if !bool_op => Ok(Inst::Bin {
+                    op: BinOp::SetpF32Ftz(c),
+                    d,
+                    a,
+                    b,
+                }),
+                _ => no("setp.ftz.f32 with a boolean combination"),
+            };
+        }
+        if tys == [Ty::F32] {
+            if let Some(mut f) = f32_arith(op, &mods) {
+                if matches!(f, F32Arith::Add | F32Arith::Sub) {
+                    if let Some((neg_ab, neg_c)) = self.contraction(at, ins, [a, b, c])? {
+                        f = F32Arith::Fma { neg_ab, neg_c };
+                    }
+                }
+                let m = F32Mods {
+                    ftz: mods.has("ftz"),
+                    sat: mods.has("sat"),
+                };
+                return Ok(tern(TernOp::F32Mod { op: f, m }));
+            }
+        }
         Ok(match (op, tys.as_slice()) {
             // `div.approx.f32` and `div.full.f32` are within 2 ulp in PTX; the
             // interpreter computes them correctly rounded, and so does this.
@@ -796,6 +826,44 @@ impl<'a> Lowering<'a> {
             _ => return Ok(None),
         }))
     }
+}
+
+/// The f32 operation `op` with modifiers `mods` as an [`F32Arith`] where it
+/// has `.ftz` or `.sat`, or is an approximate square root or reciprocal
+/// (which the interpreter computes correctly rounded), rounded to nearest:
+/// the forms the plain f32 operations do not take. Not `min`/`max` with
+/// `.NaN`, `.xorsign` or `.abs`, nor a directed rounding.
+fn f32_arith(op: &str, mods: &Mods) -> Option<F32Arith> {
+    let modded = mods.has("ftz") || mods.has("sat");
+    let approx = mods.has("approx");
+    if mods.rnd() != crate::float::Rnd::N
+        || mods.has("NaN")
+        || mods.has("xorsign")
+        || mods.has("abs")
+    {
+        return None;
+    }
+    let f = match op {
+        "add" => F32Arith::Add,
+        "sub" => F32Arith::Sub,
+        "mul" => F32Arith::Mul,
+        "div" if mods.has("rn") || approx || mods.has("full") => F32Arith::Div,
+        "min" => F32Arith::Min,
+        "max" => F32Arith::Max,
+        "abs" => F32Arith::Abs,
+        "neg" => F32Arith::Neg,
+        "sqrt" if mods.has("rn") || approx => F32Arith::Sqrt,
+        "rcp" if mods.has("rn") || approx => F32Arith::Rcp,
+        "rsqrt" if approx => F32Arith::Rsqrt,
+        "lg2" if approx => F32Arith::Lg2,
+        "fma" | "mad" => F32Arith::Fma {
+            neg_ab: false,
+            neg_c: false,
+        },
+        _ => return None,
+    };
+    let approx_root = matches!(f, F32Arith::Sqrt | F32Arith::Rcp) && approx;
+    (modded || approx_root).then_some(f)
 }
 
 #[cfg(test)]

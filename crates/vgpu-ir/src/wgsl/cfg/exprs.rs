@@ -178,32 +178,83 @@ impl KernelWriter<'_> {
                 format!("fcmp32({a32}, {b32}, {}u)", c as u32),
                 ExprWidth::B32,
             ),
+            BinOp::SetpF32Ftz(c) => (
+                format!("fcmp32(ftz32({a32}), ftz32({b32}), {}u)", c as u32),
+                ExprWidth::B32,
+            ),
             BinOp::F64(op) => self.f64_bin(op, a, b),
+        }
+    }
+
+    /// `fma.rn.f32` of the bits `a`, `b`, `c` (each negation flag flips an
+    /// operand's sign) as this kernel computes it: the guarded device `fma`
+    /// (its bare form where `dev`, in a speculative region's fast copy), the
+    /// device's where it is exact, else the emulation.
+    fn fma_f32(
+        &self,
+        a: &str,
+        b: &str,
+        c: &str,
+        (neg_ab, neg_c): (bool, bool),
+        dev: bool,
+    ) -> String {
+        let na = if neg_ab { " ^ 0x80000000u" } else { "" };
+        let nc = if neg_c { " ^ 0x80000000u" } else { "" };
+        if self.guarded_fma {
+            let f = if dev { "dev_fma" } else { "fma_native_f32" };
+            format!("{f}({a}{na}, {b}, {c}{nc})")
+        } else if self.o.native_fma_f32 {
+            format!("bitcast<u32>(fma(f({a}{na}), f({b}), f({c}{nc})))")
+        } else if self.o.int64 {
+            format!("fma_f32_fast({a}{na}, {b}, {c}{nc})")
+        } else {
+            format!("fma_f32({a}{na}, {b}, {c}{nc})")
+        }
+    }
+
+    /// [`TernOp::F32Mod`]: the operation on the operands' bits, each flushed
+    /// first under `.ftz`, the result flushed, then clamped under `.sat`, a
+    /// NaN result canonical.
+    fn f32_mod(&self, op: F32Arith, m: F32Mods, [a, b, c]: [String; 3]) -> String {
+        let fl = |x: String| if m.ftz { format!("ftz32({x})") } else { x };
+        let (a, b, c) = (fl(a), fl(b), fl(c));
+        let arith = |o: &str| format!("bitcast<u32>(f({a}) {o} f({b}))");
+        let e = match op {
+            F32Arith::Add => arith("+"),
+            F32Arith::Sub => arith("-"),
+            F32Arith::Mul => arith("*"),
+            F32Arith::Div => format!("div_f32({a}, {b})"),
+            F32Arith::Min => format!("fminmax32({a}, {b}, false)"),
+            F32Arith::Max => format!("fminmax32({a}, {b}, true)"),
+            F32Arith::Abs => format!("({a} & 0x7fffffffu)"),
+            F32Arith::Neg => format!("({a} ^ 0x80000000u)"),
+            F32Arith::Sqrt => format!("sqrt_f32({a})"),
+            F32Arith::Rcp => format!("rcp_f32({a})"),
+            F32Arith::Rsqrt => format!("rsqrt_f32({a})"),
+            F32Arith::Lg2 => format!("lg2_f32({a})"),
+            // Never the bare device fma: speculative regions test only
+            // `FmaF32`.
+            F32Arith::Fma { neg_ab, neg_c } => self.fma_f32(&a, &b, &c, (neg_ab, neg_c), false),
+        };
+        let e = fl(e);
+        let e = if m.sat { format!("sat32({e})") } else { e };
+        // As the interpreter: a NaN result canonical, but `abs`' and `neg`'s
+        // (bit operations).
+        if matches!(op, F32Arith::Abs | F32Arith::Neg) {
+            e
+        } else {
+            format!("cnan32({e})")
         }
     }
 
     pub(super) fn tern(&self, op: TernOp, a: Val, b: Val, c: Val) -> (String, ExprWidth) {
         let (a32, b32, c32) = (self.v32(a), self.v32(b), self.v32(c));
         match op {
-            TernOp::FmaF32 { neg_ab, neg_c } => {
-                let na = if neg_ab { " ^ 0x80000000u" } else { "" };
-                let nc = if neg_c { " ^ 0x80000000u" } else { "" };
-                let e = if self.guarded_fma {
-                    let f = if self.fast {
-                        "dev_fma"
-                    } else {
-                        "fma_native_f32"
-                    };
-                    format!("{f}({a32}{na}, {b32}, {c32}{nc})")
-                } else if self.o.native_fma_f32 {
-                    format!("bitcast<u32>(fma(f({a32}{na}), f({b32}), f({c32}{nc})))")
-                } else if self.o.int64 {
-                    format!("fma_f32_fast({a32}{na}, {b32}, {c32}{nc})")
-                } else {
-                    format!("fma_f32({a32}{na}, {b32}, {c32}{nc})")
-                };
-                (e, ExprWidth::B32)
-            }
+            TernOp::FmaF32 { neg_ab, neg_c } => (
+                self.fma_f32(&a32, &b32, &c32, (neg_ab, neg_c), self.fast),
+                ExprWidth::B32,
+            ),
+            TernOp::F32Mod { op, m } => (self.f32_mod(op, m, [a32, b32, c32]), ExprWidth::B32),
             TernOp::MadLo(bits) if bits > 32 => (
                 format!(
                     "add64(mul64({}, {}), {})",

@@ -160,6 +160,15 @@ fn fcmp32(a: u32, b: u32, op: u32) -> u32 {
   return select(0u, 1u, r);
 }
 fn ftz32(x: u32) -> u32 { return select(x, x & 0x80000000u, (x & 0x7f800000u) == 0u); }
+// .sat: the f32 clamped to [0, 1] on its bits (NaN -> +0, -0 kept).
+fn sat32(x: u32) -> u32 {
+  let m = x & 0x7fffffffu;
+  if (m > 0x7f800000u) { return 0u; }
+  if (x != m) { return select(0u, x, m == 0u); }
+  return min(x, 0x3f800000u);
+}
+// A NaN result as PTX writes it (the interpreter's canonical 0x7fffffff).
+fn cnan32(x: u32) -> u32 { return select(x, 0x7fffffffu, isnan32(x)); }
 // The new word of an atomic read-modify-write (codes as emit.rs' atom_code).
 fn atom_new(op: u32, o: u32, b: u32, c: u32) -> u32 {
   switch op {
