@@ -455,6 +455,16 @@ pub fn run_cfg_kernel(
         .specialisation(&format!("{opts:?} {checks:?}"))
         .workgroup_size(launch.block)
         .keep_f32_subnormals();
+    // SAFETY: a checked kernel's watchdog counts its steps at every loop
+    // header of the PTX and ends the thread (or its loop) past the launch's
+    // limit; the prelude's own loops are counted, or retry an atomic
+    // compare-and-swap that another thread's success ends (vgpu-ir's
+    // wgsl/cfg: `watchdog`).
+    let spec = if opts.checked {
+        unsafe { spec.with_loops_bounded() }
+    } else {
+        spec
+    };
     let compiled = !cache.is_compiled(&spec);
     // Global memory: the module's variables, then the buffers.
     let fresh_gmem = || {

@@ -50,6 +50,8 @@ pub struct GpuContext {
     uncaptured: Arc<Mutex<Option<String>>>,
     init_time: Duration,
     features: wgpu::Features,
+    /// [`GpuContext::robust_buffers`].
+    robust_buffers: bool,
     pipeline_cache: Option<DiskPipelineCache>,
     /// Whether WGSL's f32 `fma` is fused here ([`crate::fma_probe`]), once probed.
     pub(crate) fma_f32_fused: OnceLock<bool>,
@@ -183,7 +185,9 @@ impl GpuContext {
             &info.device.to_le_bytes(),
         ]);
         let pipeline_cache = DiskPipelineCache::open(&device, &info, features);
+        let robust_buffers = robust_buffer_access2(&device);
         Ok(GpuContext {
+            robust_buffers,
             fma_f32_fused: OnceLock::new(),
             f32_atomic_add_exact: OnceLock::new(),
             f32_subnormals_kept: OnceLock::new(),
@@ -214,6 +218,16 @@ impl GpuContext {
     /// The device limits in force (the adapter's own limits).
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits
+    }
+
+    /// Whether every storage-buffer access out of its binding's range is
+    /// harmless on this device: Vulkan's `robustBufferAccess2`
+    /// (`VK_EXT_robustness2`, enabled by wgpu wherever the device has it)
+    /// makes such a load read zero and such a store do nothing. wgpu then
+    /// compiles WGSL without naga's clamps of buffer indices, and so does
+    /// the SPIR-V passthrough (`kernel_cache/spirv.rs`).
+    pub fn robust_buffers(&self) -> bool {
+        self.robust_buffers
     }
 
     /// Whether the device has timestamp queries (`TIMESTAMP_QUERY`, requested
@@ -388,4 +402,40 @@ async fn choose_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter, Stri
         })
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Whether `device` is a Vulkan device with `robustBufferAccess2` enabled:
+/// wgpu-hal enables it whenever it enables `VK_EXT_robustness2` and the
+/// physical device has the feature (as its own choice of naga's buffer
+/// bounds-check policy assumes).
+fn robust_buffer_access2(device: &wgpu::Device) -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use ash::vk;
+        // SAFETY: the device is only read (its enabled extensions, its
+        // physical device's features through the instance it was made from),
+        // while `device` keeps it alive.
+        unsafe {
+            let Some(hal) = device.as_hal::<wgpu::hal::api::Vulkan>() else {
+                return false;
+            };
+            if !hal
+                .enabled_device_extensions()
+                .contains(&ash::ext::robustness2::NAME)
+            {
+                return false;
+            }
+            let mut r2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
+            let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut r2);
+            hal.shared_instance()
+                .raw_instance()
+                .get_physical_device_features2(hal.raw_physical_device(), &mut f2);
+            r2.robust_buffer_access2 == vk::TRUE
+        }
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        let _ = device;
+        false
+    }
 }

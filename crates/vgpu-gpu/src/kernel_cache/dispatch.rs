@@ -342,6 +342,14 @@ pub(super) fn compile(
                 ..Default::default()
             })
         }
+    } else if spec.runtime_checks && spec.loops_bounded {
+        let checks = wgpu::ShaderRuntimeChecks {
+            force_loop_bounding: false,
+            ..wgpu::ShaderRuntimeChecks::checked()
+        };
+        // SAFETY: the spec's creator promised, through the `unsafe`
+        // `KernelSpec::with_loops_bounded`, that every loop terminates.
+        unsafe { device.create_shader_module_trusted(desc, checks) }
     } else if spec.runtime_checks {
         device.create_shader_module(desc)
     } else {

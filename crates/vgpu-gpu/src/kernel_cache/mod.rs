@@ -102,6 +102,7 @@ pub struct KernelSpec {
     workgroup_size: [u32; 3],
     constants: Vec<(String, f64)>,
     runtime_checks: bool,
+    loops_bounded: bool,
     zero_workgroup_memory: bool,
     f32_subnormals: bool,
     digest: u64,
@@ -122,6 +123,7 @@ impl KernelSpec {
             workgroup_size: [1, 1, 1],
             constants: Vec::new(),
             runtime_checks: true,
+            loops_bounded: false,
             zero_workgroup_memory: true,
             f32_subnormals: false,
             digest: 0,
@@ -173,6 +175,26 @@ impl KernelSpec {
         self
     }
 
+    /// Drops wgpu's loop bounding (a 64-bit count and test in every loop)
+    /// and keeps its index clamps.
+    ///
+    /// # Safety
+    ///
+    /// Every loop of the kernel must terminate for every input it is
+    /// dispatched with (e.g. it counts its own steps and stops: the checked
+    /// PTX kernels' watchdog).
+    pub unsafe fn with_loops_bounded(mut self) -> Self {
+        self.loops_bounded = true;
+        self.rehash();
+        self
+    }
+
+    /// Whether the kernel bounds its own loops
+    /// ([`KernelSpec::with_loops_bounded`]).
+    pub fn loops_bounded(&self) -> bool {
+        self.loops_bounded
+    }
+
     /// Asks that f32 subnormals be kept in the kernel's arithmetic, where the
     /// context can say so ([`GpuContext::declares_f32_subnormals`]): the WGSL is
     /// then compiled to SPIR-V by naga here, with the `DenormPreserve` 32
@@ -204,6 +226,7 @@ impl KernelSpec {
         }
         let flags = [
             self.runtime_checks as u8,
+            self.loops_bounded as u8,
             self.zero_workgroup_memory as u8,
             self.f32_subnormals as u8,
         ];

@@ -54,15 +54,37 @@ pub(super) fn float_controlled(ctx: &GpuContext, spec: &KernelSpec) -> Result<Ve
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), ctx.naga_capabilities())
             .validate(&module)
             .map_err(|e| format!("{e:?}"))?;
+    let options = writer_options(spec, ctx.robust_buffers());
+    let pipeline = spv::PipelineOptions {
+        shader_stage: naga::ShaderStage::Compute,
+        entry_point: spec.entry.to_string(),
+    };
+    let words =
+        spv::write_vec(&module, &info, &options, Some(&pipeline)).map_err(|e| e.to_string())?;
+    let insts = instructions(&words)?;
+    let mut adds = denorm_preserve(&insts, &spec.entry)?;
+    adds.extend(no_contraction(&insts)?);
+    Ok(with_additions(&words, &insts, adds))
+}
+
+/// naga's SPIR-V options for `spec`: index clamps and loop bounding as its
+/// runtime checks say (no loop bounding where the kernel bounds its own
+/// loops), buffer clamps only where the device's buffers are not robust
+/// ([`GpuContext::robust_buffers`]).
+fn writer_options(spec: &KernelSpec, robust_buffers: bool) -> naga::back::spv::Options<'static> {
+    use naga::back::spv;
     let restrict = naga::proc::BoundsCheckPolicy::Restrict;
     let unchecked = naga::proc::BoundsCheckPolicy::Unchecked;
     let checks = spec.runtime_checks;
-    let options = spv::Options {
+    // Buffer indices unclamped where the device makes stray accesses
+    // harmless (robustBufferAccess2), as wgpu's own Vulkan path does.
+    let buffer_checks = checks && !robust_buffers;
+    spv::Options {
         lang_version: (1, 3),
         flags: spv::WriterFlags::empty(),
         bounds_check_policies: naga::proc::BoundsCheckPolicies {
             index: if checks { restrict } else { unchecked },
-            buffer: if checks { restrict } else { unchecked },
+            buffer: if buffer_checks { restrict } else { unchecked },
             image_load: if checks { restrict } else { unchecked },
             binding_array: unchecked,
         },
@@ -74,19 +96,9 @@ pub(super) fn float_controlled(ctx: &GpuContext, spec: &KernelSpec) -> Result<Ve
         } else {
             spv::ZeroInitializeWorkgroupMemoryMode::None
         },
-        force_loop_bounding: checks,
+        force_loop_bounding: checks && !spec.loops_bounded,
         ..spv::Options::default()
-    };
-    let pipeline = spv::PipelineOptions {
-        shader_stage: naga::ShaderStage::Compute,
-        entry_point: spec.entry.to_string(),
-    };
-    let words =
-        spv::write_vec(&module, &info, &options, Some(&pipeline)).map_err(|e| e.to_string())?;
-    let insts = instructions(&words)?;
-    let mut adds = denorm_preserve(&insts, &spec.entry)?;
-    adds.extend(no_contraction(&insts)?);
-    Ok(with_additions(&words, &insts, adds))
+    }
 }
 
 /// Instructions to add: after the module's instruction at the index, these
@@ -252,6 +264,48 @@ mod tests {
             i += n;
         }
         out
+    }
+
+    #[test]
+    fn loop_bounding_and_buffer_clamps_follow_the_spec_and_the_device() {
+        use naga::proc::BoundsCheckPolicy::{Restrict, Unchecked};
+        let spec = KernelSpec::new("k", "", "main");
+        let o = writer_options(&spec, false);
+        assert!(o.force_loop_bounding);
+        assert_eq!(
+            (
+                o.bounds_check_policies.index,
+                o.bounds_check_policies.buffer
+            ),
+            (Restrict, Restrict)
+        );
+        // Robust buffers: no buffer clamps, the array clamps kept.
+        let o = writer_options(&spec, true);
+        assert_eq!(
+            (
+                o.bounds_check_policies.index,
+                o.bounds_check_policies.buffer
+            ),
+            (Restrict, Unchecked)
+        );
+        assert!(o.force_loop_bounding);
+        // SAFETY: only options are computed, nothing runs.
+        let bounded = unsafe { spec.clone().with_loops_bounded() };
+        let o = writer_options(&bounded, false);
+        assert!(!o.force_loop_bounding);
+        assert_eq!(o.bounds_check_policies.index, Restrict);
+        assert_ne!(bounded.digest(), spec.digest());
+        // SAFETY: as above.
+        let bare = unsafe { spec.without_runtime_checks() };
+        let o = writer_options(&bare, false);
+        assert!(!o.force_loop_bounding);
+        assert_eq!(
+            (
+                o.bounds_check_policies.index,
+                o.bounds_check_policies.buffer
+            ),
+            (Unchecked, Unchecked)
+        );
     }
 
     #[test]
