@@ -15,7 +15,10 @@ fn robust_buffers_are_vulkans_robust_buffer_access_2() {
     let ctx = cache.context();
     let a = ctx.adapter();
     if a.name.contains("llvmpipe") {
-        assert!(ctx.robust_buffers(), "lavapipe has robustBufferAccess2: {a:?}");
+        assert!(
+            ctx.robust_buffers(),
+            "lavapipe has robustBufferAccess2: {a:?}"
+        );
     }
     if a.backend != "Vulkan" {
         assert!(!ctx.robust_buffers(), "{a:?}");
