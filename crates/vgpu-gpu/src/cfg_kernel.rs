@@ -405,7 +405,7 @@ pub fn run_cfg_kernel(
     let has_fma = k.has_fma_f32();
     let has_atomic_f32 = k.has_global_atomic_add_f32();
     let kept = crate::subnormal_probe::f32_subnormals_kept(ctx)?;
-    let opts = CfgWgslOptions {
+    let mut opts = CfgWgslOptions {
         dyn_shared: launch.dyn_shared,
         f64: ctx.has_f64(),
         int64: ctx.has_int64(),
@@ -444,6 +444,9 @@ pub fn run_cfg_kernel(
         ));
     }
     let race = race_bytes > 0;
+    // Shared memory's padded indexing (vgpu-ir wgsl/cfg/padded_smem.rs) in
+    // what workgroup memory is left, at most 16 KiB of it.
+    opts.smem_pad_words = ((wg_free - race_bytes) / 4).min(4096) as u32;
     let checks = CfgChecks {
         initcheck: ginit.is_some(),
         race,

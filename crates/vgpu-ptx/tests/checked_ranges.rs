@@ -176,3 +176,45 @@ fn proven_shared_loads_note_their_reads_once_per_run() {
     assert_eq!(grouped, 31, "{w}");
     assert_eq!(w.matches("sh_rd(t").count(), 32, "{w}");
 }
+
+/// Shared memory indexed once per base (wgsl/cfg/padded_smem.rs):
+/// `matmul_tiled`'s tile accesses, unchecked, or checked where proven
+/// (16 × 16), read `smem[min(base >> 2, CAP) + k]` on an array padded by
+/// the spread of the constant word offsets `k`; where the launch allows less
+/// padding than that, every index is computed as before.
+#[test]
+fn shared_words_are_indexed_once_per_base_where_the_launch_allows_padding() {
+    let k = lowered("../../ptx-cases/kernels.ptx", "matmul_tiled");
+    let padded = |checked: bool, block: [u32; 3], words: u32| {
+        let mut o = options(block, checked);
+        o.smem_pad_words = words;
+        emit_cfg_wgsl(&k, &o).expect("WGSL")
+    };
+    let decl = |w: &str| -> u64 {
+        let d = w.split("var<workgroup> smem: array<").nth(1).expect("smem");
+        let n = d.split(", ").nth(1).expect("length");
+        n[..n.find('>').unwrap()].parse().unwrap()
+    };
+    let plain = padded(false, [16, 16, 1], 0);
+    assert_eq!(plain.matches("rd_s(min(").count(), 0);
+    let base = decl(&plain);
+    for checked in [false, true] {
+        let w = padded(checked, [16, 16, 1], 4096);
+        // The 32 tile loads and the 2 tile stores.
+        assert_eq!(w.matches("rd_s(min(").count(), 32, "{w}");
+        assert_eq!(w.matches("wr_s(min(").count(), 2, "{w}");
+        let words = decl(&w);
+        assert!(words > base && words <= base + 4096, "{base} -> {words}");
+        // Too little room: as computed.
+        let tight = padded(checked, [16, 16, 1], (words - base - 1) as u32);
+        assert_eq!(tight.matches("rd_s(min(").count(), 0);
+        assert_eq!(decl(&tight), base);
+    }
+    // Checked with 32 × 32 threads: the three accesses that may pass the
+    // tiles keep their test and their computed index.
+    let w = padded(true, [32, 32, 1], 4096);
+    assert_eq!(
+        w.matches("rd_s(min(").count() + w.matches("wr_s(min(").count(),
+        31
+    );
+}

@@ -96,7 +96,9 @@ pub fn emit_cfg_wgsl_with(
         defer_reads: false,
         waiting_reads: Vec::new(),
         site_caches: 0,
+        pad: None,
     };
+    e.pad = e.smem_pad(reserved_smem(shared).1.div_ceil(4).max(1));
     // The structured form first: whether it applies decides how faults are
     // raised (the header's `raise`).
     let body = match super::structured::shape(k, o) {
@@ -189,7 +191,7 @@ impl KernelWriter<'_> {
         let sty = if s_atomic { "atomic<u32>" } else { "u32" };
         // The kernel's bytes, padding, and the reserved region's usable bytes.
         let (rbegin, rend, _) = reserved_smem(shared as u64);
-        let swords = rend.div_ceil(4).max(1);
+        let swords = self.pad.map_or(rend.div_ceil(4).max(1), |p| p.words);
         let lwords = k.local_bytes.div_ceil(4).max(1);
         let gmemf = if binds_f32_atomic_view(k, o) {
             "@group(0) @binding(4) var<storage, read_write> gmemf: array<atomic<f32>>;\n"
@@ -726,7 +728,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                     (self.shadow, self.ginit, self.race) = (shadow, ginit, race);
                     code.push_str(&c);
                     if let Some(r) = r {
-                        let e = format!("ld_{sp}({t}, {size}u, {sign})");
+                        let padded = (*space == Space::Shared)
+                            .then(|| self.padded_index(s, *base, at, *size, align))
+                            .flatten();
+                        let e = match padded {
+                            Some(i) => format!("vec2<u32>(rd_s({i}), 0u)"),
+                            None => format!("ld_{sp}({t}, {size}u, {sign})"),
+                        };
                         let mut a = self.assign(*r, e, ExprWidth::B64);
                         // A faulting load leaves its register as it was.
                         if may_fault {
@@ -755,16 +763,16 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 let total = (*size as u32) * src.len() as u32;
                 for (i, v) in src.iter().enumerate() {
                     let align = if i == 0 { total.min(16) } else { *size as u32 };
-                    let (c, t, _) = self.access(
-                        *space,
-                        *base,
-                        off + (i as i64) * (*size as i64),
-                        (*size, align),
-                        s,
-                        Rw::Write,
-                    );
+                    let at = off + (i as i64) * (*size as i64);
+                    let (c, t, _) = self.access(*space, *base, at, (*size, align), s, Rw::Write);
                     code.push_str(&c);
-                    let st = format!("st_{sp}({t}, {size}u, {});", self.v64(*v));
+                    let padded = (*space == Space::Shared)
+                        .then(|| self.padded_index(s, *base, at, *size, align))
+                        .flatten();
+                    let st = match padded {
+                        Some(i) => format!("wr_s({i}, {});", self.v32(*v)),
+                        None => format!("st_{sp}({t}, {size}u, {});", self.v64(*v)),
+                    };
                     let _ = writeln!(code, "        {}", self.soft_guard("g_fcls == 0u", st));
                 }
                 code

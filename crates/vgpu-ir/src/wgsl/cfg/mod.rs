@@ -52,6 +52,7 @@ mod float64;
 mod float64_exact;
 mod fma_probe;
 mod half;
+mod padded_smem;
 mod prelude;
 mod ranges;
 mod shadow_reads;
@@ -170,6 +171,7 @@ impl CfgWgslOptions {
             f32_subnormals: false,
             f32_subnormal_compares: false,
             fma_flush_model: false,
+            smem_pad_words: 0,
         }
     }
 }
@@ -245,6 +247,12 @@ pub struct CfgWgslOptions {
     /// guarded forms (the in-place guard, speculative regions) on a device
     /// that keeps subnormals. Off in production.
     pub fma_flush_model: bool,
+    /// Workgroup words the launch may add after shared memory for its
+    /// padded indexing (`padded_smem.rs`: word loads and stores at constant
+    /// offsets from a base, unchecked or proven in bounds, index the array
+    /// as `min(base, CAP) + k`, one clamp per base that the driver sees
+    /// covers naga's own); 0: none, every access indexed as computed.
+    pub smem_pad_words: u32,
 }
 
 /// Whether the WGSL of `k` under `o` declares binding 4, the `atomic<f32>`

@@ -82,6 +82,9 @@ pub(super) struct KernelWriter<'a> {
     /// How many global or generic access sites have a region cache of
     /// their own (access.rs, [`super::access::SITE_CACHES`] at most).
     pub(super) site_caches: u32,
+    /// The padded indexing of shared memory, where the kernel takes it
+    /// (padded_smem.rs).
+    pub(super) pad: Option<super::padded_smem::SmemPad>,
 }
 
 impl KernelWriter<'_> {
