@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What each family of a checked PTX kernel's checks costs on the GPU: for
-# matmul_tiled (4096) and reduce_sum_atomic (2^24), the checked kernel as
+# matmul_tiled (MM x MM, default 4096) and reduce_sum_atomic (RN, default
+# 2^24), the checked kernel as
 # generated (`cur`, its WGSL kept as $OUT/<entry>-checked.wgsl) beside the
 # variants of check_variants.py loaded with VGPU_LOAD_WGSL (each drops one
 # family: the initialisation notes of shared loads, the barriers' release,
@@ -13,29 +14,22 @@
 set -uo pipefail
 source benchmarks/device/env.sh
 VGPU=${VGPU:-./target/release/vgpu}
+MM=${MM:-4096}
+RN=${RN:-16777216}
+export MM
 W=$(mktemp -d)
 python3 benchmarks/device/ptx_inputs.py "$W"
 mkdir -p "$W/o"
 one() { # tag, WGSL dir (empty: generated, dumped), mode, entry, grid, block, args...
-  local tag=$1 vdir=$2 mode=$3 entry=$4 grid=$5 block=$6; shift 6
-  local a=() env=()
-  for x in "$@"; do a+=(--arg "$x"); done
-  [ "$mode" = unchecked ] && a+=(--unchecked)
-  if [ -n "$vdir" ]; then
-    env=(VGPU_LOAD_WGSL="$vdir")
-  else
-    env=(VGPU_DUMP_WGSL="$W/dump-$entry-$mode")
-    mkdir -p "$W/dump-$entry-$mode"
-  fi
+  local tag=$1 mode=$3 entry=$4
   local log ks
-  log=$(env "${env[@]}" timeout 120 "$VGPU" ptx run ptx-cases/kernels.ptx --entry "$entry" \
-    --grid "$grid" --block "$block" --backend gpu --kernel-time 5 --out-dir "$W/o" "${a[@]}" 2>&1)
+  log=$(variant_run "$W" "$2" "$mode" "$entry" "${@:5}")
   { echo "== $tag $entry $mode"; echo "$log"; } >> "$OUT/cv.log"
   ks=$(echo "$log" | awk '$1=="kernel_seconds"{print $2}')
   printf '%-18s %-10s %-8s %s\n' "$entry" "$mode" "$tag" "${ks:-FAIL}" | tee -a "$OUT/cv.txt"
 }
-MMA=(256,256,1 16,16,1 "$W/A.bin" "$W/B.bin" "$W/C.bin" s32:4096 s32:4096 s32:4096)
-RED=(65536,1,1 256,1,1 "$W/x.bin" "$W/out.bin" s32:16777216)
+MMA=($((MM / 16)),$((MM / 16)),1 16,16,1 "$W/A.bin" "$W/B.bin" "$W/C.bin" "s32:$MM" "s32:$MM" "s32:$MM")
+RED=($((RN / 256)),1,1 256,1,1 "$W/x.bin" "$W/out.bin" "s32:$RN")
 : > "$OUT/cv.txt"
 for e in matmul_tiled reduce_sum_atomic; do
   if [ $e = matmul_tiled ]; then args=("${MMA[@]}"); else args=("${RED[@]}"); fi

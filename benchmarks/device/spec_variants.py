@@ -17,6 +17,8 @@ usage: spec_variants.py IN.wgsl OUTDIR ENTRY  -> OUTDIR/<variant>/<ENTRY>.wgsl
   noshchk     checked kernels: shared loads without bounds/alignment/init checks
   <v>_pc      unchecked kernels: shared loads as smem[min(base >> 2, CAP) + k]
               on a padded array (one clamp per base), for v in cur, bare, flt
+              (the emitter indexes so itself since 5478215, padded_smem.rs:
+              these variants then change nothing)
 """
 import re, sys, os
 src = open(sys.argv[1]).read().split("\n")

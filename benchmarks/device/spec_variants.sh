@@ -18,19 +18,9 @@ W=$(mktemp -d)
 python3 benchmarks/device/ptx_inputs.py "$W"
 mkdir -p "$W/o"
 one() { # variant, WGSL dir (empty: as generated, dumped), mode, entry, grid, block, args...
-  local tag=$1 vdir=$2 mode=$3 entry=$4 grid=$5 block=$6; shift 6
-  local a=() env=()
-  for x in "$@"; do a+=(--arg "$x"); done
-  [ "$mode" = unchecked ] && a+=(--unchecked)
-  if [ -n "$vdir" ]; then
-    env=(VGPU_LOAD_WGSL="$vdir")
-  else
-    env=(VGPU_DUMP_WGSL="$W/dump-$entry-$mode")
-    mkdir -p "$W/dump-$entry-$mode"
-  fi
+  local tag=$1 mode=$3 entry=$4
   local log
-  log=$(env "${env[@]}" timeout 120 "$VGPU" ptx run ptx-cases/kernels.ptx --entry "$entry" \
-    --grid "$grid" --block "$block" --backend gpu --kernel-time 5 --out-dir "$W/o" "${a[@]}" 2>&1)
+  log=$(variant_run "$W" "$2" "$mode" "$entry" "${@:5}")
   { echo "== $tag $entry $mode"; echo "$log"; } >> "$OUT/variants.log"
   local ks of=C.bin sum
   ks=$(echo "$log" | awk '$1=="kernel_seconds"{print $2}')
