@@ -20,19 +20,8 @@
 //! words) exceeds what the launch allows
 //! ([`super::CfgWgslOptions::smem_pad_words`]), nothing is padded.
 
-use super::writer::KernelWriter;
+use super::writer::{KernelWriter, SmemPad};
 use crate::cfg::{Inst, Space, Stmt, Val};
-
-/// The padded indexing of a kernel's shared memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct SmemPad {
-    /// The largest base word left alone by the clamp.
-    pub(super) cap: u64,
-    /// The least constant word offset (`kmin ≤ 0`).
-    pub(super) kmin: i64,
-    /// The padded array's length in words.
-    pub(super) words: u64,
-}
 
 impl KernelWriter<'_> {
     /// Whether element `i` of statement `s` (a shared load or store of

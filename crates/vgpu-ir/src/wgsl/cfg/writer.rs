@@ -84,7 +84,18 @@ pub(super) struct KernelWriter<'a> {
     pub(super) site_caches: u32,
     /// The padded indexing of shared memory, where the kernel takes it
     /// (padded_smem.rs).
-    pub(super) pad: Option<super::padded_smem::SmemPad>,
+    pub(super) pad: Option<SmemPad>,
+}
+
+/// The padded indexing of a kernel's shared memory (padded_smem.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SmemPad {
+    /// The largest base word left alone by the clamp.
+    pub(super) cap: u64,
+    /// The least constant word offset (`kmin ≤ 0`).
+    pub(super) kmin: i64,
+    /// The padded array's length in words.
+    pub(super) words: u64,
 }
 
 impl KernelWriter<'_> {
