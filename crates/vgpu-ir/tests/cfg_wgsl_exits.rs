@@ -223,6 +223,12 @@ fn the_structured_form_keeps_within_the_nesting_limit() {
     let src = emit_cfg_wgsl(&many_stores(70), &plain_options(true)).unwrap();
     validate(&src, false);
     assert!(src.contains("switch pc") && !src.contains("fn run_thread("));
+    // The structured form tried first gives back its sites' region caches:
+    // the state machine's first 16 stores have their own, from gc0.
+    for i in 0..16 {
+        assert_eq!(src.matches(&format!("&gc{i})")).count(), 1, "gc{i}");
+    }
+    assert!(!src.contains("&gc16)") && src.contains("&gc_w)"));
     // Unchecked, no exits: structured whatever the length.
     let src = emit_cfg_wgsl(&many_stores(200), &plain_options(false)).unwrap();
     validate(&src, false);

@@ -124,7 +124,7 @@ impl KernelWriter<'_> {
     /// As a statement's code ([`KernelWriter::guarded`]).
     pub(super) fn structured(&mut self, shape: &Shape) -> Result<Option<String>, IrError> {
         let before = std::mem::take(&mut self.out);
-        let tmp = self.tmp;
+        let (tmp, site_caches) = (self.tmp, self.site_caches);
         self.out.push_str(
             "\nfn run_thread(lid: vec3<u32>, cta: vec3<u32>, ncta: vec3<u32>, lidx: u32) {\n  var steps: u32 = 0u;\n",
         );
@@ -161,7 +161,10 @@ impl KernelWriter<'_> {
         self.out.push_str("}\n");
         let body = std::mem::replace(&mut self.out, before);
         if !fits || w.returns + w.deepest > MAX_NESTING {
-            self.tmp = tmp;
+            // The form not taken: its temporaries' numbers and region
+            // caches are free again.
+            (self.tmp, self.site_caches) = (tmp, site_caches);
+            self.waiting_reads.clear();
             return Ok(None);
         }
         Ok(Some(body))
