@@ -578,9 +578,11 @@ impl<'a> Lowering<'a> {
                         f = F32Arith::Fma { neg_ab, neg_c };
                     }
                 }
+                // `.sat` exists on add, sub, mul, fma and mad only; the
+                // interpreter ignores it elsewhere.
                 let m = F32Mods {
                     ftz: mods.has("ftz"),
-                    sat: mods.has("sat"),
+                    sat: mods.has("sat") && matches!(op, "add" | "sub" | "mul" | "fma" | "mad"),
                 };
                 return Ok(tern(TernOp::F32Mod { op: f, m }));
             }
