@@ -237,7 +237,8 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
 /// on the probe's triples, and the speculative regions (vgpu-ir's
 /// speculate.rs: a block's fmas run bare, and again guarded where one was
 /// suspect) in `lorenz_rk4`'s step loop, checked and unchecked, on states
-/// near and below 2^-126, and in `matmul_tiled`'s inner loop, whose
+/// near and below 2^-126 and with a subnormal step, and in `matmul_tiled`'s
+/// inner loop, whose
 /// regions hold its shared-memory loads when unchecked. Needs SHADER_F64
 /// (the emulation); skipped without.
 #[test]
@@ -278,7 +279,16 @@ fn the_guarded_forms_are_exact_over_a_flushing_fma() {
         })
         .collect();
     let bufs = [f32_bytes(&state), f32_bytes(&rho)];
-    for (dt, checked) in [(0.01f32, true), (2f32.powi(-40), false), (0.01, false)] {
+    // A subnormal dt: the step sizes, written once before the loop, are
+    // fma operands the loop's region must test.
+    let tiny_dt = 2f32.powi(-130);
+    for (dt, checked) in [
+        (0.01f32, true),
+        (2f32.powi(-40), false),
+        (0.01, false),
+        (tiny_dt, false),
+        (tiny_dt, true),
+    ] {
         let args = [
             KernelArg::Buffer(0),
             KernelArg::Buffer(1),
