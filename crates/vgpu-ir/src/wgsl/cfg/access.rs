@@ -153,6 +153,17 @@ fn st_x(o: u32, size: u32, v: vec2<u32>) {{
     out
 }
 
+/// The alignment element `i` of an access of `n` elements of `size` bytes
+/// must have: the first the whole access's size (at most 16 bytes, as PTX
+/// aligns vectors), the others their own.
+pub(super) fn element_align(size: u8, n: usize, i: usize) -> u32 {
+    if i == 0 {
+        (size as u32 * n as u32).min(16)
+    } else {
+        size as u32
+    }
+}
+
 /// How many global or generic access sites of a checked kernel keep the
 /// region their last access found (`gaddr`'s cache, two registers each);
 /// the sites past them share one cache for loads and one for stores and

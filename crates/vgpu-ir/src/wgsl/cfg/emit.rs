@@ -1,7 +1,7 @@
 //! The emitter proper: declarations, memory helpers, the state machine and
 //! one WGSL statement list per basic block.
 
-use super::access::{self, needs_atomic_words, space_letter, Rw, BAD};
+use super::access::{self, element_align, needs_atomic_words, space_letter, Rw, BAD};
 use super::bits::{self, BITS_PRELUDE};
 use super::checks;
 use super::exp2;
@@ -711,9 +711,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             } => {
                 let sp = space_letter(*space);
                 let mut code = String::new();
-                let total = (*size as u32) * d.len() as u32;
                 for (i, r) in d.iter().enumerate() {
-                    let align = if i == 0 { total.min(16) } else { *size as u32 };
+                    let align = element_align(*size, d.len(), i);
                     // An element the program does not use (`used_bytes_mask`)
                     // is no read for the initialisation check, as in the
                     // interpreter.
@@ -760,9 +759,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                 }
                 let sp = space_letter(*space);
                 let mut code = String::new();
-                let total = (*size as u32) * src.len() as u32;
                 for (i, v) in src.iter().enumerate() {
-                    let align = if i == 0 { total.min(16) } else { *size as u32 };
+                    let align = element_align(*size, src.len(), i);
                     let at = off + (i as i64) * (*size as i64);
                     let (c, t, _) = self.access(*space, *base, at, (*size, align), s, Rw::Write);
                     code.push_str(&c);

@@ -20,6 +20,7 @@
 //! words) exceeds what the launch allows
 //! ([`super::CfgWgslOptions::smem_pad_words`]), nothing is padded.
 
+use super::access::element_align;
 use super::writer::{KernelWriter, SmemPad};
 use crate::cfg::{Inst, Space, Stmt, Val};
 
@@ -56,9 +57,8 @@ impl KernelWriter<'_> {
                 } => (*size, *off, src.len()),
                 _ => continue,
             };
-            let total = size as u32 * n as u32;
             for i in 0..n {
-                let align = if i == 0 { total.min(16) } else { size as u32 };
+                let align = element_align(size, n, i);
                 let at = off + i as i64 * size as i64;
                 if self.padded_element(s, at, size, align) {
                     ks.push(at.div_euclid(4));

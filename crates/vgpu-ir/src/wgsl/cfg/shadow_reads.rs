@@ -15,6 +15,7 @@
 //! first pending read keeps its line). Not with the race check, whose marks
 //! each access makes at once.
 
+use super::access::element_align;
 use super::writer::KernelWriter;
 use crate::cfg::{Inst, Space, Stmt};
 use crate::error::IrError;
@@ -38,9 +39,8 @@ impl KernelWriter<'_> {
         if !(self.o.checked && self.shadow && !self.race) || s.guard.is_some() {
             return false;
         }
-        let total = size as u32 * d.len() as u32;
         (0..d.len()).all(|i| {
-            let align = if i == 0 { total.min(16) } else { size as u32 };
+            let align = element_align(size, d.len(), i);
             self.proven(
                 Space::Shared,
                 s,
@@ -50,29 +50,26 @@ impl KernelWriter<'_> {
         })
     }
 
-    /// Statement `s`'s code under its guard; a load whose notes wait adds
-    /// them to the waiting ones.
-    pub(super) fn piece(&mut self, s: &Stmt) -> Result<String, IrError> {
-        self.defer_reads = self.defers_shadow_reads(s);
-        let code = self.guarded(s);
-        self.defer_reads = false;
-        code
-    }
-
-    /// The waiting notes where statement `s` must follow them: it touches
-    /// memory in another way than a load whose notes wait. Written as a
-    /// piece of its own (a block's pieces may be split into cases between
-    /// them, never inside one).
-    pub(super) fn flush_before(&mut self, s: &Stmt) -> String {
+    /// Statement `s`'s code under its guard (a load whose notes wait adds
+    /// them to the waiting ones), and before it the waiting notes where `s`
+    /// must follow them: it touches memory in another way. The two are
+    /// apart, as a block's pieces may be split into cases between them, never
+    /// inside one.
+    pub(super) fn pieces(&mut self, s: &Stmt) -> Result<[String; 2], IrError> {
+        let defers = self.defers_shadow_reads(s);
         let memory = matches!(
             s.inst,
             Inst::Load { .. } | Inst::Store { .. } | Inst::Atom { .. }
         );
-        if memory && !self.defers_shadow_reads(s) {
+        let notes = if memory && !defers {
             self.flush_reads()
         } else {
             String::new()
-        }
+        };
+        self.defer_reads = defers;
+        let code = self.guarded(s);
+        self.defer_reads = false;
+        Ok([notes, code?])
     }
 
     /// The waiting notes, once, under `if (!sh_full)` (empty when none

@@ -165,16 +165,14 @@ impl KernelWriter<'_> {
         let mut i = 0;
         for r in regions {
             while i < r.start {
-                out.push(self.flush_before(&stmts[i]));
-                out.push(self.piece(&stmts[i])?);
+                out.extend(self.pieces(&stmts[i])?);
                 i += 1;
             }
             out.push(self.region(&stmts[r.clone()])?);
             i = r.end;
         }
         while i < stmts.len() {
-            out.push(self.flush_before(&stmts[i]));
-            out.push(self.piece(&stmts[i])?);
+            out.extend(self.pieces(&stmts[i])?);
             i += 1;
         }
         out.push(self.flush_reads());
@@ -201,8 +199,7 @@ impl KernelWriter<'_> {
             let _ = writeln!(code, "        r{r} = sv{n}_{r};");
         }
         for s in region {
-            code.push_str(&self.flush_before(s));
-            code.push_str(&self.piece(s)?);
+            code.push_str(&self.pieces(s)?.concat());
         }
         code.push_str(&self.flush_reads());
         code.push_str("        }\n        }\n");
@@ -223,8 +220,7 @@ impl KernelWriter<'_> {
                 c,
             } = s.inst
             else {
-                code.push_str(&self.flush_before(s));
-                code.push_str(&self.piece(s)?);
+                code.push_str(&self.pieces(s)?.concat());
                 for r in s.inst.dests() {
                     tested.remove(&r);
                 }
@@ -251,8 +247,7 @@ impl KernelWriter<'_> {
             if !pre.is_empty() {
                 let _ = writeln!(code, "        sus{n} = sus{n} | {};", pre.join(" | "));
             }
-            code.push_str(&self.flush_before(s));
-            code.push_str(&self.piece(s)?);
+            code.push_str(&self.pieces(s)?.concat());
             // Whether or not a guard let it run, the value now held.
             let _ = writeln!(code, "        sus{n} = sus{n} | tiny(r{d});");
             tested.insert(d);
