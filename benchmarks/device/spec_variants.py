@@ -37,6 +37,13 @@ def slow_span(lines, i):
 FLT = "min({e}, abs(f({a})))"
 SAT = "({e} * saturate(abs(f({a})) * 8.50705917e37f))"
 INT = "min({e}, ({a}) & 0x7fffffffu)"
+# Each one-accumulator form: its type, start, fold and the test at the end.
+ACC = {
+    "flt": ("f32", "1.0f", FLT, "< 1.17549435e-38f"),
+    "flt_noslow": ("f32", "1.0f", FLT, "< 1.17549435e-38f"),
+    "sat": ("f32", "1.0f", SAT, "< 1.0f"),
+    "int": ("u32", "0xffffffffu", INT, "< 0x00800000u"),
+}
 
 
 def fold(acc, args, form):
@@ -61,10 +68,9 @@ def transform(kind):
             if kind == "mix":
                 res.append(f"{ind}var {s}: f32 = 1.0f;")
                 res.append(f"{ind}var {s}_s: f32 = 1.0f;")
-            elif kind.startswith("flt") or kind == "sat":
-                res.append(f"{ind}var {s}: f32 = 1.0f;")
-            elif kind == "int":
-                res.append(f"{ind}var {s}: u32 = 0xffffffffu;")
+            elif kind in ACC:
+                ty, init = ACC[kind][:2]
+                res.append(f"{ind}var {s}: {ty} = {init};")
             else:
                 res.append(ln)
             i += 1; continue
@@ -74,8 +80,8 @@ def transform(kind):
             args = re.findall(r"tiny\(([^()]*)\)", rest)
             if kind == "bare":
                 i += 1; continue
-            if kind.startswith("flt"):
-                res.append(f"{ind}{s} = {fold(s, args, FLT)};")
+            if kind in ACC:
+                res.append(f"{ind}{s} = {fold(s, args, ACC[kind][2])};")
             elif kind == "mix":
                 every5 = []
                 for a in args:
@@ -85,10 +91,6 @@ def transform(kind):
                 sat = [a for a, x in zip(args, every5) if x]
                 if sat:
                     res.append(f"{ind}{s}_s = {fold(s + '_s', sat, SAT)};")
-            elif kind == "sat":
-                res.append(f"{ind}{s} = {fold(s, args, SAT)};")
-            elif kind == "int":
-                res.append(f"{ind}{s} = {fold(s, args, INT)};")
             else:
                 res.append(ln)
             i += 1; continue
@@ -96,9 +98,12 @@ def transform(kind):
         if m:
             ind, s = m.groups()
             j = slow_span(L, i)
-            cond = {"flt": f"{s} < 1.17549435e-38f", "flt_noslow": f"{s} < 1.17549435e-38f",
-                    "int": f"{s} < 0x00800000u", "sat": f"{s} < 1.0f",
-                    "mix": f"({s} < 1.17549435e-38f) | ({s}_s < 1.0f)"}.get(kind, s)
+            if kind in ACC:
+                cond = f"{s} {ACC[kind][3]}"
+            elif kind == "mix":
+                cond = f"({s} {ACC['flt'][3]}) | ({s}_s {ACC['sat'][3]})"
+            else:
+                cond = s
             if kind == "bare":
                 i = j + 1; continue
             if kind.endswith("noslow"):
