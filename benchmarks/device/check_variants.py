@@ -16,6 +16,13 @@ usage: check_variants.py IN.wgsl OUTDIR ENTRY  -> OUTDIR/<variant>/<ENTRY>.wgsl
   nosteps  no watchdog (step counts and their tests)
   nogaddr  global accesses without the region table search (the offset as is)
   none     all of noinit, nosteps and nogaddr
+  bare1    none, and no judgement at the block's end (its barrier)
+  bare2    bare1, and no fault-record tests around accesses and barriers
+  bare3    bare2, and shared accesses without their bounds test (saddr)
+  rel1     the release without its second barrier: full words counted as
+           stores complete them (no scan by thread 0), pending reads of
+           unwritten bytes in one of two slots by the interval's parity,
+           judged by every thread after the one barrier
 """
 import re, sys, os
 src = open(sys.argv[1]).read()
@@ -44,10 +51,38 @@ def variant(kind, t):
         t = t.replace("gaddr(", "gaddr_x(").replace("fn gaddr_x(", "fn gaddr(")
         t += ("\nfn gaddr_x(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, "
               "c: ptr<private, vec2<u32>>) -> u32 { return a.x - GB; }\n")
+    if kind in ("bare1", "bare2", "bare3"):
+        t = variant("none", t)
+        t = re.sub(r"(  run_thread\(lid, cta, ncta, lidx\);\n)(?:.*\n)*?\}\n\nfn run_thread", r"\1}\n\nfn run_thread", t, count=1)
+    if kind in ("bare2", "bare3"):
+        t = re.sub(r"\n\s*if \(g_fcls != 0u\) \{ raise_t\(g_fcls, g_fline, g_fa, g_lid\); \}", "", t)
+        t = re.sub(r"if \(g_fcls == 0u\) \{ ([^{}]*) \}", r"\1", t)
+    if kind == "bare3":
+        t = t.replace("saddr(", "saddr_x(").replace("fn saddr_x(", "fn saddr(")
+        t += ("\nfn saddr_x(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32, "
+              "rb: u32, re: u32) -> u32 { return a.x; }\n")
+    if kind == "rel1":
+        t = t.replace("var<workgroup> wg_uninit: atomic<u32>;\n",
+                      "var<workgroup> wg_uninit: atomic<u32>;\nvar<workgroup> wg_nfull: atomic<u32>;\n"
+                      "var<workgroup> wg_un2: array<atomic<u32>, 2>;\nvar<private> rp: u32;\n", 1)
+        t = t.replace("atomicMax(&wg_uninit, ((1023u", "atomicMax(&wg_un2[rp], ((1023u", 1)
+        t = re.sub(r"fn sh_wr\(o: u32, size: u32\) \{\n.*\n\}\n",
+                   "fn sh_wr(o: u32, size: u32) {\n  if (!sh_full && o < SHARED_BYTES) {\n"
+                   "    let w = o >> 5u; let m = msk(size) << (o & 31u);\n"
+                   "    let fm = msk(min(SHARED_BYTES - 32u * w, 32u));\n"
+                   "    let old = atomicOr(&wg_init[w], m);\n"
+                   "    if ((old & fm) != fm && ((old | m) & fm) == fm) { atomicAdd(&wg_nfull, 1u); }\n"
+                   "  }\n}\n", t, count=1)
+        t = UNI.sub("  workgroupBarrier();\n  if (!sh_full) {\n    let u = atomicLoad(&wg_un2[rp]);\n"
+                    "    if (u != 0u) { raise_lidx(6u, u & 0x3fffffu, 1023u - (u >> 22u)); }\n"
+                    "    rp = rp ^ 1u;\n    sh_full = atomicLoad(&wg_nfull) >= SH_WORDS;\n  }\n", t)
+        t = t.replace("    sh_fill();", "    wg_full_at = atomicLoad(&wg_nfull);")
     return t
 
 
-for k in ("noshrd", "nouni", "uni1", "noinit", "nosteps", "nogaddr", "none"):
+VARIANTS = ("noshrd", "nouni", "uni1", "noinit", "nosteps", "nogaddr", "none",
+            "bare1", "bare2", "bare3", "rel1")
+for k in VARIANTS:
     d = os.path.join(out, k)
     os.makedirs(d, exist_ok=True)
     open(os.path.join(d, entry + ".wgsl"), "w").write(variant(k, src))
