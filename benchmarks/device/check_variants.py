@@ -5,9 +5,10 @@ each with VGPU_LOAD_WGSL). The variants are not checked kernels any more.
 
 usage: check_variants.py IN.wgsl OUTDIR ENTRY  -> OUTDIR/<variant>/<ENTRY>.wgsl
   noshrd   shared loads without their initialisation notes (sh_rd)
-  nouni    barriers without the release (its uniform load, judgement and
-           second barrier): one workgroupBarrier, shared memory taken as
-           all written
+  nouni    barriers without the release (before session 22 its uniform
+           load, judgement and second barrier; since, shadow_release's
+           judgement after the one barrier): one workgroupBarrier, shared
+           memory taken as all written
   uni1     the release as generated, but once all shared memory is written
            a plain workgroupBarrier (a function-local flag set from a uniform
            load), for the cost of the uniform load's two barriers
@@ -19,16 +20,22 @@ usage: check_variants.py IN.wgsl OUTDIR ENTRY  -> OUTDIR/<variant>/<ENTRY>.wgsl
   bare1    none, and no judgement at the block's end (its barrier)
   bare2    bare1, and no fault-record tests around accesses and barriers
   bare3    bare2, and shared accesses without their bounds test (saddr)
-  rel1     the release without its second barrier: full words counted as
-           stores complete them (no scan by thread 0), pending reads of
-           unwritten bytes in one of two slots by the interval's parity,
-           judged by every thread after the one barrier
+  fbar     bare1 without the fault-record tests before barriers only
+  fst      bare1 without the fault tests around stores and atomics only
+  rel1     (WGSL generated before session 22) the release without its
+           second barrier: full words counted as stores complete them (no
+           scan by thread 0), pending reads of unwritten bytes in one of two
+           slots by the interval's parity, judged by every thread after the
+           one barrier; what checks.rs's shadow_release now writes
 """
 import re, sys, os
 src = open(sys.argv[1]).read()
 out, entry = sys.argv[2], sys.argv[3]
 # A checked barrier's release, as wgsl/cfg/structured.rs writes it.
 UNI = re.compile(r"  if \(workgroupUniformLoad\(&wg_full_at\) < SH_WORDS\) \{\n(?:.*\n)*?  sh_full = wg_full_at >= SH_WORDS;\n  \}\n")
+# The release as checks.rs's shadow_release writes it (one barrier), since
+# session 22.
+REL = re.compile(r"( *)workgroupBarrier\(\);\n *if \(!sh_full\) \{\n *let u = atomicLoad\(&wg_uninit\[sh_rp\]\);\n(?:.*\n)*? *sh_full = atomicLoad\(&wg_nfull\) >= SH_WORDS;\n *\}\n")
 
 
 def variant(kind, t):
@@ -38,6 +45,7 @@ def variant(kind, t):
         t = re.sub(r"\n\s*sh_wr\([^;]*\);", "", t)
     if kind in ("nouni", "noinit", "none"):
         t = UNI.sub("  workgroupBarrier();\n  sh_full = true;\n", t)
+        t = REL.sub(r"\1workgroupBarrier();\n\1sh_full = true;\n", t)
     if kind == "uni1":
         def rep(m):
             return ("  if (full_u) { workgroupBarrier(); } else {\n" + m.group(0) +
@@ -51,11 +59,12 @@ def variant(kind, t):
         t = t.replace("gaddr(", "gaddr_x(").replace("fn gaddr_x(", "fn gaddr(")
         t += ("\nfn gaddr_x(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, "
               "c: ptr<private, vec2<u32>>) -> u32 { return a.x - GB; }\n")
-    if kind in ("bare1", "bare2", "bare3"):
+    if kind in ("bare1", "bare2", "bare3", "fbar", "fst"):
         t = variant("none", t)
         t = re.sub(r"(  run_thread\(lid, cta, ncta, lidx\);\n)(?:.*\n)*?\}\n\nfn run_thread", r"\1}\n\nfn run_thread", t, count=1)
-    if kind in ("bare2", "bare3"):
+    if kind in ("bare2", "bare3", "fbar"):
         t = re.sub(r"\n\s*if \(g_fcls != 0u\) \{ raise_t\(g_fcls, g_fline, g_fa, g_lid\); \}", "", t)
+    if kind in ("bare2", "bare3", "fst"):
         t = re.sub(r"if \(g_fcls == 0u\) \{ ([^{}]*) \}", r"\1", t)
     if kind == "bare3":
         t = t.replace("saddr(", "saddr_x(").replace("fn saddr_x(", "fn saddr(")
@@ -81,7 +90,7 @@ def variant(kind, t):
 
 
 VARIANTS = ("noshrd", "nouni", "uni1", "noinit", "nosteps", "nogaddr", "none",
-            "bare1", "bare2", "bare3", "rel1")
+            "bare1", "bare2", "bare3", "fbar", "fst", "rel1")
 for k in VARIANTS:
     d = os.path.join(out, k)
     os.makedirs(d, exist_ok=True)

@@ -12,7 +12,7 @@ use std::path::Path;
 use vgpu::ptx::{ExecOptions, Fault, FaultClass, KernelArg, LaunchConfig, Module, PtxError};
 use vgpu::ptx_gpu::PtxRunner;
 use vgpu::BackendChoice;
-use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
+use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, emit_cfg_wgsl_with, CfgChecks, CfgWgslOptions};
 
 /// `tests/kernels/checks.ptx`, or `None` without an adapter (skipped).
 fn module() -> Option<Module> {
@@ -80,8 +80,10 @@ fn fault(r: Result<Vec<u8>, PtxError>, what: &str) -> Fault {
 }
 
 /// `entry` faults on both backends with the same class, line, block and
-/// thread, and that is (`class`, `line`, `block`, `thread`); unchecked, the
-/// GPU runs it to completion.
+/// thread, and that is (`class`, `line`, `block`, `thread`), on the GPU with
+/// the race check and without it (whose barriers release the
+/// initialisation check with one barrier: checks.rs, `shadow_release`);
+/// unchecked, the GPU runs it to completion.
 fn same_fault(
     m: &Module,
     entry: &str,
@@ -107,6 +109,12 @@ fn same_fault(
         "{entry} on the CPU"
     );
     assert_eq!(key(&gpu), key(&cpu), "{entry}: the GPU's fault");
+    let opts = ExecOptions::default();
+    let gpu = fault(
+        launch_with(m, BackendChoice::Gpu, entry, cfg, 1024, &opts, false),
+        entry,
+    );
+    assert_eq!(key(&gpu), key(&cpu), "{entry}: the GPU's fault without the race check");
     launch(m, BackendChoice::Gpu, true, entry, cfg, 1024)
         .unwrap_or_else(|e| panic!("{entry} unchecked on the GPU: {e}"));
 }
@@ -249,6 +257,45 @@ fn the_count_of_written_shared_words_misses_no_unwritten_byte() {
         .flat_map(|t| if t < 37 { t + 100 } else { 0 }.to_le_bytes())
         .collect();
     assert_eq!(gpu, want);
+}
+
+/// A loop without barriers that reads shared memory, after a barrier: the
+/// GPU writes it twice (vgpu-ir's structured.rs, `loop_code`), and runs the
+/// copy without the initialisation check's notes once all of shared memory
+/// is written (sh_loop_ok: the interpreter's sums, with the race check and
+/// without) and the one with them before (sh_loop_gap: word 40 is never
+/// written, thread 0's loop is the lowest to read it, at the load's line).
+#[test]
+fn a_loop_after_shared_memory_is_all_written_skips_its_notes() {
+    let Some(m) = module() else { return };
+    let c = cfg([2, 1, 1], [64, 1, 1]);
+    let (_, ck) = vgpu::ptx::lower::lower_entry(&m, "sh_loop_ok").expect("the kernel lowers");
+    let o = CfgWgslOptions::plain([64, 1, 1], true);
+    let no_race = CfgChecks {
+        initcheck: false,
+        race: false,
+    };
+    let w = emit_cfg_wgsl_with(&ck, &o, no_race).expect("WGSL");
+    assert!(w.contains("if (sh_full) {"), "the loop is written twice:\n{w}");
+    let cpu = launch(&m, BackendChoice::Cpu, false, "sh_loop_ok", &c, 64).expect("on the CPU");
+    let opts = ExecOptions::default();
+    for race in [true, false] {
+        let gpu = launch_with(&m, BackendChoice::Gpu, "sh_loop_ok", &c, 64, &opts, race)
+            .expect("sh_loop_ok on the GPU");
+        assert_eq!(gpu, cpu, "race check {race}");
+    }
+    // Thread t: t + the sum of (i + 7) over i < 64.
+    let want: Vec<u8> = (0..64u32).flat_map(|t| (t + 2464).to_le_bytes()).collect();
+    assert_eq!(cpu, want);
+    same_fault(
+        &m,
+        "sh_loop_gap",
+        &c,
+        FaultClass::Uninitialized,
+        643,
+        [0, 0, 0],
+        [0, 0, 0],
+    );
 }
 
 /// A v4 shared load whose fourth word nvcc marks unused (`used_bytes_mask

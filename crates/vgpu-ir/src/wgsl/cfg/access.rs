@@ -285,10 +285,16 @@ impl KernelWriter<'_> {
             let global = matches!(space, Space::Global | Space::Generic);
             type Check = fn(&str, u8, u32, u32, bool) -> String;
             let checks: [(bool, Check); 3] = [
-                (self.shadow && shared, checks::shadow_access),
+                (
+                    self.shadow && shared && self.sh_known != Some(true),
+                    checks::shadow_access,
+                ),
                 (self.race && shared, checks::race_access),
                 (self.ginit && global, checks::ginit_access),
             ];
+            if checks[0].0 {
+                self.shadow_notes += 1;
+            }
             for (on, check) in checks {
                 // A proven shared load's initialisation note waits
                 // (shadow_reads.rs).

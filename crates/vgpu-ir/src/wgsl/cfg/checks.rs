@@ -133,11 +133,17 @@ pub(super) fn shadow_check(k: &CfgKernel, checked: bool) -> bool {
 /// faults an atomic on unwritten bytes and returns false then).
 ///
 /// The bits only ever get set, so once every one is, no read can find an
-/// unwritten byte: `sh_fill` (thread 0, at each round's judgement) advances
-/// `wg_full_at` past the words whose bytes are all written, resuming where
-/// it stopped (each word is read once it is full, one more per round), and
+/// unwritten byte. The store that completes a word (its `atomicOr` is the
+/// one that finds some of the word's bits clear and leaves none) counts it
+/// in `wg_nfull`, so the count is of full words without a scan: `sh_fill`
+/// (thread 0, at each round's judgement) copies it to `wg_full_at`, and
 /// after the round each thread notes in `sh_full` ([`shadow_refresh`])
 /// whether all are, which spares the bits' reads and writes from then on.
+///
+/// A pending read goes to `wg_uninit[sh_rp]`. The rounds and the state
+/// machine leave `sh_rp` at 0; the structured form's barriers
+/// ([`shadow_release`]) alternate it, so that the interval after a barrier
+/// writes the other slot while the threads still judge this one.
 pub(super) fn shadow_decls(shared: u32, block: [u32; 3]) -> String {
     let words = shared.div_ceil(32);
     let n = words.max(1);
@@ -146,19 +152,15 @@ pub(super) fn shadow_decls(shared: u32, block: [u32; 3]) -> String {
         "
 // The shared-memory initialisation check (checks.rs).
 var<workgroup> wg_init: array<atomic<u32>, {n}>;
-var<workgroup> wg_uninit: atomic<u32>;
+var<workgroup> wg_nfull: atomic<u32>;
+var<workgroup> wg_uninit: array<atomic<u32>, 2>;
 var<workgroup> wg_full_at: u32;
 const SH_WORDS: u32 = {words}u;
 var<private> sh_pend: bool;
 var<private> sh_full: bool;
+var<private> sh_rp: u32;
 fn sh_fill() {{
-  var i = wg_full_at;
-  while (i < SH_WORDS) {{
-    let m = msk(min(SHARED_BYTES - 32u * i, 32u));
-    if ((atomicLoad(&wg_init[i]) & m) != m) {{ break; }}
-    i = i + 1u;
-  }}
-  wg_full_at = i;
+  wg_full_at = atomicLoad(&wg_nfull);
 }}
 fn sh_unwritten(o: u32, size: u32) -> bool {{
   if (sh_full || o >= SHARED_BYTES) {{ return false; }}
@@ -169,11 +171,17 @@ fn sh_rd(o: u32, size: u32, line: u32) {{
   if (!sh_pend && sh_unwritten(o, size)) {{
     sh_pend = true;
     let t = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z);
-    atomicMax(&wg_uninit, ((1023u - t) << 22u) | min(line, 0x3fffffu));
+    atomicMax(&wg_uninit[sh_rp], ((1023u - t) << 22u) | min(line, 0x3fffffu));
   }}
 }}
 fn sh_wr(o: u32, size: u32) {{
-  if (!sh_full && o < SHARED_BYTES) {{ atomicOr(&wg_init[o >> 5u], msk(size) << (o & 31u)); }}
+  if (!sh_full && o < SHARED_BYTES) {{
+    let w = o >> 5u;
+    let m = msk(size) << (o & 31u);
+    let full = msk(min(SHARED_BYTES - 32u * w, 32u));
+    let old = atomicOr(&wg_init[w], m);
+    if ((old & full) != full && ((old | m) & full) == full) {{ atomicAdd(&wg_nfull, 1u); }}
+  }}
 }}
 fn sh_at(o: u32, line: u32) -> bool {{
   if (sh_unwritten(o, 4u)) {{ raise({cls}u, line, vec2<u32>(o, 0u)); return false; }}
@@ -243,17 +251,45 @@ pub(super) fn judge(k: &CfgKernel, checked: bool) -> String {
 /// The initialisation check's part of [`judge`]: a read of unwritten shared
 /// memory pending when the interval ends (`wg_round` below `0x10000`: a
 /// release or the block's end) faults for the thread that made it; then
-/// the written words counted (`sh_fill`).
+/// the written words counted (`sh_fill`). Both slots are judged: at the
+/// block's end of the structured form the last interval's may be either
+/// (the other holds 0 or an earlier interval's read, already raised, so
+/// raised again without effect: the record keeps the first).
 pub(super) fn uninit_judge() -> String {
     format!(
         "
     // The initialisation check: a read of unwritten shared memory pending at
     // the interval's end.
     if (wg_round < 0x10000u) {{
-      let u = atomicLoad(&wg_uninit);
-      if (u != 0u) {{ raise_lidx({cls}u, u & 0x3fffffu, 1023u - (u >> 22u)); wg_round = 0u; }}
+      for (var s = 0u; s < 2u; s = s + 1u) {{
+        let u = atomicLoad(&wg_uninit[s]);
+        if (u != 0u) {{ raise_lidx({cls}u, u & 0x3fffffu, 1023u - (u >> 22u)); wg_round = 0u; }}
+      }}
     }}
     sh_fill();",
+        cls = fault::CLASS_UNINITIALIZED,
+    )
+}
+
+/// A structured-form barrier's release of the initialisation check, after
+/// its one `workgroupBarrier()`, in every thread whose `sh_full` is not yet
+/// set: the interval's pending read of unwritten shared memory (slot
+/// `sh_rp`, which no thread writes until every thread has passed the next
+/// barrier) faults for the thread that made it, raised by every such
+/// thread before anything of the next interval, so the block's first claim
+/// of the fault record is this fault, as the interpreter's would be; then
+/// the slot alternates and the thread notes whether all shared memory is
+/// written (the count only grows, so a count that stores of the next
+/// interval already raised is still true).
+pub(super) fn shadow_release() -> String {
+    format!(
+        "  if (!sh_full) {{
+    let u = atomicLoad(&wg_uninit[sh_rp]);
+    if (u != 0u) {{ raise_lidx({cls}u, u & 0x3fffffu, 1023u - (u >> 22u)); }}
+    sh_rp = sh_rp ^ 1u;
+    sh_full = atomicLoad(&wg_nfull) >= SH_WORDS;
+  }}
+",
         cls = fault::CLASS_UNINITIALIZED,
     )
 }

@@ -95,6 +95,8 @@ pub fn emit_cfg_wgsl_with(
         ranges: o.checked.then(|| Ranges::of(k, o.block, o.dyn_shared)),
         defer_reads: false,
         waiting_reads: Vec::new(),
+        sh_known: None,
+        shadow_notes: 0,
         site_caches: 0,
         pad: None,
     };

@@ -191,35 +191,25 @@ impl KernelWriter<'_> {
             s.push_str("workgroupBarrier();");
             return s;
         }
-        // The release: thread 0's judgement of pending reads of unwritten
-        // shared memory, the race check's marks cleared, a second barrier
-        // that publishes them, each thread's note of whether shared memory
-        // is all written.
+        if self.shadow && !self.race {
+            // The initialisation check's release needs no second barrier
+            // (checks::shadow_release).
+            let _ = write!(s, "workgroupBarrier();\n{}", checks::shadow_release());
+            return s;
+        }
+        // With the race check, the release: thread 0's judgement of pending
+        // reads of unwritten shared memory, the race check's marks cleared,
+        // a second barrier that publishes them, each thread's note of
+        // whether shared memory is all written.
         let mut release = String::new();
         if self.shadow {
             let judge = checks::uninit_judge();
             let _ = writeln!(release, "  if (lidx == 0u) {{ wg_round = 1u;{judge}\n  }}");
         }
-        if self.race {
-            let shared = self.k.shared_static + self.o.dyn_shared;
-            release.push_str(&checks::race_reset(shared, self.o.block.iter().product()));
-        } else {
-            release.push_str("  workgroupBarrier();\n");
-        }
+        let shared = self.k.shared_static + self.o.dyn_shared;
+        release.push_str(&checks::race_reset(shared, self.o.block.iter().product()));
         release.push_str(self.shadow_refresh());
-        if self.shadow && !self.race {
-            // The barrier as a uniform load of how far shared memory is all
-            // written: once it all is (as every thread's `sh_full` already
-            // says, the count having moved only at the last release), no
-            // read of the interval could be of an unwritten byte, and the
-            // release is skipped.
-            let _ = write!(
-                s,
-                "if (workgroupUniformLoad(&wg_full_at) < SH_WORDS) {{\n{release}  }}\n"
-            );
-        } else {
-            let _ = write!(s, "workgroupBarrier();\n{release}");
-        }
+        let _ = write!(s, "workgroupBarrier();\n{release}");
         s
     }
 
@@ -266,6 +256,110 @@ impl KernelWriter<'_> {
         Ok(fits.then_some(arm))
     }
 
+    /// Whether code written here may be written twice on `sh_full`
+    /// ([`Self::unswitched`]): a kernel with the initialisation check (not
+    /// the race check, whose marks each access makes) and barriers (at
+    /// whose releases `sh_full` is set), where `sh_full` is not known.
+    fn may_unswitch(&self) -> bool {
+        self.shadow && !self.race && self.sh_known.is_none() && self.k.has_barriers()
+    }
+
+    /// Code that `write` writes (`None`: over a limit), or where it notes or
+    /// marks shared memory for the initialisation check (at least
+    /// `min_notes` times) and [`Self::may_unswitch`], the same code twice:
+    /// `if (sh_full) { … } else { … }`, the first copy without the notes and
+    /// marks, which do nothing once all of shared memory is written, and
+    /// `sh_full` does not change inside (the code has no barrier). GPU
+    /// compilers do not take that branch out themselves, and a note keeps
+    /// its access's address alive to where the notes are written. Both
+    /// copies give a global access site the same region cache (only one
+    /// runs at a time), and code inside either is not copied again
+    /// (`sh_known`: in the general copy `sh_full` stays false).
+    fn unswitched(
+        &mut self,
+        min_notes: u32,
+        write: &mut dyn FnMut(&mut Self) -> Result<Option<String>, IrError>,
+    ) -> Result<Option<String>, IrError> {
+        if !self.may_unswitch() {
+            return write(self);
+        }
+        let (notes, caches) = (self.shadow_notes, self.site_caches);
+        self.sh_known = Some(false);
+        let general = write(self);
+        self.sh_known = None;
+        let Some(general) = general? else {
+            return Ok(None);
+        };
+        if self.shadow_notes - notes < min_notes {
+            return Ok(Some(general));
+        }
+        let caches_after = self.site_caches;
+        self.site_caches = caches;
+        self.sh_known = Some(true);
+        let full = write(self);
+        self.sh_known = None;
+        self.site_caches = self.site_caches.max(caches_after);
+        let Some(full) = full? else {
+            return Ok(None);
+        };
+        Ok(Some(format!(
+            "  if (sh_full) {{\n{full}  }} else {{\n{general}  }}\n"
+        )))
+    }
+
+    /// The loop with header `h`; `Ok(false)`: over the budget or nesting
+    /// limit. A loop without barriers is written twice where
+    /// [`Self::unswitched`] says (the copy not counted against the budget:
+    /// each loop is copied once).
+    fn loop_code(&mut self, w: &mut Writing, h: BlockId) -> Result<bool, IrError> {
+        let copy = !w.barrier_loop[h as usize] && self.may_unswitch();
+        if !copy {
+            return self.plain_loop(w, h);
+        }
+        let written = w.written;
+        let mut budget_after = written;
+        let depth = w.depth;
+        let before = std::mem::take(&mut self.out);
+        let code = self.unswitched(1, &mut |me: &mut Self| {
+            // The general copy first, then (where taken) the copy on
+            // `sh_full`, each written one level deeper, inside the `if`.
+            let copy_full = me.sh_known == Some(true);
+            if copy_full {
+                budget_after = w.written;
+                w.written = written;
+            }
+            w.depth = depth + 1;
+            let fits = me.plain_loop(w, h)?;
+            if copy_full {
+                w.written = budget_after;
+            }
+            w.depth = depth;
+            Ok(fits.then(|| std::mem::take(&mut me.out)))
+        });
+        self.out = before;
+        let Some(code) = code? else {
+            return Ok(false);
+        };
+        self.out.push_str(&code);
+        Ok(true)
+    }
+
+    /// `loop { … }` with header `h` ([`Self::loop_code`]).
+    fn plain_loop(&mut self, w: &mut Writing, h: BlockId) -> Result<bool, IrError> {
+        self.ctl(w, "loop {");
+        w.depth += 1;
+        w.deepest = w.deepest.max(w.depth);
+        if w.deepest > MAX_NESTING {
+            return Ok(false);
+        }
+        if !self.seq(w, h, None, Some(h), true)? {
+            return Ok(false);
+        }
+        w.depth -= 1;
+        self.ctl(w, "}");
+        Ok(true)
+    }
+
     /// Writes the code from block `b` up to `follow` (exclusive; `None`: the
     /// end), inside the loop with header `lp`: reaching the header is
     /// `continue;`, reaching its exit `break;`. `at_header`: `b` is `lp`'s
@@ -295,17 +389,9 @@ impl KernelWriter<'_> {
                 }
                 if let Some(l) = &w.shape.loops[b as usize] {
                     let exit = l.exit;
-                    self.ctl(w, "loop {");
-                    w.depth += 1;
-                    w.deepest = w.deepest.max(w.depth);
-                    if w.deepest > MAX_NESTING {
+                    if !self.loop_code(w, b)? {
                         return Ok(false);
                     }
-                    if !self.seq(w, b, None, Some(b), true)? {
-                        return Ok(false);
-                    }
-                    w.depth -= 1;
-                    self.ctl(w, "}");
                     match exit {
                         Some(e) => {
                             b = e;
@@ -324,9 +410,14 @@ impl KernelWriter<'_> {
             let k = self.k;
             let blk = &k.blocks[i];
             let mut code = self.structured_watchdog(w, i);
-            for c in self.stmts_code(&blk.stmts)? {
-                code += &c;
-            }
+            // A block of one note gains nothing from two copies: its note
+            // is already one branch.
+            let stmts = self
+                .unswitched(2, &mut |me: &mut Self| {
+                    Ok(Some(me.stmts_code(&blk.stmts)?.concat()))
+                })?
+                .unwrap_or_default();
+            code += &stmts;
             // A check's fault ends the thread, or where it must go on meeting
             // barriers, is only recorded (`raise`).
             let code = code.replace(EXIT, if self.soft { "" } else { "return;" });

@@ -79,6 +79,15 @@ pub(super) struct KernelWriter<'a> {
     pub(super) defer_reads: bool,
     /// The notes waiting, each a line of WGSL.
     pub(super) waiting_reads: Vec<String>,
+    /// What the code being written knows of `sh_full` (whether all of
+    /// shared memory is written; it changes only at a barrier): `Some(true)`
+    /// in the copy of a block or loop that runs once it is, whose
+    /// initialisation-check notes and marks would do nothing and are left
+    /// out, `Some(false)` in the other copy (structured.rs, `unswitched`).
+    pub(super) sh_known: Option<bool>,
+    /// How many accesses have had an initialisation-check note or mark
+    /// written (structured.rs asks whether a loop's body has any).
+    pub(super) shadow_notes: u32,
     /// How many global or generic access sites have a region cache of
     /// their own (access.rs, [`super::access::SITE_CACHES`] at most).
     pub(super) site_caches: u32,
