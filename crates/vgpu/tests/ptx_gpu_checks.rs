@@ -114,7 +114,11 @@ fn same_fault(
         launch_with(m, BackendChoice::Gpu, entry, cfg, 1024, &opts, false),
         entry,
     );
-    assert_eq!(key(&gpu), key(&cpu), "{entry}: the GPU's fault without the race check");
+    assert_eq!(
+        key(&gpu),
+        key(&cpu),
+        "{entry}: the GPU's fault without the race check"
+    );
     launch(m, BackendChoice::Gpu, true, entry, cfg, 1024)
         .unwrap_or_else(|e| panic!("{entry} unchecked on the GPU: {e}"));
 }
@@ -276,7 +280,10 @@ fn a_loop_after_shared_memory_is_all_written_skips_its_notes() {
         race: false,
     };
     let w = emit_cfg_wgsl_with(&ck, &o, no_race).expect("WGSL");
-    assert!(w.contains("if (sh_full) {"), "the loop is written twice:\n{w}");
+    assert!(
+        w.contains("if (sh_full) {"),
+        "the loop is written twice:\n{w}"
+    );
     let cpu = launch(&m, BackendChoice::Cpu, false, "sh_loop_ok", &c, 64).expect("on the CPU");
     let opts = ExecOptions::default();
     for race in [true, false] {
