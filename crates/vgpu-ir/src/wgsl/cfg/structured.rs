@@ -269,9 +269,8 @@ impl KernelWriter<'_> {
     /// `min_notes` times) and [`Self::may_unswitch`], the same code twice:
     /// `if (sh_full) { … } else { … }`, the first copy without the notes and
     /// marks, which do nothing once all of shared memory is written, and
-    /// `sh_full` does not change inside (the code has no barrier). GPU
-    /// compilers do not take that branch out themselves, and a note keeps
-    /// its access's address alive to where the notes are written. Both
+    /// `sh_full` does not change inside (the code has no barrier); GPU
+    /// compilers do not take that branch out of a loop themselves. Both
     /// copies give a global access site the same region cache (only one
     /// runs at a time), and code inside either is not copied again
     /// (`sh_known`: in the general copy `sh_full` stays false).
