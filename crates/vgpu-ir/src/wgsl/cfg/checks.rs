@@ -135,12 +135,14 @@ pub(super) fn shadow_check(k: &CfgKernel, checked: bool) -> bool {
 /// The bits only ever get set, so once every one is, no read can find an
 /// unwritten byte. The store that completes a word (its `atomicOr` is the
 /// one that finds some of the word's bits clear and leaves none) counts it
-/// in `wg_nfull`, so the count is of full words without a scan: `sh_fill`
-/// (thread 0, at each round's judgement) copies it to `wg_full_at`, and
-/// after the round each thread notes in `sh_full` ([`shadow_refresh`])
-/// whether all are, which spares the bits' reads and writes from then on.
+/// in `wg_nfull`, so the count is of full words without a scan, and after
+/// a release each thread notes in `sh_full` ([`shadow_refresh`]) whether
+/// all are, which spares the bits' reads and writes from then on. The
+/// count only grows, so a thread that reads it after stores of the next
+/// interval raised it still reads the truth.
 ///
-/// A pending read goes to `wg_uninit[sh_rp]`. The rounds and the state
+/// A pending read goes to `wg_uninit[sh_rp]`, packed by `sh_rd` and
+/// unpacked by `sh_report`. The rounds and the state
 /// machine leave `sh_rp` at 0; the structured form's barriers
 /// ([`shadow_release`]) alternate it, so that the interval after a barrier
 /// writes the other slot while the threads still judge this one.
@@ -154,14 +156,10 @@ pub(super) fn shadow_decls(shared: u32, block: [u32; 3]) -> String {
 var<workgroup> wg_init: array<atomic<u32>, {n}>;
 var<workgroup> wg_nfull: atomic<u32>;
 var<workgroup> wg_uninit: array<atomic<u32>, 2>;
-var<workgroup> wg_full_at: u32;
 const SH_WORDS: u32 = {words}u;
 var<private> sh_pend: bool;
 var<private> sh_full: bool;
 var<private> sh_rp: u32;
-fn sh_fill() {{
-  wg_full_at = atomicLoad(&wg_nfull);
-}}
 fn sh_unwritten(o: u32, size: u32) -> bool {{
   if (sh_full || o >= SHARED_BYTES) {{ return false; }}
   let m = msk(size) << (o & 31u);
@@ -173,6 +171,9 @@ fn sh_rd(o: u32, size: u32, line: u32) {{
     let t = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z);
     atomicMax(&wg_uninit[sh_rp], ((1023u - t) << 22u) | min(line, 0x3fffffu));
   }}
+}}
+fn sh_report(u: u32) {{
+  raise_lidx({cls}u, u & 0x3fffffu, 1023u - (u >> 22u));
 }}
 fn sh_wr(o: u32, size: u32) {{
   if (!sh_full && o < SHARED_BYTES) {{
@@ -250,25 +251,22 @@ pub(super) fn judge(k: &CfgKernel, checked: bool) -> String {
 
 /// The initialisation check's part of [`judge`]: a read of unwritten shared
 /// memory pending when the interval ends (`wg_round` below `0x10000`: a
-/// release or the block's end) faults for the thread that made it; then
-/// the written words counted (`sh_fill`). Both slots are judged: at the
+/// release or the block's end) faults for the thread that made it. Both
+/// slots are judged: at the
 /// block's end of the structured form the last interval's may be either
 /// (the other holds 0 or an earlier interval's read, already raised, so
 /// raised again without effect: the record keeps the first).
 pub(super) fn uninit_judge() -> String {
-    format!(
-        "
+    "
     // The initialisation check: a read of unwritten shared memory pending at
     // the interval's end.
-    if (wg_round < 0x10000u) {{
-      for (var s = 0u; s < 2u; s = s + 1u) {{
+    if (wg_round < 0x10000u) {
+      for (var s = 0u; s < 2u; s = s + 1u) {
         let u = atomicLoad(&wg_uninit[s]);
-        if (u != 0u) {{ raise_lidx({cls}u, u & 0x3fffffu, 1023u - (u >> 22u)); wg_round = 0u; }}
-      }}
-    }}
-    sh_fill();",
-        cls = fault::CLASS_UNINITIALIZED,
-    )
+        if (u != 0u) { sh_report(u); wg_round = 0u; }
+      }
+    }"
+    .to_string()
 }
 
 /// A structured-form barrier's release of the initialisation check, after
@@ -285,20 +283,20 @@ pub(super) fn shadow_release() -> String {
     format!(
         "  if (!sh_full) {{
     let u = atomicLoad(&wg_uninit[sh_rp]);
-    if (u != 0u) {{ raise_lidx({cls}u, u & 0x3fffffu, 1023u - (u >> 22u)); }}
+    if (u != 0u) {{ sh_report(u); }}
     sh_rp = sh_rp ^ 1u;
-    sh_full = atomicLoad(&wg_nfull) >= SH_WORDS;
-  }}
+  {}  }}
 ",
-        cls = fault::CLASS_UNINITIALIZED,
+        shadow_refresh()
     )
 }
 
 /// What each thread runs after a round's judgement (past the barrier or
-/// uniform load that follows it) where the kernel has the initialisation
-/// check: whether all its shared memory is written now (`shadow_decls`).
+/// uniform load that follows it) or a structured-form release
+/// ([`shadow_release`]) where the kernel has the initialisation check:
+/// whether all its shared memory is written now (`shadow_decls`).
 pub(super) fn shadow_refresh() -> &'static str {
-    "  sh_full = wg_full_at >= SH_WORDS;\n"
+    "  sh_full = atomicLoad(&wg_nfull) >= SH_WORDS;\n"
 }
 
 /// `raise` for the thread of linear index `t` (declared by the checks that
