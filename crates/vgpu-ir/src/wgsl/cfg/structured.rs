@@ -315,22 +315,28 @@ impl KernelWriter<'_> {
         if !copy {
             return self.plain_loop(w, h);
         }
-        let written = w.written;
-        let mut budget_after = written;
-        let depth = w.depth;
+        let (written, depth, deepest) = (w.written, w.depth, w.deepest);
+        let (mut budget_after, mut general_deepest) = (written, depth);
         let before = std::mem::take(&mut self.out);
         let code = self.unswitched(1, &mut |me: &mut Self| {
-            // The general copy first, then (where taken) the copy on
-            // `sh_full`, each written one level deeper, inside the `if`.
-            let copy_full = me.sh_known == Some(true);
-            if copy_full {
+            // The general copy first, where a loop is always written (so a
+            // loop left as one copy is written as without the copying);
+            // then, where taken, the copy on `sh_full`, the `if` around
+            // both one level deeper.
+            if me.sh_known == Some(true) {
                 budget_after = w.written;
                 w.written = written;
+                w.deepest = w.deepest.max(general_deepest + 1);
+                w.depth = depth + 1;
+            } else {
+                w.deepest = depth;
             }
-            w.depth = depth + 1;
             let fits = me.plain_loop(w, h)?;
-            if copy_full {
+            if me.sh_known == Some(true) {
                 w.written = budget_after;
+            } else {
+                general_deepest = w.deepest;
+                w.deepest = deepest.max(general_deepest);
             }
             w.depth = depth;
             Ok(fits.then(|| std::mem::take(&mut me.out)))
