@@ -36,7 +36,7 @@ for e in matmul_tiled reduce_sum_atomic; do
   one cur "" checked $e "${args[@]}"
   python3 benchmarks/device/check_variants.py "$W/dump-$e-checked/$e.wgsl" "$W/cv" $e
   cp "$W/dump-$e-checked/$e.wgsl" "$OUT/$e-checked.wgsl"
-  for v in ${CV_VARIANTS:-noshrd nouni uni1 noinit nosteps nogaddr none bare1 bare2 bare3 rel1}; do
+  for v in ${CV_VARIANTS:-noshrd nouni noinit nosteps nogaddr none bare1 bare2 bare3 fbar fst}; do
     one $v "$W/cv/$v" checked $e "${args[@]}"
   done
   one cur "" unchecked $e "${args[@]}"
