@@ -547,6 +547,25 @@ fn a_fault_between_barriers_is_reported_and_the_block_goes_on() {
     );
 }
 
+/// Two faults of one block in different barrier intervals of a checked
+/// kernel in structured form, where the faulting threads go on: a read of
+/// unwritten shared memory (judged at the next barrier's release) and an
+/// out-of-bounds store, in both orders. The GPU's record is the earlier
+/// fault, the interpreter's (the record is taken at the block's end from
+/// the faults' times, not by which thread claims it first).
+#[test]
+fn the_earlier_of_two_faults_between_barriers_is_reported() {
+    let Some(m) = module() else { return };
+    let c = cfg([2, 1, 1], [64, 1, 1]);
+    for (entry, class, line, thread) in [
+        ("soft_order_read", FaultClass::Uninitialized, 674, 20),
+        ("soft_order_store", FaultClass::OutOfBounds, 700, 37),
+    ] {
+        assert!(structured_when_checked(&m, entry, [64, 1, 1]));
+        same_fault(&m, entry, &c, class, line, [0, 0, 0], [thread, 0, 0]);
+    }
+}
+
 /// The watchdog in the structured form of kernels with barriers: one thread
 /// spinning before a barrier (it leaves its loop for the barrier), every
 /// thread looping through a barrier, and a loop whose barrier no iteration

@@ -254,8 +254,9 @@ pub(super) fn judge(k: &CfgKernel, checked: bool) -> String {
 /// release or the block's end) faults for the thread that made it. Both
 /// slots are judged: at the
 /// block's end of the structured form the last interval's may be either
-/// (the other holds 0 or an earlier interval's read, already raised, so
-/// raised again without effect: the record keeps the first).
+/// (the other holds 0 or an earlier interval's read, already raised with
+/// an earlier time, so raised again without effect: the block records its
+/// earliest fault, [`soft_publish`]).
 pub(super) fn uninit_judge() -> String {
     "
     // The initialisation check: a read of unwritten shared memory pending at
@@ -274,8 +275,9 @@ pub(super) fn uninit_judge() -> String {
 /// set: the interval's pending read of unwritten shared memory (slot
 /// `sh_rp`, which no thread writes until every thread has passed the next
 /// barrier) faults for the thread that made it, raised by every such
-/// thread before anything of the next interval, so the block's first claim
-/// of the fault record is this fault, as the interpreter's would be; then
+/// thread as a fault of the interval before the barrier
+/// ([`raise_lidx_decl`]), so that it is the block's record unless a fault
+/// came before it, as in the interpreter; then
 /// the slot alternates and the thread notes whether all shared memory is
 /// written (the count only grows, so a count that stores of the next
 /// interval already raised is still true).
@@ -299,14 +301,107 @@ pub(super) fn shadow_refresh() -> &'static str {
     "  sh_full = atomicLoad(&wg_nfull) >= SH_WORDS;\n"
 }
 
-/// `raise` for the thread of linear index `t` (declared by the checks that
-/// fault for another thread than the one judging).
-pub(super) fn raise_lidx_decl(block: [u32; 3]) -> String {
+/// `raise`, which keeps a fault of this thread (class, line, address) in
+/// its private record (`g_fcls`, `g_fline`, `g_fa`; a thread keeps its
+/// first), and `lid3`, a thread's linear index in the block as its
+/// `%tid`.
+///
+/// Where a fault ends the thread (the state machine, the rounds, the
+/// structured form without barriers) the thread's epilogue records it
+/// (`raise_t`). Where it does not (`soft`: the structured form of a checked
+/// kernel with barriers, whose threads go on meeting them), the record also
+/// keeps the faulting thread (`g_ft`, linear) and when: `g_fkey`, twice the
+/// barriers the thread has passed (`g_nbar`, counted alike in every thread
+/// since the barriers are met alike), or one less for a read of unwritten
+/// shared memory judged at a barrier's release (it was made before that
+/// barrier, after the faults of the interval before it); the block records
+/// its earliest fault at its end ([`soft_publish`]). So a barrier costs a
+/// count, not a test and a recording site.
+pub(super) fn raise_decl(soft: bool, block: [u32; 3]) -> String {
     let [bx, by, _] = block;
-    format!(
-        "fn raise_lidx(cls: u32, line: u32, t: u32) {{
-  raise_t(cls, line, vec2<u32>(0u, 0u), vec3<u32>(t % {bx}u, (t / {bx}u) % {by}u, t / ({bx}u * {by}u)));
+    let lid3 = format!(
+        "fn lid3(t: u32) -> vec3<u32> {{
+  return vec3<u32>(t % {bx}u, (t / {bx}u) % {by}u, t / ({bx}u * {by}u));
 }}
+"
+    );
+    if !soft {
+        return format!(
+            "// A fault of this thread, kept until the thread stops (at once) and
+// recorded by raise_t in its epilogue: a recording site per kernel rather
+// than one per checked access.
+fn raise(cls: u32, line: u32, a: vec2<u32>) {{
+  if (g_fcls == 0u) {{ g_fcls = cls; g_fline = line; g_fa = a; }}
+}}
+{lid3}"
+        );
+    }
+    format!(
+        "// A fault of this thread, kept with when it was raised (twice the
+// barriers passed) until the block's end, which records the block's
+// earliest (checks.rs, soft_publish).
+var<private> g_ft: u32;
+var<private> g_fkey: u32;
+var<private> g_nbar: u32;
+var<workgroup> wg_fmin: atomic<u32>;
+fn raise(cls: u32, line: u32, a: vec2<u32>) {{
+  if (g_fcls == 0u) {{
+    g_fcls = cls; g_fline = line; g_fa = a;
+    g_ft = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z); g_fkey = 2u * g_nbar;
+  }}
+}}
+{lid3}"
+    )
+}
+
+/// `raise` for the thread of linear index `t` (declared by the checks that
+/// fault for another thread than the one judging): recorded at once
+/// (`raise_t`) where a judgement is thread 0's at a round's end, or, in the
+/// structured form where faults do not end the thread (`soft`), kept in the
+/// judging thread's record as a fault of the interval before the barrier
+/// just passed ([`raise_decl`]).
+pub(super) fn raise_lidx_decl(soft: bool) -> String {
+    if soft {
+        "fn raise_lidx(cls: u32, line: u32, t: u32) {
+  if (g_fcls == 0u) {
+    g_fcls = cls; g_fline = line; g_fa = vec2<u32>(0u, 0u); g_ft = t; g_fkey = 2u * g_nbar - 1u;
+  }
+}
+"
+        .to_string()
+    } else {
+        "fn raise_lidx(cls: u32, line: u32, t: u32) {
+  raise_t(cls, line, vec2<u32>(0u, 0u), lid3(t));
+}
+"
+        .to_string()
+    }
+}
+
+/// The end of a block whose faults do not end the thread ([`raise_decl`]'s
+/// `soft`), after every thread's run (`judge`: thread 0's judgement of the
+/// last interval's pending reads of unwritten shared memory, made after the
+/// end's count as after a barrier): the threads that faulted take the
+/// least time of their faults (`wg_fmin` holds its complement: 0 is none),
+/// and after a barrier those whose fault is that early record it. So the
+/// block's record is a fault of its earliest faulting interval, as the
+/// interpreter's first fault is.
+pub(super) fn soft_publish(judge: &str) -> String {
+    let judge = if judge.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "  if (lidx == 0u) {{ wg_round = 0u;{judge}
+  }}
+"
+        )
+    };
+    format!(
+        "  g_nbar = g_nbar + 1u;
+  workgroupBarrier();
+{judge}  if (g_fcls != 0u) {{ atomicMax(&wg_fmin, ~g_fkey); }}
+  workgroupBarrier();
+  if (g_fcls != 0u && atomicLoad(&wg_fmin) == ~g_fkey) {{ raise_t(g_fcls, g_fline, g_fa, lid3(g_ft)); }}
 "
     )
 }

@@ -200,6 +200,7 @@ impl KernelWriter<'_> {
         } else {
             ""
         };
+        let raise_fn = checks::raise_decl(self.soft, o.block);
         let _ = write!(
             out,
             "
@@ -230,15 +231,7 @@ const RSMEM_END: u32 = {rend}u;
 const LOCAL_BYTES: u32 = {local}u;
 const PARAM_BYTES: u32 = {param}u;
 
-// A fault of this thread, kept until its state machine stops (the thread
-// stops at once), or in the structured form of a checked kernel with
-// barriers (whose threads go on) until its next barrier or its end, and
-// recorded there by raise_t: a few recording sites per kernel rather than
-// one per checked access.
-fn raise(cls: u32, line: u32, a: vec2<u32>) {{
-  if (g_fcls == 0u) {{ g_fcls = cls; g_fline = line; g_fa = a; }}
-}}
-// The record keeps the lowest block (linear, x fastest) that faulted; the
+{raise_fn}// The record keeps the lowest block (linear, x fastest) that faulted; the
 // details are the first fault's, or with the launch word meta::FAULT_ONLY
 // (not 0xffffffff) the first fault's of that block.
 fn raise_t(cls: u32, line: u32, a: vec2<u32>, t: vec3<u32>) {{
@@ -395,7 +388,7 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
             out.push_str(&checks::shadow_decls(shared, o.block));
         }
         if bar_check || shadow_check {
-            out.push_str(&checks::raise_lidx_decl(o.block));
+            out.push_str(&checks::raise_lidx_decl(self.soft));
         }
         if self.ginit {
             out.push_str(&checks::ginit_decls(super::initcheck_binding(k, o)));
@@ -622,10 +615,23 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 
     /// What follows a thread's run in `main`: its fault recorded, then the
     /// rounds' end (`rounds`: the kernel runs in rounds) or, without rounds,
-    /// the shared-memory initialisation check's judgement at the block's end.
+    /// the shared-memory initialisation check's judgement at the block's end;
+    /// where faults do not end the thread, that judgement and then the
+    /// block's earliest fault recorded ([`checks::soft_publish`]).
     fn epilogue(&mut self, rounds: bool) {
         let k = self.k;
         let bar_check = checks::barrier_check(k, self.o.checked);
+        if self.soft {
+            // The block's earliest fault recorded, after the last
+            // interval's judgement (checks::soft_publish).
+            let judge = if self.shadow {
+                checks::uninit_judge()
+            } else {
+                String::new()
+            };
+            self.out.push_str(&checks::soft_publish(&judge));
+            return;
+        }
         if self.o.checked {
             // The thread's fault, recorded before its round is judged.
             self.out.push_str(
@@ -664,12 +670,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let _ = write!(
                 self.out,
                 "  workgroupBarrier();\n  if (lidx == 0u) {{ wg_round = 0u;{} }}\n",
-                if self.soft {
-                    // Its barriers are met alike (structured.rs).
-                    checks::uninit_judge() + "\n"
-                } else {
-                    checks::judge(k, self.o.checked)
-                }
+                checks::judge(k, self.o.checked)
             );
         }
     }

@@ -172,17 +172,17 @@ impl KernelWriter<'_> {
 
     /// A barrier's statements: `workgroupBarrier()` (after a
     /// `storageBarrier()` where threads `exchange` values through global
-    /// memory); where faults do not end the thread, before it the thread's
-    /// fault so far recorded (again at each barrier: the record keeps the
-    /// first claim), and the checks a barrier's release makes (a pending
-    /// read of unwritten shared memory, the race check's marks cleared)
-    /// between it and a second one.
+    /// memory); where faults do not end the thread, before it the count of
+    /// barriers passed (the time of a fault, `checks::raise_decl`: faults
+    /// are recorded at the block's end), and the checks a barrier's release
+    /// makes (a pending read of unwritten shared memory, the race check's
+    /// marks cleared) between it and a second one.
     fn barrier_code(&self, exchange: bool) -> String {
         let mut s = String::new();
         if self.soft {
-            // A fault so far recorded before the barrier, so before the
-            // release's verdicts.
-            s.push_str("if (g_fcls != 0u) { raise_t(g_fcls, g_fline, g_fa, g_lid); }\n  ");
+            // The barriers passed: the time of the faults that follow
+            // (checks::raise_decl).
+            s.push_str("g_nbar = g_nbar + 1u;\n  ");
         }
         if exchange {
             s.push_str("storageBarrier(); ");

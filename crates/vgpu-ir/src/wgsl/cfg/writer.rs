@@ -59,9 +59,10 @@ pub(super) struct KernelWriter<'a> {
     pub(super) race: bool,
     /// Faults do not end the thread: the structured form of a checked kernel
     /// with barriers (structured.rs), whose threads must all go on meeting
-    /// its barriers. A fault is recorded before the thread's next barrier;
-    /// the faulting access is skipped, and the thread's stores and atomics
-    /// after it too.
+    /// its barriers. A fault is kept with the count of barriers passed and
+    /// the block's earliest recorded at its end (`checks::raise_decl`); the
+    /// faulting access is skipped, and the thread's stores and atomics after
+    /// it too.
     pub(super) soft: bool,
     /// Writing a speculative region's fast copy (speculate.rs): an f32 fma
     /// is the device's own (`dev_fma`), its operands and result tested by
