@@ -267,8 +267,10 @@ fn the_count_of_written_shared_words_misses_no_unwritten_byte() {
 /// GPU writes it twice (vgpu-ir's structured.rs, `loop_code`), and runs the
 /// copy without the initialisation check's notes once all of shared memory
 /// is written (sh_loop_ok: the interpreter's sums, with the race check and
-/// without) and the one with them before (sh_loop_gap: word 40 is never
-/// written, thread 0's loop is the lowest to read it, at the load's line).
+/// without; its stores are under a test of `p_x` that always holds, so that
+/// written.rs cannot prove them made) and the one with them before
+/// (sh_loop_gap: word 40 is never written, thread 0's loop is the lowest to
+/// read it, at the load's line).
 #[test]
 fn a_loop_after_shared_memory_is_all_written_skips_its_notes() {
     let Some(m) = module() else { return };
@@ -302,6 +304,43 @@ fn a_loop_after_shared_memory_is_all_written_skips_its_notes() {
         643,
         [0, 0, 0],
         [0, 0, 0],
+    );
+}
+
+/// Shared memory proven all written by the first barrier (vgpu-ir's
+/// written.rs: every thread stores at `4 · (tid & 63)` before it): no
+/// initialisation notes after it, and the interpreter's values on the GPU.
+/// Where the stores leave the odd words unwritten (word `2 · tid` of 128), the proof
+/// fails, the notes stay, and thread 1's read is the fault on both backends.
+#[test]
+fn shared_memory_proven_written_before_the_first_barrier_needs_no_notes() {
+    let Some(m) = module() else { return };
+    let c = cfg([2, 1, 1], [64, 1, 1]);
+    let notes = |entry: &str| {
+        let (_, ck) = vgpu::ptx::lower::lower_entry(&m, entry).expect("the kernel lowers");
+        let o = CfgWgslOptions::plain([64, 1, 1], true);
+        let no_race = CfgChecks {
+            initcheck: false,
+            race: false,
+        };
+        let w = emit_cfg_wgsl_with(&ck, &o, no_race).expect("WGSL");
+        w.matches("sh_rd(t").count()
+    };
+    assert_eq!(notes("sh_cover_ok"), 0);
+    assert_eq!(notes("sh_cover_gap"), 1);
+    let cpu = launch(&m, BackendChoice::Cpu, false, "sh_cover_ok", &c, 64).expect("on the CPU");
+    let gpu = launch(&m, BackendChoice::Gpu, false, "sh_cover_ok", &c, 64).expect("on the GPU");
+    assert_eq!(gpu, cpu);
+    let want: Vec<u8> = (0..64u32).flat_map(|t| (t + 5).to_le_bytes()).collect();
+    assert_eq!(cpu, want);
+    same_fault(
+        &m,
+        "sh_cover_gap",
+        &c,
+        FaultClass::Uninitialized,
+        755,
+        [0, 0, 0],
+        [1, 0, 0],
     );
 }
 

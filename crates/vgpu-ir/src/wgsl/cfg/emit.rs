@@ -96,6 +96,7 @@ pub fn emit_cfg_wgsl_with(
         defer_reads: false,
         waiting_reads: Vec::new(),
         sh_known: None,
+        written_after: Vec::new(),
         shadow_notes: 0,
         site_caches: 0,
         pad: None,
@@ -106,6 +107,15 @@ pub fn emit_cfg_wgsl_with(
     let body = match super::structured::shape(k, o) {
         Some(shape) => {
             e.soft = o.checked && k.has_barriers();
+            if e.soft && e.shadow {
+                if let Some(r) = &e.ranges {
+                    e.written_after = super::written::written_after_first_barrier(
+                        k,
+                        r,
+                        k.shared_static + o.dyn_shared,
+                    );
+                }
+            }
             let body = e.structured(&shape)?;
             e.soft &= body.is_some();
             body

@@ -61,6 +61,7 @@ mod structured;
 mod subnormal_probe;
 mod warp;
 mod writer;
+mod written;
 
 use crate::cfg::CfgKernel;
 use crate::error::IrError;

@@ -1,6 +1,9 @@
 //! Value ranges of a kernel's registers, so that a checked kernel's shared,
 //! local and parameter accesses whose addresses can never be out of bounds
-//! or misaligned skip `saddr`'s test (access.rs).
+//! or misaligned skip `saddr`'s test (access.rs); and, over the same
+//! reaching definitions, the exact address of a shared store in every
+//! thread where it follows from the thread's index and constants alone
+//! ([`Ranges::shared_store_addrs`], for written.rs).
 //!
 //! Each definition of a register (a statement writing it, its initial
 //! value, a warp operation's result) has one abstract value: an interval of
@@ -280,7 +283,14 @@ pub(super) struct Ranges {
     /// The base's values at each such access whose base is a register, by
     /// the statement's address in the kernel.
     bases: HashMap<usize, Range>,
+    /// For each unguarded shared store whose address follows from the
+    /// thread's index and constants alone, by the statement's address: its
+    /// address in every thread of the block, in linear order.
+    store_addrs: HashMap<usize, Vec<u64>>,
 }
+
+/// How deep [`Analysis::exact`] follows definitions.
+const EXACT_DEPTH: u8 = 24;
 
 /// Each statement's (block, index) register reads: the register and the
 /// definitions of it that reach the read.
@@ -307,10 +317,14 @@ impl Ranges {
     /// `dyn_shared` dynamic shared bytes.
     pub(super) fn of(k: &CfgKernel, block: [u32; 3], dyn_shared: u32) -> Ranges {
         let mut bases = HashMap::new();
+        let mut store_addrs = HashMap::new();
         if let Some(mut a) = Analysis::new(k, block, dyn_shared) {
             a.solve();
             for (bi, b) in k.blocks.iter().enumerate() {
                 for (si, s) in b.stmts.iter().enumerate() {
+                    if let Some(addrs) = a.shared_store_addrs((bi, si)) {
+                        store_addrs.insert(s as *const Stmt as usize, addrs);
+                    }
                     let Some((space, Val::Reg(r), _)) = mem_access(&s.inst) else {
                         continue;
                     };
@@ -322,7 +336,17 @@ impl Ranges {
                 }
             }
         }
-        Ranges { bases }
+        Ranges { bases, store_addrs }
+    }
+
+    /// The address of shared store `s` (one of the kernel's own
+    /// statements) in every thread of the block, in linear order, where it
+    /// is unguarded and its address follows from the thread's index and
+    /// constants alone.
+    pub(super) fn shared_store_addrs(&self, s: &Stmt) -> Option<&[u64]> {
+        self.store_addrs
+            .get(&(s as *const Stmt as usize))
+            .map(Vec::as_slice)
     }
 
     /// The values of memory statement `s`'s base (one of the kernel's own
@@ -689,6 +713,141 @@ impl<'a> Analysis<'a> {
             }
             _ => (Range::full(64), true),
         })
+    }
+
+    /// Statement `at`'s address in every thread of the block (linear
+    /// order) where it is an unguarded shared store whose address follows
+    /// from the thread's index and constants alone ([`Self::exact`]), as
+    /// `saddr` receives it: the base's bits (64-bit) plus the offset, below
+    /// 2^32.
+    fn shared_store_addrs(&self, at: (usize, usize)) -> Option<Vec<u64>> {
+        let s = &self.k.blocks[at.0].stmts[at.1];
+        let Inst::Store {
+            space: crate::cfg::Space::Shared,
+            base,
+            off,
+            ..
+        } = s.inst
+        else {
+            return None;
+        };
+        if s.guard.is_some() {
+            return None;
+        }
+        let [bx, by, bz] = self.block;
+        let mut addrs = Vec::with_capacity((bx as usize) * (by as usize) * (bz as usize));
+        for z in 0..bz {
+            for y in 0..by {
+                for x in 0..bx {
+                    let tid = [x, y, z].map(u64::from);
+                    let b = self.exact(at, base, 64, tid, EXACT_DEPTH)?;
+                    let a = (b as i128) + off as i128;
+                    if !(0..=u32::MAX as i128).contains(&a) {
+                        return None;
+                    }
+                    addrs.push(a as u64);
+                }
+            }
+        }
+        Some(addrs)
+    }
+
+    /// Operand `v` read at `at` as `w` (32 or 64) bits in the thread of
+    /// index `tid`, where its value follows from the thread's index and
+    /// constants alone: one definition reaches the read, a statement whose
+    /// operation is modelled here, whose operands (within `depth`
+    /// definitions) do too. Each operation as exprs.rs writes it: wrapping
+    /// at its width, a shift by the width or more not modelled.
+    fn exact(&self, at: (usize, usize), v: Val, w: u8, tid: [u64; 3], depth: u8) -> Option<u64> {
+        let r = match v {
+            Val::Imm(x) => return Some(if w > 32 { x } else { x as u32 as u64 }),
+            Val::Reg(r) => r,
+        };
+        let depth = depth.checked_sub(1)?;
+        let (_, ds) = self.reads.get(&at)?.iter().find(|(x, _)| *x == r)?;
+        let [d] = ds[..] else {
+            return None;
+        };
+        let Site::Stmt(b, si) = self.defs[d as usize].site else {
+            return None;
+        };
+        let here = (b, si);
+        let inst = &self.k.blocks[b].stmts[si].inst;
+        let rd = |v: Val, w: u8| self.exact(here, v, w, tid, depth);
+        let wd = |bits: u8| if bits > 32 { 64 } else { 32 };
+        let wide = |x: u64, y: u64, signed: bool| {
+            if signed {
+                (x as u32 as i32 as i64).wrapping_mul(y as u32 as i32 as i64) as u64
+            } else {
+                (x & msk(32)).wrapping_mul(y & msk(32))
+            }
+        };
+        let x = match *inst {
+            Inst::Special { s, .. } => match s {
+                Special::Tid(i) if i < 3 => tid[i as usize],
+                Special::Ntid(i) if i < 3 => self.block[i as usize] as u64,
+                Special::DynSmem => self.dyn_shared as u64,
+                Special::Const(c) => c,
+                _ => return None,
+            },
+            Inst::Un {
+                op: UnOp::Mov(bits),
+                a,
+                ..
+            } => rd(a, wd(bits))? & msk(bits),
+            Inst::Bin { op, a, b, .. } => match op {
+                BinOp::Add(n) => rd(a, wd(n))?.wrapping_add(rd(b, wd(n))?) & msk(n),
+                BinOp::Sub(n) => rd(a, wd(n))?.wrapping_sub(rd(b, wd(n))?) & msk(n),
+                BinOp::MulLo(n) => rd(a, wd(n))?.wrapping_mul(rd(b, wd(n))?) & msk(n),
+                BinOp::MulWide { signed } => wide(rd(a, 32)?, rd(b, 32)?, signed),
+                BinOp::And(n) => rd(a, wd(n))? & rd(b, wd(n))? & msk(n),
+                BinOp::Or(n) => (rd(a, wd(n))? | rd(b, wd(n))?) & msk(n),
+                BinOp::Xor(n) => (rd(a, wd(n))? ^ rd(b, wd(n))?) & msk(n),
+                BinOp::Shl(n) => {
+                    let sh = rd(b, 32)?;
+                    (sh < n as u64).then_some(())?;
+                    (rd(a, wd(n))? << sh) & msk(n)
+                }
+                BinOp::ShrU(n) => {
+                    let sh = rd(b, 32)?;
+                    (sh < n as u64).then_some(())?;
+                    (rd(a, wd(n))? & msk(n)) >> sh
+                }
+                _ => return None,
+            },
+            Inst::Tern { op, a, b, c, .. } => match op {
+                TernOp::MadLo(n) => {
+                    let p = rd(a, wd(n))?.wrapping_mul(rd(b, wd(n))?);
+                    p.wrapping_add(rd(c, wd(n))?) & msk(n)
+                }
+                TernOp::MadWide { signed } => {
+                    wide(rd(a, 32)?, rd(b, 32)?, signed).wrapping_add(rd(c, 64)?)
+                }
+                _ => return None,
+            },
+            Inst::Cvt {
+                op:
+                    CvtOp::Int {
+                        sbits,
+                        signed,
+                        dbits,
+                    },
+                a,
+                ..
+            } => {
+                let x = rd(a, wd(sbits))? & msk(sbits);
+                let negative = signed && (1..64).contains(&sbits) && (x >> (sbits - 1)) & 1 == 1;
+                (if negative { x | !msk(sbits) } else { x }) & msk(dbits)
+            }
+            _ => return None,
+        };
+        // The destination's bits (`eval`), then as read here.
+        let x = match self.k.regs[r as usize] {
+            RegTy::B64 => x,
+            RegTy::B32 => x & msk(32),
+            RegTy::Pred => return None,
+        };
+        Some(if w > 32 { x } else { x & msk(32) })
     }
 
     /// A special register's values (emit.rs writes them).

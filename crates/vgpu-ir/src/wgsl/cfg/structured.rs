@@ -415,13 +415,20 @@ impl KernelWriter<'_> {
             let k = self.k;
             let blk = &k.blocks[i];
             let mut code = self.structured_watchdog(w, i);
-            // A block of one note gains nothing from two copies: its note
-            // is already one branch.
-            let stmts = self
-                .unswitched(2, &mut |me: &mut Self| {
+            let stmts = if self.written_after.get(i) == Some(&true) {
+                // Shared memory is all written here (written.rs): no notes.
+                let known = self.sh_known.replace(true);
+                let code = self.stmts_code(&blk.stmts);
+                self.sh_known = known;
+                code?.concat()
+            } else {
+                // A block of one note gains nothing from two copies: its
+                // note is already one branch.
+                self.unswitched(2, &mut |me: &mut Self| {
                     Ok(Some(me.stmts_code(&blk.stmts)?.concat()))
                 })?
-                .unwrap_or_default();
+                .unwrap_or_default()
+            };
             code += &stmts;
             // A check's fault ends the thread, or where it must go on meeting
             // barriers, is only recorded (`raise`).

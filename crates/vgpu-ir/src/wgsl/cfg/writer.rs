@@ -86,6 +86,11 @@ pub(super) struct KernelWriter<'a> {
     /// initialisation-check notes and marks would do nothing and are left
     /// out, `Some(false)` in the other copy (structured.rs, `unswitched`).
     pub(super) sh_known: Option<bool>,
+    /// For each block: whether it runs only after a barrier, by which every
+    /// byte of shared memory is proven written (written.rs); its
+    /// statements are written without the initialisation check's notes
+    /// and marks. Empty where not proven.
+    pub(super) written_after: Vec<bool>,
     /// How many accesses have had an initialisation-check note or mark
     /// written (structured.rs asks whether a loop's body has any).
     pub(super) shadow_notes: u32,
