@@ -339,6 +339,41 @@ fn wgsl_path(var: &str, k: &CfgKernel) -> Option<std::path::PathBuf> {
     std::env::var_os(var).map(|dir| std::path::Path::new(&dir).join(format!("{}.wgsl", k.name)))
 }
 
+/// The launch words of the region caches' first guesses (vgpu-ir's
+/// `wgsl/cfg/seeds.rs`, [`meta::SEEDS`]): for each 8-byte slot of the
+/// kernel's `param_bytes` (every slot a seed may name), the region (start,
+/// end) of `regions` its value in `params` points into, then the same for
+/// stores and atomics if that region is writable; zeros where it points
+/// into none.
+fn region_seeds(params: &[u8], param_bytes: u32, regions: &[(u64, u64, bool)]) -> Vec<u32> {
+    let slots = (param_bytes as usize).div_ceil(8);
+    let mut w = Vec::with_capacity(slots * 4);
+    for j in 0..slots {
+        let mut bytes = [0u8; 8];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = params.get(8 * j + i).copied().unwrap_or(0);
+        }
+        let a = u64::from_le_bytes(bytes);
+        let region = a
+            .checked_sub(GLOBAL_BASE)
+            .and_then(|o| regions.iter().find(|&&(s, e, _)| s <= o && o < e).copied());
+        let (read, write) = match region {
+            Some((s, e, writable)) => (
+                [s as u32, e as u32],
+                if writable {
+                    [s as u32, e as u32]
+                } else {
+                    [0, 0]
+                },
+            ),
+            None => ([0, 0], [0, 0]),
+        };
+        w.extend(read);
+        w.extend(write);
+    }
+    w
+}
+
 /// With `VGPU_DUMP_WGSL=DIR` in the environment, writes the kernel's WGSL to
 /// `DIR/<entry>.wgsl` (for reading what the GPU runs).
 ///
@@ -494,6 +529,8 @@ pub fn run_cfg_kernel(
         words[meta::REGIONS + 3 * i + 1] = e as u32;
         words[meta::REGIONS + 3 * i + 2] = w as u32;
     }
+    words[meta::SEEDS] = words.len() as u32;
+    words.extend(region_seeds(launch.params, k.param_bytes, &layout.regions));
     let mut params = launch.params.to_vec();
     params.resize(params.len().max(4).next_multiple_of(4), 0);
     let mut fresh_rec = vec![0u32; fault::WORDS];
@@ -596,4 +633,34 @@ pub fn run_cfg_kernel(
         f32_subnormals: kept.plain,
         fma_f32_guarded,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{region_seeds, GLOBAL_BASE};
+
+    /// Each 8-byte parameter slot's seed: the region its value points into
+    /// for loads, and for stores only where that region is writable; zeros
+    /// for a value in no region (an integer, a gap, below the base) and for
+    /// the slots past the parameter bytes given.
+    #[test]
+    fn a_pointer_parameter_seeds_its_region_and_stores_only_a_writable_one() {
+        let regions = [(0, 64, false), (256, 1280, true)];
+        let mut params = Vec::new();
+        for a in [GLOBAL_BASE + 16, GLOBAL_BASE + 300, 7, GLOBAL_BASE + 1280] {
+            params.extend(a.to_le_bytes());
+        }
+        let w = region_seeds(&params, 40, &regions);
+        assert_eq!(
+            w,
+            [
+                [0, 64, 0, 0],
+                [256, 1280, 256, 1280],
+                [0; 4],
+                [0; 4],
+                [0; 4]
+            ]
+            .concat()
+        );
+    }
 }

@@ -129,13 +129,19 @@ fn a_planted_out_of_bounds_shared_store_keeps_its_check() {
 /// the count of written words), no uniform load and no second barrier:
 /// `reduce_sum_atomic`'s two barrier sites (after the first store, in the
 /// halving loop) and the two after the thread's run (the last interval's
-/// judgement, then the block's earliest fault recorded).
+/// judgement, then the block's earliest fault recorded), at 255 threads,
+/// which leave a word of shared memory unwritten. At 256, where all of it is
+/// proven written by the first barrier (wgsl/cfg/written.rs), the loop's
+/// barrier ends intervals without notes and releases nothing.
 #[test]
 fn checked_barriers_release_only_while_shared_memory_is_not_all_written() {
     let k = lowered("../../ptx-cases/kernels.ptx", "reduce_sum_atomic");
-    let w = structured_checked(&k, [256, 1, 1]);
     let release =
         "workgroupBarrier();\n  if (!sh_full) {\n    let u = atomicLoad(&wg_uninit[sh_rp]);";
+    let w = structured_checked(&k, [256, 1, 1]);
+    assert_eq!(w.split(release).count() - 1, 1, "{w}");
+    assert_eq!(w.matches("workgroupBarrier();").count(), 4, "{w}");
+    let w = structured_checked(&k, [255, 1, 1]);
     let sites: Vec<&str> = w.split(release).skip(1).collect();
     assert_eq!(sites.len(), 2, "{w}");
     for site in &sites {
@@ -246,4 +252,33 @@ fn shared_memory_written_before_the_first_barrier_needs_no_notes_after_it() {
     assert_eq!(notes(&w), 0, "{w}");
     let w = structured_checked(&red, [255, 1, 1]);
     assert!(notes(&w) > 0, "{w}");
+}
+
+/// The region caches' first guess (wgsl/cfg/seeds.rs): `reduce_sum_atomic`'s
+/// load of `x[i]` derives from parameter 0 and its atomic on `*out` from
+/// parameter 1 (8 bytes on), so each thread starts their caches from those
+/// parameters' launch words, the load's from the region words and the
+/// atomic's from the writable-region words; `matmul_tiled`'s loop-carried
+/// pointers into `A` and `B` (parameters 0 and 1) likewise.
+#[test]
+fn global_access_caches_start_from_their_parameters_region() {
+    let red = lowered("../../ptx-cases/kernels.ptx", "reduce_sum_atomic");
+    let w = structured_checked(&red, [256, 1, 1]);
+    let seeds = &w[w.find("fn seed_caches() {").expect("seed_caches")..];
+    let seeds = &seeds[..seeds.find("\n}").expect("its end")];
+    assert!(w.contains("  seed_caches();\n"), "{w}");
+    assert!(
+        seeds.contains("gc0 = vec2<u32>(words[s + 0u], words[s + 1u]);"),
+        "{seeds}"
+    );
+    assert!(
+        seeds.contains("gc1 = vec2<u32>(words[s + 6u], words[s + 7u]);"),
+        "{seeds}"
+    );
+    let mm = lowered("../../ptx-cases/kernels.ptx", "matmul_tiled");
+    let w = structured_checked(&mm, [16, 16, 1]);
+    let seeds = &w[w.find("fn seed_caches() {").expect("seed_caches")..];
+    let seeds = &seeds[..seeds.find("\n}").expect("its end")];
+    assert!(seeds.contains("(words[s + 0u], words[s + 1u])"), "{seeds}");
+    assert!(seeds.contains("(words[s + 4u], words[s + 5u])"), "{seeds}");
 }

@@ -174,10 +174,15 @@ impl KernelWriter<'_> {
     /// The name of the region cache for the next global or generic access
     /// site (`write`: a store or atomic's, whose cache holds only writable
     /// regions).
-    fn site_cache(&mut self, write: bool) -> String {
+    fn site_cache(&mut self, write: bool, base: Val) -> String {
         if self.site_caches < SITE_CACHES {
+            let i = self.site_caches as usize;
             self.site_caches += 1;
-            format!("gc{}", self.site_caches - 1)
+            // A form given up hands its caches out again (emit.rs).
+            let seed = self.seed_of(base).map(|slot| (slot, write));
+            self.site_seeds.truncate(i);
+            self.site_seeds.push(seed);
+            format!("gc{i}")
         } else if write {
             "gc_w".into()
         } else {
@@ -186,12 +191,15 @@ impl KernelWriter<'_> {
     }
 
     /// The declarations of the region caches handed out
-    /// ([`Self::site_cache`]): private, so empty at each thread's start.
-    pub(super) fn site_caches(&self) -> String {
+    /// ([`Self::site_cache`]): private, so empty at each thread's start,
+    /// until `seed_caches` gives them their first guess (seeds.rs).
+    pub(super) fn site_caches(&mut self) -> String {
         let mut s = String::from("var<private> gc_r: vec2<u32>;\nvar<private> gc_w: vec2<u32>;\n");
         for i in 0..self.site_caches {
             let _ = writeln!(s, "var<private> gc{i}: vec2<u32>;");
         }
+        self.site_seeds.truncate(self.site_caches as usize);
+        s.push_str(&self.seed_fn());
         s
     }
 
@@ -258,7 +266,7 @@ impl KernelWriter<'_> {
                 _ if elided => format!("({a}).x"),
                 Space::Global => format!(
                     "gaddr({a}, {size}u, {align}u, {line}u, {write}, &{})",
-                    self.site_cache(write)
+                    self.site_cache(write, base)
                 ),
                 Space::Shared => format!(
                     "saddr({a}, {size}u, {align}u, {line}u, SHARED_BYTES, RSMEM_BEGIN, RSMEM_END)"
@@ -272,7 +280,7 @@ impl KernelWriter<'_> {
                 Space::Generic => format!(
                     "xaddr({a}, {size}u, {align}u, {line}u, {}u, &{})",
                     rw as u32,
-                    self.site_cache(write)
+                    self.site_cache(write, base)
                 ),
             };
             let _ = writeln!(code, "        let {name} = {call};");

@@ -99,6 +99,12 @@ pub fn emit_cfg_wgsl_with(
         written_after: Vec::new(),
         shadow_notes: 0,
         site_caches: 0,
+        site_seeds: Vec::new(),
+        param_slots: if o.checked {
+            super::seeds::param_slots(k)
+        } else {
+            Vec::new()
+        },
         pad: None,
     };
     e.pad = e.smem_pad(reserved_smem(shared).1.div_ceil(4).max(1));
@@ -125,7 +131,8 @@ pub fn emit_cfg_wgsl_with(
     e.header(shared as u32);
     e.main(body)?;
     if o.checked {
-        e.out.push_str(&e.site_caches());
+        let caches = e.site_caches();
+        e.out.push_str(&caches);
     }
     Ok(e.out)
 }
@@ -435,9 +442,14 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   g_blin = cta.x + ncta.x * (cta.y + ncta.y * cta.z);
   opq = words[{wd}] == 0xffffffffu;
   var steps: u32 = 0u;
-",
+{seed}",
             wd = meta::WATCHDOG,
-            grid = meta::GRID
+            grid = meta::GRID,
+            seed = if self.o.checked {
+                "  seed_caches();\n"
+            } else {
+                ""
+            },
         );
         if let Some(body) = structured {
             let _ = writeln!(

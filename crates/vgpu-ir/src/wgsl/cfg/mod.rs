@@ -55,6 +55,7 @@ mod half;
 mod padded_smem;
 mod prelude;
 mod ranges;
+mod seeds;
 mod shadow_reads;
 mod speculate;
 mod structured;
@@ -89,6 +90,11 @@ pub mod meta {
     /// index ([`super::fault::KEY`]), for the re-run that reports the
     /// lowest faulting block.
     pub const FAULT_ONLY: usize = 2;
+    /// Word: the index of the first region-cache seed (seeds.rs): for each
+    /// 8-byte parameter slot four words, the region (start, end) its value
+    /// points into, then the same for stores and atomics where the region
+    /// is writable; (0, 0) where none.
+    pub const SEEDS: usize = 3;
     /// Words `GRID..GRID + 3`: the CUDA grid (x, y, z) when the dispatch is
     /// not the grid itself but a two-dimensional fold of the linear block
     /// index (a grid dimension over the adapter's workgroups per dimension):

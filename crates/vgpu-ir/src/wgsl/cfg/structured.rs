@@ -100,6 +100,9 @@ struct Writing<'s> {
     deepest: usize,
     /// A barrier's statements.
     barrier: String,
+    /// Those of a barrier that ends an interval without initialisation
+    /// notes ([`KernelWriter::barrier_unjudged`]).
+    barrier_unjudged: String,
     /// Whether each block is the header of a loop that holds a barrier.
     barrier_loop: Vec<bool>,
 }
@@ -155,6 +158,7 @@ impl KernelWriter<'_> {
             depth: 1,
             deepest: 1,
             barrier: self.barrier_code(global_exchange(self.k, shape)),
+            barrier_unjudged: self.barrier_unjudged(global_exchange(self.k, shape)),
             barrier_loop,
         };
         let fits = self.seq(&mut w, 0, None, None, false)?;
@@ -210,6 +214,27 @@ impl KernelWriter<'_> {
         release.push_str(&checks::race_reset(shared, self.o.block.iter().product()));
         release.push_str(self.shadow_refresh());
         let _ = write!(s, "workgroupBarrier();\n{release}");
+        s
+    }
+
+    /// The statements of a barrier that ends a block running only after a
+    /// barrier by which all of shared memory is proven written
+    /// (`written_after`, written.rs): every block of the interval it ends
+    /// runs only after a barrier too (a block reached from the entry without
+    /// passing one would reach this barrier so), so the interval made no
+    /// initialisation notes and its release has nothing to judge; without
+    /// the race check, whose marks a release clears, the barrier alone (with
+    /// its count). A thread's `sh_full` is then refreshed at the next
+    /// release instead, which only delays its skipping the bits.
+    fn barrier_unjudged(&self, exchange: bool) -> String {
+        if !self.soft || self.race || self.written_after.is_empty() {
+            return self.barrier_code(exchange);
+        }
+        let mut s = String::from("g_nbar = g_nbar + 1u;\n  ");
+        if exchange {
+            s.push_str("storageBarrier(); ");
+        }
+        s.push_str("workgroupBarrier();");
         s
     }
 
@@ -438,7 +463,12 @@ impl KernelWriter<'_> {
             match blk.term {
                 Term::Jump(t) => b = t,
                 Term::Barrier { next, .. } => {
-                    self.ctl(w, &w.barrier);
+                    let code = if self.written_after.get(i) == Some(&true) {
+                        &w.barrier_unjudged
+                    } else {
+                        &w.barrier
+                    };
+                    self.ctl(w, code);
                     b = next;
                 }
                 Term::Branch { then, els, .. } if then == els => b = then,

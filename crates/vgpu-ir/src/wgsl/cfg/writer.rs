@@ -97,6 +97,12 @@ pub(super) struct KernelWriter<'a> {
     /// How many global or generic access sites have a region cache of
     /// their own (access.rs, [`super::access::SITE_CACHES`] at most).
     pub(super) site_caches: u32,
+    /// Each handed-out region cache's first guess: the parameter slot its
+    /// site's address derives from and whether the site writes (seeds.rs).
+    pub(super) site_seeds: Vec<Option<(u32, bool)>>,
+    /// Each register's parameter slot, where a checked kernel's addresses
+    /// derive from one (seeds.rs; empty unchecked).
+    pub(super) param_slots: Vec<Option<u32>>,
     /// The padded indexing of shared memory, where the kernel takes it
     /// (padded_smem.rs).
     pub(super) pad: Option<SmemPad>,
