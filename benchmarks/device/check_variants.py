@@ -18,12 +18,13 @@ usage: check_variants.py IN.wgsl OUTDIR ENTRY  -> OUTDIR/<variant>/<ENTRY>.wgsl
   bare3    bare2, and shared accesses without their bounds test (saddr)
   fbar     bare1 without the fault record's per-barrier code (the count of barriers passed)
   fst      bare1 without the fault tests around stores and atomics only
-  end1     as generated, the block's end recording each thread's fault at
-           once before one barrier (as before 1b8fe4f) instead of the
-           earliest after a second barrier
   nbar0    as generated, without the counts of barriers passed
-  keys0    as generated, a fault kept without its thread and time
-  old3     end1, nbar0 and keys0 together
+  keys0    as generated, a fault kept without its time (nor the block's
+           least time lowered)
+
+Session 23's call 2 also ran `end1` and `old3` on the block's end of
+fd9a4d0 (a second barrier before the earliest fault was recorded, since
+removed); see this file at fd9a4d0.
 
 Sessions 21 and 22 also ran `uni1` (a plain barrier once all shared memory
 was written) and `rel1` (the one-barrier release by hand) on the WGSL of
@@ -66,22 +67,15 @@ def variant(kind, t):
         t = t.replace("saddr(", "saddr_x(").replace("fn saddr_x(", "fn saddr(")
         t += ("\nfn saddr_x(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32, "
               "rb: u32, re: u32) -> u32 { return a.x; }\n")
-    if kind in ("end1", "old3"):
-        t = re.sub(r"  g_nbar = g_nbar \+ 1u;\n  workgroupBarrier\(\);\n((?:.*\n)*?)"
-                   r"  if \(g_fcls != 0u\) \{ atomicMax\(&wg_fmin, ~g_fkey\); \}\n"
-                   r"  workgroupBarrier\(\);\n  if \(g_fcls != 0u && atomicLoad\(&wg_fmin\) == ~g_fkey\) "
-                   r"\{ raise_t\(g_fcls, g_fline, g_fa, lid3\(g_ft\)\); \}\n",
-                   r"  if (g_fcls != 0u) { raise_t(g_fcls, g_fline, g_fa, lid3(g_ft)); }\n"
-                   r"  workgroupBarrier();\n\1", t, count=1)
-    if kind in ("nbar0", "old3"):
+    if kind == "nbar0":
         t = re.sub(r"g_nbar = g_nbar \+ 1u;\n\s*", "", t)
-    if kind in ("keys0", "old3"):
-        t = re.sub(r"\s*g_ft = [^;]*; g_fkey = [^;]*;", "", t)
+    if kind == "keys0":
+        t = re.sub(r" g_fkey = [^;]*;\n\s*atomicMax\(&wg_fmin, ~g_fkey\);", "", t)
     return t
 
 
 VARIANTS = ("noshrd", "nouni", "noinit", "nosteps", "nogaddr", "none",
-            "bare1", "bare2", "bare3", "fbar", "fst", "end1", "nbar0", "keys0", "old3")
+            "bare1", "bare2", "bare3", "fbar", "fst", "nbar0", "keys0")
 for k in VARIANTS:
     d = os.path.join(out, k)
     os.makedirs(d, exist_ok=True)
