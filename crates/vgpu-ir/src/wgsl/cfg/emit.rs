@@ -124,6 +124,10 @@ pub fn emit_cfg_wgsl_with(
             }
             let body = e.structured(&shape)?;
             e.soft &= body.is_some();
+            if !e.soft {
+                // The state machine does not read it.
+                e.written_after.clear();
+            }
             body
         }
         None => None,
