@@ -70,7 +70,8 @@ def variant(kind, t):
     if kind == "nbar0":
         t = re.sub(r"g_nbar = g_nbar \+ 1u;\n\s*", "", t)
     if kind == "keys0":
-        t = re.sub(r" g_fkey = [^;]*;\n\s*atomicMax\(&wg_fmin, ~g_fkey\);", "", t)
+        t = re.sub(r" g_fkey = 2u \* g_nbar[^;]*;", "", t)
+        t = re.sub(r"\n\s*atomicMax\(&wg_fmin, ~g_fkey\);", "", t)
     return t
 
 
