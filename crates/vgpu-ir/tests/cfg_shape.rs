@@ -234,7 +234,12 @@ fn a_checked_kernel_with_uniform_barriers_is_structured_and_faults_go_on() {
         w.contains("g_nbar = g_nbar + 1u;\n  workgroupBarrier();"),
         "{w}"
     );
-    assert_eq!(w.matches("raise_t(g_fcls, ").count(), 1, "{w}");
+    assert_eq!(
+        w.matches("raise_t(g_fcls, g_fline, g_fa, lid3(g_ft));")
+            .count(),
+        1,
+        "{w}"
+    );
     assert!(!w.contains("raise_t(g_fcls, g_fline, g_fa, g_lid)"), "{w}");
     assert!(!w.contains("pc = 4294967295u; break;"), "{w}");
     assert!(
@@ -243,11 +248,11 @@ fn a_checked_kernel_with_uniform_barriers_is_structured_and_faults_go_on() {
     );
     assert!(w.contains("if (g_fcls == 0u) { st_"), "{w}");
     // Each barrier, then its release's uninitialised-read verdict between it
-    // and a second; the block's end, where the last verdict is taken and
-    // then its earliest fault recorded. Each
+    // and a second; the block's end, where the last verdict is taken, and
+    // a second barrier before its earliest fault is recorded. Each
     // verdict reports through `sh_report`, the one place that unpacks a
     // pending read into the fault's line and thread.
-    assert_eq!(w.matches("workgroupBarrier();").count(), 5, "{w}");
+    assert_eq!(w.matches("workgroupBarrier();").count(), 6, "{w}");
     assert_eq!(w.matches("sh_report(u);").count(), 3, "{w}");
     assert_eq!(w.matches("raise_lidx(6u").count(), 1, "{w}");
 }

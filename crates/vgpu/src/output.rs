@@ -110,8 +110,11 @@ impl Drop for OutputSet {
 mod tests {
     use super::*;
 
+    /// An empty folder of this test run (a folder an earlier run with the
+    /// same process id left is emptied first).
     fn dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("vgpu-output-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
     }

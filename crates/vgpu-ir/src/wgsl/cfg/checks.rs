@@ -310,12 +310,12 @@ pub(super) fn shadow_refresh() -> &'static str {
 /// structured form without barriers) the thread's epilogue records it
 /// (`raise_t`). Where it does not (`soft`: the structured form of a checked
 /// kernel with barriers, whose threads go on meeting them), the record also
-/// keeps when: `g_fkey`, twice the barriers the thread has passed
-/// (`g_nbar`, counted alike in every thread since the barriers are met
-/// alike), or one less for a read of unwritten shared memory judged at a
-/// barrier's release (it was made before that barrier, after the faults of
-/// the interval before it, [`raise_lidx_decl`]). The block records its
-/// earliest fault at its end ([`soft_publish`]). So a barrier costs a
+/// keeps the faulting thread (`g_ft`, linear) and when: `g_fkey`, twice the
+/// barriers the thread has passed (`g_nbar`, counted alike in every thread
+/// since the barriers are met alike), or one less for a read of unwritten
+/// shared memory judged at a barrier's release (it was made before that
+/// barrier, after the faults of the interval before it); the block records
+/// its earliest fault at its end ([`soft_publish`]). So a barrier costs a
 /// count, not a test and a recording site.
 pub(super) fn raise_decl(soft: bool, block: [u32; 3]) -> String {
     let [bx, by, _] = block;
@@ -340,12 +340,14 @@ fn raise(cls: u32, line: u32, a: vec2<u32>) {{
         "// A fault of this thread, kept with when it was raised (twice the
 // barriers passed) until the block's end, which records the block's
 // earliest (checks.rs, soft_publish).
+var<private> g_ft: u32;
 var<private> g_fkey: u32;
 var<private> g_nbar: u32;
 var<workgroup> wg_fmin: atomic<u32>;
 fn raise(cls: u32, line: u32, a: vec2<u32>) {{
   if (g_fcls == 0u) {{
-    g_fcls = cls; g_fline = line; g_fa = a; g_fkey = 2u * g_nbar;
+    g_fcls = cls; g_fline = line; g_fa = a;
+    g_ft = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z); g_fkey = 2u * g_nbar;
   }}
 }}
 {lid3}"
@@ -357,17 +359,12 @@ fn raise(cls: u32, line: u32, a: vec2<u32>) {{
 /// (`raise_t`) where a judgement is thread 0's at a round's end, or, in the
 /// structured form where faults do not end the thread (`soft`), kept in the
 /// judging thread's record as a fault of the interval before the barrier
-/// just passed ([`raise_decl`]), its line's top bit set to say that the
-/// record's address word holds that thread (a fault's address is 0 here);
-/// it also lowers the block's least time (`wg_fmin`, [`soft_publish`]),
-/// which only the block's end needs: its judgement comes after the barrier
-/// where the others lower it.
+/// just passed ([`raise_decl`]).
 pub(super) fn raise_lidx_decl(soft: bool) -> String {
     if soft {
         "fn raise_lidx(cls: u32, line: u32, t: u32) {
   if (g_fcls == 0u) {
-    g_fcls = cls; g_fline = line | 0x80000000u; g_fa = vec2<u32>(t, 0u); g_fkey = 2u * g_nbar - 1u;
-    atomicMax(&wg_fmin, ~g_fkey);
+    g_fcls = cls; g_fline = line; g_fa = vec2<u32>(0u, 0u); g_ft = t; g_fkey = 2u * g_nbar - 1u;
   }
 }
 "
@@ -382,17 +379,13 @@ pub(super) fn raise_lidx_decl(soft: bool) -> String {
 }
 
 /// The end of a block whose faults do not end the thread ([`raise_decl`]'s
-/// `soft`), after every thread's run: the end's count (as at a barrier),
-/// each thread that faulted lowers the block's least time (`wg_fmin`
-/// holds its complement: 0 is none), a barrier, `judge` (thread 0's
-/// judgement of the last interval's pending reads of unwritten shared
-/// memory, raised with the latest time of all, so that it cannot lower the
-/// least time the others read, [`raise_lidx_decl`]), and the threads whose
-/// fault's time is the least record it: the block's record is a fault of
-/// its earliest faulting interval, as the interpreter's first fault is.
-/// (Lowering the least time at each fault instead, in `raise`, cost checked
-/// `matmul_tiled` 13% on the H100: an atomic at every checked access's
-/// fault path.)
+/// `soft`), after every thread's run (`judge`: thread 0's judgement of the
+/// last interval's pending reads of unwritten shared memory, made after the
+/// end's count as after a barrier): the threads that faulted take the
+/// least time of their faults (`wg_fmin` holds its complement: 0 is none),
+/// and after a barrier those whose fault is that early record it. So the
+/// block's record is a fault of its earliest faulting interval, as the
+/// interpreter's first fault is.
 pub(super) fn soft_publish(judge: &str) -> String {
     let judge = if judge.is_empty() {
         String::new()
@@ -405,12 +398,10 @@ pub(super) fn soft_publish(judge: &str) -> String {
     };
     format!(
         "  g_nbar = g_nbar + 1u;
-  if (g_fcls != 0u) {{ atomicMax(&wg_fmin, ~g_fkey); }}
   workgroupBarrier();
-{judge}  if (g_fcls != 0u && atomicLoad(&wg_fmin) == ~g_fkey) {{
-    let other = (g_fline >> 31u) != 0u;
-    raise_t(g_fcls, g_fline & 0x7fffffffu, select(g_fa, vec2<u32>(0u, 0u), other), select(g_lid, lid3(g_fa.x), other));
-  }}
+{judge}  if (g_fcls != 0u) {{ atomicMax(&wg_fmin, ~g_fkey); }}
+  workgroupBarrier();
+  if (g_fcls != 0u && atomicLoad(&wg_fmin) == ~g_fkey) {{ raise_t(g_fcls, g_fline, g_fa, lid3(g_ft)); }}
 "
     )
 }

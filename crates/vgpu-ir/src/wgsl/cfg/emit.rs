@@ -14,7 +14,7 @@ use super::prelude::{
 use super::ranges::Ranges;
 use super::warp;
 use super::writer::{
-    round_mark, ExprWidth, KernelWriter, BACK, EXIT, RET, ROUND_TAKE, WAIT, WARP, YIELD,
+    round_mark, ExprWidth, KernelWriter, BACK, RET, ROUND_TAKE, WAIT, WARP, YIELD,
 };
 use super::{
     binds_f32_atomic_view, check_cfg_wgsl, fault, meta, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
@@ -601,42 +601,6 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             }
             None => code,
         })
-    }
-
-    /// The watchdog's code at the start of block `i` of a checked kernel: it
-    /// counts instructions (each block's statements and its terminator) and
-    /// is checked at loop headers, which every endless execution passes.
-    pub(super) fn watchdog(&self, i: usize, header: bool) -> String {
-        self.watchdog_exiting(i, header, EXIT)
-    }
-
-    /// [`Self::watchdog`] with `exit` as the statement that follows a
-    /// watchdog fault.
-    pub(super) fn watchdog_exiting(&self, i: usize, header: bool, exit: &str) -> String {
-        if !self.o.checked {
-            return String::new();
-        }
-        let b = &self.k.blocks[i];
-        let n = b.stmts.len() + 1;
-        if !header {
-            return format!("        steps = steps + {n}u;\n");
-        }
-        let line = b
-            .stmts
-            .first()
-            .map(|s| s.line)
-            .or(match b.term {
-                Term::Barrier { line, .. } | Term::Trap { line } | Term::Warp { line, .. } => {
-                    Some(line)
-                }
-                _ => None,
-            })
-            .unwrap_or(0);
-        format!(
-            "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ raise({}u, {line}u, vec2<u32>(0u, 0u)); {exit} }}\n",
-            meta::WATCHDOG,
-            fault::CLASS_WATCHDOG
-        )
     }
 
     /// What follows a thread's run in `main`: its fault recorded, then the

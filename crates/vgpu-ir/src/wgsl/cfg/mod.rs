@@ -61,6 +61,7 @@ mod speculate;
 mod structured;
 mod subnormal_probe;
 mod warp;
+mod watchdog;
 mod writer;
 mod written;
 
