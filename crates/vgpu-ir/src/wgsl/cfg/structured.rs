@@ -182,23 +182,15 @@ impl KernelWriter<'_> {
     /// makes (a pending read of unwritten shared memory, the race check's
     /// marks cleared) between it and a second one.
     fn barrier_code(&self, exchange: bool) -> String {
-        let mut s = String::new();
-        if self.soft {
-            // The barriers passed: the time of the faults that follow
-            // (checks::raise_decl).
-            s.push_str("g_nbar = g_nbar + 1u;\n  ");
-        }
-        if exchange {
-            s.push_str("storageBarrier(); ");
-        }
+        let mut s = self.barrier_plain(exchange);
         if !(self.soft && (self.shadow || self.race)) {
-            s.push_str("workgroupBarrier();");
             return s;
         }
+        s.push('\n');
         if self.shadow && !self.race {
             // The initialisation check's release needs no second barrier
             // (checks::shadow_release).
-            let _ = write!(s, "workgroupBarrier();\n{}", checks::shadow_release());
+            s.push_str(&checks::shadow_release());
             return s;
         }
         // With the race check, the release: thread 0's judgement of pending
@@ -213,7 +205,7 @@ impl KernelWriter<'_> {
         let shared = self.k.shared_static + self.o.dyn_shared;
         release.push_str(&checks::race_reset(shared, self.o.block.iter().product()));
         release.push_str(self.shadow_refresh());
-        let _ = write!(s, "workgroupBarrier();\n{release}");
+        s.push_str(&release);
         s
     }
 
@@ -230,7 +222,18 @@ impl KernelWriter<'_> {
         if !self.soft || self.race || self.written_after.is_empty() {
             return self.barrier_code(exchange);
         }
-        let mut s = String::from("g_nbar = g_nbar + 1u;\n  ");
+        self.barrier_plain(exchange)
+    }
+
+    /// A barrier without a release: in the soft form the count of barriers
+    /// passed (the time of the faults that follow, checks::raise_decl),
+    /// `storageBarrier()` where threads exchange through global memory,
+    /// then `workgroupBarrier()`.
+    fn barrier_plain(&self, exchange: bool) -> String {
+        let mut s = String::new();
+        if self.soft {
+            s.push_str("g_nbar = g_nbar + 1u;\n  ");
+        }
         if exchange {
             s.push_str("storageBarrier(); ");
         }
