@@ -1,13 +1,18 @@
 //! The flux accumulator: CUDA's `atomicAdd` as a flux-conservative boundary op.
 //!
 //! Trajectories emit amounts ("flux") into accumulators. Every emission is
-//! recorded, in a fixed order, and applied to the accumulator in that order:
-//! blocks by linear block index; within a block by phase, then lane, then the
-//! order of emission in the lane. So the total is conserved (every amount is
-//! added exactly once, none lost, none twice) and the result is the same bits
-//! for any thread count. CUDA's float atomics add in whatever order the hardware
-//! serialises them; VGPU's order is one of those orders, always the same one.
-//! Integer accumulators wrap on overflow, as CUDA's `atomicAdd` does.
+//! recorded and applied to the accumulator in **the fixed order**: blocks by
+//! linear block index; within a block by [`FluxPlace`] — segment (a phase
+//! repetition; a barrier interval of a PTX kernel), then step within it, then
+//! lane — and emissions at one place in the order the lane made them
+//! ([`order_block`]). So the total is conserved (every amount is added exactly
+//! once, none lost, none twice) and the result is the same bits for any thread
+//! count. CUDA's float atomics add in whatever order the hardware serialises
+//! them; VGPU's order is one of those orders, always the same one. The phased
+//! executor ([`crate::phase`]: phased `.field` and IR kernels, attractor
+//! phases, jump kernels) and the PTX interpreter's deferred atomics both order
+//! a block's emissions with [`order_block`]. Integer accumulators wrap on
+//! overflow, as CUDA's `atomicAdd` does.
 
 use crate::scalar::{Buffer, ScalarType, Value};
 use std::fmt::Debug;
@@ -75,6 +80,29 @@ float_flux!(f32, F32);
 float_flux!(f64, F64);
 int_flux!(i32, I32);
 int_flux!(u32, U32);
+
+/// Where an emission stands in its block's share of the fixed order (see the
+/// module documentation): ordered by segment, then step, then lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FluxPlace {
+    /// The segment: a phase repetition, counted over all phases in order (a
+    /// PTX kernel: the barrier interval, counted from 0).
+    pub segment: usize,
+    /// The step within the segment: 0 for the impulses at its start, `n + 1`
+    /// for its step `n` (a PTX interval is one step: 0).
+    pub step: usize,
+    /// The emitting lane: the thread's linear index in its block.
+    pub lane: usize,
+}
+
+/// Puts one block's emissions into the fixed order: by place, and at one
+/// place in the order they were made (a stable sort; emissions already in
+/// order cost one pass).
+pub fn order_block<E>(emissions: &mut [(FluxPlace, E)]) {
+    if !emissions.is_sorted_by_key(|e| e.0) {
+        emissions.sort_by_key(|e| e.0);
+    }
+}
 
 /// The emissions of one block, in emission order.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -197,6 +225,26 @@ mod tests {
     fn integers_wrap_like_cuda_atomic_add() {
         assert_eq!(u32::MAX.accumulate(2), 1);
         assert_eq!(i32::MAX.accumulate(1), i32::MIN);
+    }
+
+    #[test]
+    fn a_block_is_ordered_by_place_then_by_emission() {
+        let at = |segment, step, lane| FluxPlace {
+            segment,
+            step,
+            lane,
+        };
+        let mut e = vec![
+            (at(1, 0, 0), 'f'),
+            (at(0, 1, 1), 'd'),
+            (at(0, 1, 0), 'b'),
+            (at(0, 0, 3), 'a'),
+            (at(0, 1, 1), 'e'),
+            (at(0, 1, 0), 'c'),
+        ];
+        order_block(&mut e);
+        let order: String = e.iter().map(|x| x.1).collect();
+        assert_eq!(order, "abcdef");
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub use blocks::run_blocks;
 pub use error::{check_len, FieldError};
 pub use executor::{Launch, LaunchReport};
 pub use field::{field_fn, BlockCtx, BlockField, Ctx, Field, FnField, PerTrajectory};
-pub use flux::{FluxLog, FluxValue};
+pub use flux::{order_block, FluxLog, FluxPlace, FluxValue};
 pub use launch::{Dim3, LaunchConfig, MAX_THREADS_PER_BLOCK};
 pub use par::Par;
 pub use phase::{Barrier, PhaseKernel, PhaseOut, PhaseReport, PhasedLaunch};

@@ -696,3 +696,77 @@ fn run_flow_stops_on_a_non_finite_register_unless_told_they_are_data() {
     assert_eq!((h[0], h[2]), (2.0, 2.0));
     assert!(h[1].is_nan());
 }
+
+/// Lanes emit in reverse lane order, two amounts each: lane 0 `1e8` then
+/// `−1e8`, lane 1 `1` then `0` (f32), as impulses into `flux[0]` at the
+/// phase's start and as rates into `flux[1]` at its one step (Euler, `dt`
+/// 1: the amount is the rate).
+struct ReverseEmitter([FlowPhase; 1]);
+
+const REVERSE_AMOUNTS: [[f32; 2]; 2] = [[1e8, -1e8], [1.0, 0.0]];
+
+impl FlowKernel<f32> for ReverseEmitter {
+    type Params = ();
+    type Scratch = ();
+    fn dim(&self) -> usize {
+        1
+    }
+    fn shared(&self) -> &[SharedDecl] {
+        &[]
+    }
+    fn phases(&self) -> &[FlowPhase] {
+        &self.0
+    }
+    fn scratch(&self, _lanes: usize) {}
+    fn phase_start(
+        &self,
+        _at: vgpu_field::phase::SegmentAt,
+        _ctx: &BlockCtx<'_, ()>,
+        _input: &StageIn<'_, f32>,
+        _sc: &mut (),
+        flux: &mut vgpu_field::phase::Impulses<'_>,
+    ) -> Result<(), FieldError> {
+        for l in [1, 0] {
+            for a in REVERSE_AMOUNTS[l] {
+                flux.emit(0, l, 0, Value::F32(a))?;
+            }
+        }
+        Ok(())
+    }
+    fn stage(
+        &self,
+        _at: StageAt<f32>,
+        _ctx: &BlockCtx<'_, ()>,
+        _input: &StageIn<'_, f32>,
+        _sc: &mut (),
+        out: &mut StageOut<'_, f32>,
+    ) -> Result<(), FieldError> {
+        for l in [1, 0] {
+            out.rates()[l] = 0.0;
+            for a in REVERSE_AMOUNTS[l] {
+                out.emit(1, l, 0, Value::F32(a))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn flux_lands_in_lane_order_whatever_order_the_lanes_emit_in() {
+    // In lane order 1e8 − 1e8 + 1 + 0 = 1; in the call order (lane 1 first)
+    // 1 + 1e8 rounds to 1e8 in f32 and the sum is 0.
+    let kernel = ReverseEmitter([FlowPhase::fixed(vec![1], vec![RegisterUpdate::Rate])]);
+    let unit = Barrier {
+        dt: 1.0,
+        method: Method::Euler,
+        ..Barrier::default()
+    };
+    let launch = PhasedLaunch::new(LaunchConfig::new(1, 2).unwrap()).barrier(unit);
+    let mut h = vec![0.0f32; 2];
+    let mut flux = vec![FluxBuffer::F32(vec![0.0]), FluxBuffer::F32(vec![0.0])];
+    launch.run_flow(&kernel, &(), &mut h, &mut flux).unwrap();
+    assert_eq!(
+        flux,
+        [FluxBuffer::F32(vec![1.0]), FluxBuffer::F32(vec![1.0])]
+    );
+}

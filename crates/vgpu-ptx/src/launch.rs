@@ -204,8 +204,9 @@ pub fn param_bytes(k: &Kernel, args: &[KernelArg], bases: &[u64]) -> Result<Vec<
 /// Launches `k` with `args` over `buffers` (global memory; updated in place).
 ///
 /// Blocks run in parallel. Atomics whose old value is never read are flux: they
-/// are applied after every block has run, in block order (x fastest) and within a
-/// block in execution order, so results are deterministic. If some global atomic's
+/// are applied after every block has run, in the fixed order of
+/// `vgpu_field::flux` (block order, x fastest; within a block barrier interval,
+/// then thread, then the thread's program order), so results are deterministic. If some global atomic's
 /// old value is read, blocks run one at a time in that same order instead.
 pub fn launch(
     k: &Kernel,
@@ -269,7 +270,7 @@ pub fn launch(
     let mut flux = Vec::new();
     for o in outs {
         stats.thread_instructions += o.thread_instructions;
-        flux.extend(o.flux);
+        flux.extend(o.flux.into_iter().map(|(_, fx)| fx));
         if !o.trace.is_empty() {
             stats.trace = o.trace;
         }

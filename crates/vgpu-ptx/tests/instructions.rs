@@ -453,6 +453,21 @@ fn global_atomics_integer_and_deterministic_flux() {
 }
 
 #[test]
+fn flux_lands_thread_by_thread_not_instruction_by_instruction() {
+    // Two threads of one warp, two f32 reds each: thread 0 adds 1e8 then
+    // -1e8, thread 1 adds 1 then 0. In the fixed order (thread, then the
+    // thread's program order) the sum is 1; instruction by instruction
+    // (1e8 + 1 rounds to 1e8) it would be 0.
+    let src = ".visible .entry f(.param .u64 out)\n{\n.reg .b32 %r<2>;\n.reg .b64 %rd<2>;\n.reg .f32 %f<3>;\n.reg .pred %p<2>;\n\
+        ld.param.u64 %rd1, [out];\nmov.u32 %r1, %tid.x;\nsetp.eq.u32 %p1, %r1, 0;\n\
+        selp.f32 %f1, 0f4CBEBC20, 0f3F800000, %p1;\nselp.f32 %f2, 0fCCBEBC20, 0f00000000, %p1;\n\
+        red.global.add.f32 [%rd1], %f1;\nred.global.add.f32 [%rd1], %f2;\nret;\n}\n";
+    assert_eq!(f32::from_bits(0x4CBE_BC20), 1e8);
+    let v = run_block(src, "f", 2, 1, 1);
+    assert_eq!(f32::from_bits(v[0]), 1.0);
+}
+
+#[test]
 fn shared_atomics_and_called_functions() {
     let src = ".func (.param .b32 r) twice(.param .b32 x)\n{\n.reg .b32 %t<3>;\nld.param.b32 %t1, [x];\nshl.b32 %t2, %t1, 1;\nst.param.b32 [r], %t2;\nret;\n}\n\
         .visible .entry s(.param .u64 out)\n{\n.reg .b32 %r<8>;\n.reg .b64 %rd<4>;\n.reg .pred %p<2>;\n.shared .align 4 .b8 acc[4];\n\

@@ -33,8 +33,9 @@
 //! flow, is the first-stage value. An **impulse** ([`Impulses::emit`], from
 //! [`FlowKernel::phase_start`]) is flux emitted once, whose amount is the
 //! value itself (CUDA's `atomicAdd` as a unit flow). Emissions land in the
-//! fixed order of [`crate::flux`]: block, then phase repetition by repetition
-//! (its impulses, then its steps), then call order.
+//! fixed order of [`crate::flux`] ([`crate::flux::order_block`]): block, then
+//! phase repetition by repetition (its impulses, then its steps), then lane,
+//! then the lane's call order.
 //!
 //! **Length.** A repetition of a phase takes the steps [`FlowPhase::steps`]
 //! gives it, or, for a phase [`FlowPhase::until_settled`], as many as it takes
@@ -54,7 +55,7 @@ use super::{check_finite, out_of_bounds, BlockOutcome, PhasedLaunch};
 use crate::error::FieldError;
 use crate::executor::{gather_soa, scatter_soa};
 use crate::field::BlockCtx;
-use crate::flux::FluxBuffer;
+use crate::flux::{order_block, FluxBuffer, FluxPlace};
 use crate::launch::{Dim3, LaunchConfig};
 use crate::real::Real;
 use crate::scalar::{ScalarType, Value};
@@ -258,11 +259,25 @@ pub struct StageOut<'a, T> {
     emits: &'a mut Emits,
 }
 
-/// The emissions of one step: destinations (first stage) and each stage's values.
+/// The emissions of one step: destinations `(flux, index, lane)` (first
+/// stage) and each stage's values.
 #[derive(Default)]
 struct Emits {
-    slots: Vec<(usize, usize)>,
+    slots: Vec<(usize, usize, usize)>,
     values: Vec<Vec<Value>>,
+}
+
+/// A block's emissions of one step or one repetition's impulses, each
+/// `(flux, index, amount)` at its place, before [`order_block`] puts them in
+/// the fixed order.
+type Placed = Vec<(FluxPlace, (usize, usize, Value))>;
+
+/// `placed` in the fixed order, pushed into the block's `logs` (and emptied).
+fn land(placed: &mut Placed, logs: &mut [TypedLog]) {
+    order_block(placed);
+    for (_, (f, i, v)) in placed.drain(..) {
+        logs[f].push(i, v);
+    }
 }
 
 impl<T: Real> StageOut<'_, T> {
@@ -352,10 +367,10 @@ impl<T: Real> StageOut<'_, T> {
         let e = &mut *self.emits;
         let vals = &mut e.values[self.stage];
         if self.stage == 0 {
-            e.slots.push((flux, index));
-        } else if e.slots.get(vals.len()) != Some(&(flux, index)) {
+            e.slots.push((flux, index, lane));
+        } else if e.slots.get(vals.len()) != Some(&(flux, index, lane)) {
             return Err(self.mismatch(format!(
-                "stage {} emits into flux {flux}[{index}] where the first stage did not",
+                "stage {} emits into flux {flux}[{index}] from lane {lane} where the first stage did not",
                 self.stage
             )));
         }
@@ -400,10 +415,11 @@ fn check_emission(
 /// as they are (see the module documentation).
 pub struct Impulses<'a> {
     phase: usize,
+    segment: usize,
     block: Dim3,
     cfg: LaunchConfig,
     flux_types: &'a [(ScalarType, usize)],
-    logs: &'a mut [TypedLog],
+    placed: &'a mut Placed,
 }
 
 impl Impulses<'_> {
@@ -427,7 +443,12 @@ impl Impulses<'_> {
     ) -> Result<(), FieldError> {
         let at = (self.phase, self.block, &self.cfg, lane);
         check_emission(self.flux_types, flux, index, value, at)?;
-        self.logs[flux].push(index, value);
+        let place = FluxPlace {
+            segment: self.segment,
+            step: 0,
+            lane,
+        };
+        self.placed.push((place, (flux, index, value)));
         Ok(())
     }
 }
@@ -469,6 +490,8 @@ pub(super) struct FlowWork<T, S> {
     jumps: Vec<T>,
     dints: Vec<u32>,
     emits: Emits,
+    /// Emissions waiting for their order ([`land`]).
+    placed: Placed,
     steppers: (Stepper<T>, Stepper<f32>, Stepper<f64>),
     /// The method's non-zero weights `(i, b_i)`, for the flux quadrature.
     b: Vec<(usize, f64)>,
@@ -503,6 +526,7 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
                 slots: vec![],
                 values: vec![vec![]; tableau.stages()],
             },
+            placed: Vec::new(),
             steppers: (
                 Stepper::new(&tableau, len),
                 Stepper::new(&tableau, self.layout.sizes[0]),
@@ -577,13 +601,15 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
                 };
                 let mut flux = Impulses {
                     phase: pi,
+                    segment,
                     block: ctx.block_idx(),
                     cfg,
                     flux_types: &self.flux_types,
-                    logs: &mut out.flux,
+                    placed: &mut w.placed,
                 };
                 let input = self.input(&w.h, &w.h0, mem);
                 (self.kernel).phase_start(seg, ctx, &input, &mut w.scratch, &mut flux)?;
+                land(&mut w.placed, &mut out.flux);
                 let mut steps = 0;
                 while steps < most
                     && !(phase.until_settled && {
@@ -601,9 +627,16 @@ impl<T: Real, K: FlowKernel<T> + ?Sized> FlowJob<'_, T, K> {
                     };
                     self.step(w, mem, at, dt, ctx, phase)?;
                     let e = &mut w.emits;
-                    for (s, &(f, i)) in e.slots.iter().enumerate() {
-                        out.flux[f].push(i, quadrature(&w.b, dt64, &e.values, s));
+                    for (s, &(f, i, lane)) in e.slots.iter().enumerate() {
+                        let place = FluxPlace {
+                            segment,
+                            step: steps + 1,
+                            lane,
+                        };
+                        let amount = quadrature(&w.b, dt64, &e.values, s);
+                        w.placed.push((place, (f, i, amount)));
                     }
+                    land(&mut w.placed, &mut out.flux);
                     steps += 1;
                 }
                 (self.kernel).phase_end(seg, ctx, &mut w.h, mem, &mut w.scratch)?;

@@ -358,12 +358,18 @@ impl BlockRun<'_, '_> {
                     Space::Global => {
                         if *deferred {
                             self.ctx.gmem.flux_target(ra, *size)?;
-                            self.flux.push(Flux {
+                            let place = FluxPlace {
+                                segment: self.interval,
+                                step: 0,
+                                lane: tid as usize,
+                            };
+                            let fx = Flux {
                                 pc,
                                 addr: ra,
                                 b: bv,
                                 c: cv,
-                            });
+                            };
+                            self.flux.push((place, fx));
                             Ok(0)
                         } else {
                             self.ctx.gmem.rmw(ra, *size, &|o| f(o, bv, cv))

@@ -19,6 +19,7 @@ use crate::global_race::GlobalLog;
 use crate::memory::*;
 use crate::program::*;
 use crate::warp_ops::{put, row};
+use vgpu_field::{order_block, FluxPlace};
 
 mod memory_access;
 
@@ -27,8 +28,9 @@ const BAR: u8 = 1;
 const EXITED: u8 = 2;
 const ABSENT: u8 = 3;
 
-/// An atomic whose old value is never read: applied after the launch, in block
-/// order then program order (flux, summed in a fixed order).
+/// An atomic whose old value is never read: flux, applied after the launch in
+/// the fixed order of `vgpu_field::flux` (block, barrier interval, thread, the
+/// thread's program order; [`order_block`]).
 pub(crate) struct Flux {
     pub pc: u32,
     pub addr: u64,
@@ -93,7 +95,8 @@ struct Warp {
 /// Results of one block.
 pub(crate) struct BlockOut {
     pub thread_instructions: u64,
-    pub flux: Vec<Flux>,
+    /// The block's flux in the fixed order.
+    pub flux: Vec<(FluxPlace, Flux)>,
     pub trace: Vec<TraceStep>,
 }
 
@@ -110,7 +113,9 @@ struct BlockRun<'a, 'b> {
     bid: [u32; 3],
     shared: &'b mut SharedMem,
     local: &'b mut [u8],
-    flux: Vec<Flux>,
+    flux: Vec<(FluxPlace, Flux)>,
+    /// The barrier interval the block is in (barriers released so far).
+    interval: usize,
     trace: Vec<TraceStep>,
     trace_tid: Option<u32>,
     nthreads: u32,
@@ -164,6 +169,7 @@ pub(crate) fn run_block(
         shared: &mut sc.shared,
         local: &mut sc.local,
         flux: Vec::new(),
+        interval: 0,
         trace: Vec::new(),
         trace_tid,
         nthreads,
@@ -175,7 +181,10 @@ pub(crate) fn run_block(
     match run.run(&mut sc.warps) {
         Ok(()) => Ok(BlockOut {
             thread_instructions: run.thread_instr,
-            flux: run.flux,
+            flux: {
+                order_block(&mut run.flux);
+                run.flux
+            },
             trace: run.trace,
         }),
         // A global race earlier in the interval came first.
@@ -262,6 +271,7 @@ impl BlockRun<'_, '_> {
                     }
                 }
             }
+            run.interval += 1;
             run.global_races()?;
             if let Some(p) = run.shared.shadow.as_mut().and_then(|s| s.barrier()) {
                 return Err(run.uninitialized(p));
