@@ -636,23 +636,41 @@ fn flow_misuse_is_a_typed_error_and_no_flux_lands() {
     assert!(e.to_string().contains("drives a f64 shared array"), "{e}");
 }
 
+/// The items of a [`FlowKernel`] with one register, no shared memory, no
+/// parameters or scratch, whose phases are its field `.0`.
+macro_rules! one_register_one_phase {
+    () => {
+        type Params = ();
+        type Scratch = ();
+        fn dim(&self) -> usize {
+            1
+        }
+        fn shared(&self) -> &[SharedDecl] {
+            &[]
+        }
+        fn phases(&self) -> &[FlowPhase] {
+            &self.0
+        }
+        fn scratch(&self, _lanes: usize) {}
+    };
+}
+
+/// A launch of one block of `lanes` with the unit barrier (Euler, `dt` 1).
+fn unit_launch(lanes: u32) -> PhasedLaunch {
+    let unit = Barrier {
+        dt: 1.0,
+        method: Method::Euler,
+        ..Barrier::default()
+    };
+    PhasedLaunch::new(LaunchConfig::new(1, lanes).unwrap()).barrier(unit)
+}
+
 /// One register, one phase of two unit steps: lane 1 jumps to `h − ∞ + ∞`
 /// (NaN), every other lane to `h + 1`.
 struct JumpToNan([FlowPhase; 1]);
 
 impl FlowKernel<f32> for JumpToNan {
-    type Params = ();
-    type Scratch = ();
-    fn dim(&self) -> usize {
-        1
-    }
-    fn shared(&self) -> &[SharedDecl] {
-        &[]
-    }
-    fn phases(&self) -> &[FlowPhase] {
-        &self.0
-    }
-    fn scratch(&self, _lanes: usize) {}
+    one_register_one_phase!();
     fn stage(
         &self,
         _at: StageAt<f32>,
@@ -676,12 +694,7 @@ impl FlowKernel<f32> for JumpToNan {
 #[test]
 fn run_flow_stops_on_a_non_finite_register_unless_told_they_are_data() {
     let kernel = JumpToNan([FlowPhase::fixed(vec![2], vec![RegisterUpdate::Jump])]);
-    let unit = Barrier {
-        dt: 1.0,
-        method: Method::Euler,
-        ..Barrier::default()
-    };
-    let launch = PhasedLaunch::new(LaunchConfig::new(1, 3).unwrap()).barrier(unit);
+    let launch = unit_launch(3);
     let mut h = vec![0.0f32; 3];
     match launch.clone().run_flow(&kernel, &(), &mut h, &mut []) {
         Err(FieldError::NonFinite { trajectory, .. }) => assert_eq!(trajectory, 1),
@@ -706,18 +719,7 @@ struct ReverseEmitter([FlowPhase; 1]);
 const REVERSE_AMOUNTS: [[f32; 2]; 2] = [[1e8, -1e8], [1.0, 0.0]];
 
 impl FlowKernel<f32> for ReverseEmitter {
-    type Params = ();
-    type Scratch = ();
-    fn dim(&self) -> usize {
-        1
-    }
-    fn shared(&self) -> &[SharedDecl] {
-        &[]
-    }
-    fn phases(&self) -> &[FlowPhase] {
-        &self.0
-    }
-    fn scratch(&self, _lanes: usize) {}
+    one_register_one_phase!();
     fn phase_start(
         &self,
         _at: vgpu_field::phase::SegmentAt,
@@ -756,12 +758,7 @@ fn flux_lands_in_lane_order_whatever_order_the_lanes_emit_in() {
     // In lane order 1e8 − 1e8 + 1 + 0 = 1; in the call order (lane 1 first)
     // 1 + 1e8 rounds to 1e8 in f32 and the sum is 0.
     let kernel = ReverseEmitter([FlowPhase::fixed(vec![1], vec![RegisterUpdate::Rate])]);
-    let unit = Barrier {
-        dt: 1.0,
-        method: Method::Euler,
-        ..Barrier::default()
-    };
-    let launch = PhasedLaunch::new(LaunchConfig::new(1, 2).unwrap()).barrier(unit);
+    let launch = unit_launch(2);
     let mut h = vec![0.0f32; 2];
     let mut flux = vec![FluxBuffer::F32(vec![0.0]), FluxBuffer::F32(vec![0.0])];
     launch.run_flow(&kernel, &(), &mut h, &mut flux).unwrap();
