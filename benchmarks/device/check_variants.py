@@ -21,6 +21,17 @@ usage: check_variants.py IN.wgsl OUTDIR ENTRY  -> OUTDIR/<variant>/<ENTRY>.wgsl
   nbar0    as generated, without the counts of barriers passed
   keys0    as generated, a fault kept without its time (nor the block's
            least time lowered)
+  noit     as generated, without the iteration counts that end a thread in
+           a loop after its fault (`itN`, their `return` in loops with
+           barriers)
+  wdnock   as generated, the watchdog's step counts kept, their tests gone
+  wdlim    as generated, the watchdog's limit (words[1]) read once per
+           thread into a private, not at each test
+  same     as generated (loaded like the variants: the run-to-run noise)
+  gfast    as generated, a global access site's region cache holding the
+           region's absolute start and length: one subtraction and two
+           comparisons where gaddr's fast path has two subtractions and
+           four comparisons (a.x >= GB and o >= r.x folded into d < len)
 
 Session 23's call 2 also ran `end1` and `old3` on the block's end of
 fd9a4d0 (a second barrier before the earliest fault was recorded, since
@@ -72,11 +83,31 @@ def variant(kind, t):
     if kind == "keys0":
         t = re.sub(r" g_fkey = 2u \* g_nbar[^;]*;", "", t)
         t = re.sub(r"\n\s*atomicMax\(&wg_fmin, ~g_fkey\);", "", t)
+    if kind == "noit":
+        t = re.sub(r"\n\s*it\d+ = it\d+ \+ 1u;\n\s*if \(it\d+ > words\[1\] / \d+u\) \{ return; \}", "", t)
+    if kind == "wdnock":
+        t = re.sub(r"\n\s*if \(steps > words\[1\]\) \{[^}]*\}", "", t)
+    if kind == "wdlim":
+        t = t.replace("if (steps > words[1])", "if (steps > wd_lim)")
+        t = re.sub(r"(it\d+) > words\[1\] /", r"\1 > wd_lim /", t)
+        t = t.replace("  seed_caches();\n", "  seed_caches();\n  wd_lim = words[1];\n", 1)
+        t += "\nvar<private> wd_lim: u32;\n"
+    if kind == "gfast":
+        old = ("  let o = a.x - GB;\n  let r = *c;\n"
+               "  if (a.y == 0u && a.x >= GB && o >= r.x && o < r.y && r.y - o >= size && (o % align) == 0u) { return o; }\n")
+        new = ("  let o = a.x - GB;\n  let r = *c;\n  let d = a.x - r.x;\n"
+               "  if (a.y == 0u && d < r.y && r.y - d >= size && (a.x % align) == 0u) { return o; }\n")
+        assert old in t, "gaddr's fast path"
+        t = t.replace(old, new)
+        t = t.replace("        *c = vec2<u32>(s, e);\n", "        *c = vec2<u32>(s + GB, e - s);\n")
+        t = re.sub(r"(gc\d+) = vec2<u32>\(words\[s \+ (\d+)u\], words\[s \+ (\d+)u\]\);",
+                   r"\1 = vec2<u32>(words[s + \2u] + GB, words[s + \3u] - words[s + \2u]);", t)
     return t
 
 
 VARIANTS = ("noshrd", "nouni", "noinit", "nosteps", "nogaddr", "none",
-            "bare1", "bare2", "bare3", "fbar", "fst", "nbar0", "keys0")
+            "bare1", "bare2", "bare3", "fbar", "fst", "nbar0", "keys0",
+            "noit", "wdnock", "wdlim", "gfast", "same")
 for k in VARIANTS:
     d = os.path.join(out, k)
     os.makedirs(d, exist_ok=True)
