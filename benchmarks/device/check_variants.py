@@ -27,6 +27,10 @@ usage: check_variants.py IN.wgsl OUTDIR ENTRY  -> OUTDIR/<variant>/<ENTRY>.wgsl
   wdnock   as generated, the watchdog's step counts kept, their tests gone
   wdlim    as generated, the watchdog's limit (words[1]) read once per
            thread into a private, not at each test
+  wdflag   as generated, each watchdog test a branch-free flag
+           (`wd_hit |= steps > limit`), raised once at the thread's end
+  wdg      as generated, each watchdog test keeping its branch but only
+           noting its line in a private (no raise)
   same     as generated (loaded like the variants: the run-to-run noise)
   gfast    as generated, a global access site's region cache holding the
            region's absolute start and length: one subtraction and two
@@ -92,6 +96,15 @@ def variant(kind, t):
         t = re.sub(r"(it\d+) > words\[1\] /", r"\1 > wd_lim /", t)
         t = t.replace("  seed_caches();\n", "  seed_caches();\n  wd_lim = words[1];\n", 1)
         t += "\nvar<private> wd_lim: u32;\n"
+    if kind in ("wdflag", "wdg"):
+        if kind == "wdflag":
+            rep = r"wd_hit = wd_hit | u32(steps > words[1]);"
+        else:
+            rep = r"if (steps > words[1]) { wd_hit = \1u; }"
+        t = re.sub(r"if \(steps > words\[1\]\) \{ raise\(3u, (\d+)u, vec2<u32>\(0u, 0u\)\); [^}]*\}", rep, t)
+        t = t.replace("  run_thread(lid, cta, ncta, lidx);\n",
+                      "  run_thread(lid, cta, ncta, lidx);\n  if (wd_hit != 0u) { raise(3u, wd_hit, vec2<u32>(0u, 0u)); }\n", 1)
+        t += "\nvar<private> wd_hit: u32;\n"
     if kind == "gfast":
         old = ("  let o = a.x - GB;\n  let r = *c;\n"
                "  if (a.y == 0u && a.x >= GB && o >= r.x && o < r.y && r.y - o >= size && (o % align) == 0u) { return o; }\n")
@@ -107,7 +120,7 @@ def variant(kind, t):
 
 VARIANTS = ("noshrd", "nouni", "noinit", "nosteps", "nogaddr", "none",
             "bare1", "bare2", "bare3", "fbar", "fst", "nbar0", "keys0",
-            "noit", "wdnock", "wdlim", "gfast", "same")
+            "noit", "wdnock", "wdlim", "gfast", "wdflag", "wdg", "same")
 for k in VARIANTS:
     d = os.path.join(out, k)
     os.makedirs(d, exist_ok=True)
