@@ -31,6 +31,8 @@ usage: check_variants.py IN.wgsl OUTDIR ENTRY  -> OUTDIR/<variant>/<ENTRY>.wgsl
            (`wd_hit |= steps > limit`), raised once at the thread's end
   wdg      as generated, each watchdog test keeping its branch but only
            noting its line in a private (no raise)
+  wdhdr    as generated, the watchdog counting loop-header visits only
+           (one per header, the other blocks' counts gone)
   same     as generated (loaded like the variants: the run-to-run noise)
   gfast    as generated, a global access site's region cache holding the
            region's absolute start and length: one subtraction and two
@@ -105,6 +107,9 @@ def variant(kind, t):
         t = t.replace("  run_thread(lid, cta, ncta, lidx);\n",
                       "  run_thread(lid, cta, ncta, lidx);\n  if (wd_hit != 0u) { raise(3u, wd_hit, vec2<u32>(0u, 0u)); }\n", 1)
         t += "\nvar<private> wd_hit: u32;\n"
+    if kind == "wdhdr":
+        t = re.sub(r"steps = steps \+ \d+u;(\n\s*if \(steps > words)", r"steps = steps + 1u;\1", t)
+        t = re.sub(r"\n\s*steps = steps \+ \d+u;(?!\n\s*if \(steps)", "", t)
     if kind == "gfast":
         old = ("  let o = a.x - GB;\n  let r = *c;\n"
                "  if (a.y == 0u && a.x >= GB && o >= r.x && o < r.y && r.y - o >= size && (o % align) == 0u) { return o; }\n")
@@ -120,7 +125,7 @@ def variant(kind, t):
 
 VARIANTS = ("noshrd", "nouni", "noinit", "nosteps", "nogaddr", "none",
             "bare1", "bare2", "bare3", "fbar", "fst", "nbar0", "keys0",
-            "noit", "wdnock", "wdlim", "gfast", "wdflag", "wdg", "same")
+            "noit", "wdnock", "wdlim", "gfast", "wdflag", "wdg", "wdhdr", "same")
 for k in VARIANTS:
     d = os.path.join(out, k)
     os.makedirs(d, exist_ok=True)

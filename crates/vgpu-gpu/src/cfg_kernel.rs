@@ -341,10 +341,12 @@ fn wgsl_path(var: &str, k: &CfgKernel) -> Option<std::path::PathBuf> {
 
 /// The launch words of the region caches' first guesses (vgpu-ir's
 /// `wgsl/cfg/seeds.rs`, [`meta::SEEDS`]): for each 8-byte slot of the
-/// kernel's `param_bytes` (every slot a seed may name), the region (start,
-/// end) of `regions` its value in `params` points into, then the same for
-/// stores and atomics if that region is writable; zeros where it points
-/// into none.
+/// kernel's `param_bytes` (every slot a seed may name), the region of
+/// `regions` its value in `params` points into, as a region cache holds it
+/// (its first byte's address from 0, [`GLOBAL_BASE`] included, and its
+/// length), then the same for stores and atomics if that region is
+/// writable; zeros (a cache no access hits) where it points into none or
+/// past 32-bit addresses.
 fn region_seeds(params: &[u8], param_bytes: u32, regions: &[(u64, u64, bool)]) -> Vec<u32> {
     let slots = (param_bytes as usize).div_ceil(8);
     let mut w = Vec::with_capacity(slots * 4);
@@ -357,15 +359,14 @@ fn region_seeds(params: &[u8], param_bytes: u32, regions: &[(u64, u64, bool)]) -
         let region = a
             .checked_sub(GLOBAL_BASE)
             .and_then(|o| regions.iter().find(|&&(s, e, _)| s <= o && o < e).copied());
-        let (read, write) = match region {
-            Some((s, e, writable)) => (
-                [s as u32, e as u32],
-                if writable {
-                    [s as u32, e as u32]
-                } else {
-                    [0, 0]
-                },
-            ),
+        let cache = region.and_then(|(s, e, writable)| {
+            let start = u32::try_from(GLOBAL_BASE + s).ok()?;
+            u32::try_from(GLOBAL_BASE + e).ok()?;
+            Some(([start, (e - s) as u32], writable))
+        });
+        let (read, write) = match cache {
+            Some((c, true)) => (c, c),
+            Some((c, false)) => (c, [0, 0]),
             None => ([0, 0], [0, 0]),
         };
         w.extend(read);
@@ -645,18 +646,23 @@ mod tests {
     /// the slots past the parameter bytes given.
     #[test]
     fn a_pointer_parameter_seeds_its_region_and_stores_only_a_writable_one() {
-        let regions = [(0, 64, false), (256, 1280, true)];
+        let far = (1u64 << 32) - GLOBAL_BASE - 8;
+        let regions = [(0, 64, false), (256, 1280, true), (far, far + 16, true)];
         let mut params = Vec::new();
         for a in [GLOBAL_BASE + 16, GLOBAL_BASE + 300, 7, GLOBAL_BASE + 1280] {
             params.extend(a.to_le_bytes());
         }
-        let w = region_seeds(&params, 40, &regions);
+        params.extend((GLOBAL_BASE + far).to_le_bytes());
+        let gb = GLOBAL_BASE as u32;
+        let w = region_seeds(&params, 48, &regions);
         assert_eq!(
             w,
             [
-                [0, 64, 0, 0],
-                [256, 1280, 256, 1280],
+                [gb, 64, 0, 0],
+                [gb + 256, 1024, gb + 256, 1024],
                 [0; 4],
+                [0; 4],
+                // A region ending past 32-bit addresses seeds nothing.
                 [0; 4],
                 [0; 4]
             ]

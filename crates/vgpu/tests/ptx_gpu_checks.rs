@@ -566,6 +566,43 @@ fn shared_accesses_ordered_by_barriers_do_not_race() {
     assert_eq!(cpu[4..8], (32u32 + 5 + 100).to_le_bytes());
 }
 
+/// A global load site whose region cache holds the buffer (seeded from its
+/// pointer parameter, then hit by the thread's earlier loads there): a load
+/// one word past the buffer's end and an aligned 8-byte load straddling it
+/// fault out of bounds with the interpreter's line, block and thread.
+#[test]
+fn loads_past_the_end_of_a_cached_region_fault() {
+    let Some(m) = module() else { return };
+    let c = cfg([1, 1, 1], [64, 1, 1]);
+    same_fault(
+        &m,
+        "gx_tail",
+        &c,
+        FaultClass::OutOfBounds,
+        777,
+        [0, 0, 0],
+        [0, 0, 0],
+    );
+    let key = |f: &Fault| (f.class, f.line, f.block, f.thread);
+    let on = |backend| {
+        fault(
+            launch(&m, backend, false, "gx_straddle", &c, 1023),
+            "gx_straddle",
+        )
+    };
+    let cpu = on(BackendChoice::Cpu);
+    assert_eq!(
+        key(&cpu),
+        (FaultClass::OutOfBounds, 799, [0, 0, 0], [63, 0, 0]),
+        "gx_straddle on the CPU"
+    );
+    assert_eq!(
+        key(&on(BackendChoice::Gpu)),
+        key(&cpu),
+        "gx_straddle on the GPU"
+    );
+}
+
 /// A checked kernel with barriers in structured form: thread 37 of each block
 /// stores out of bounds between two barriers. The interpreter's fault (block
 /// 0, thread 37, the store's line) on the GPU too, where the faulting thread

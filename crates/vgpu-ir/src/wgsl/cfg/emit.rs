@@ -270,12 +270,14 @@ fn raise_t(cls: u32, line: u32, a: vec2<u32>, t: vec3<u32>) {{
   }}
 }}
 // A global byte address -> its byte offset in gmem, or {BAD} after a fault.
-// c: the access site's cache of the last region it found (empty at first):
-// an aligned access inside it needs no search of the table.
+// c: the access site's cache of the last region it found (its first byte's
+// address, GB included, and its length; empty at first): an aligned access
+// inside it needs no search of the table.
 fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<private, vec2<u32>>) -> u32 {{
   let o = a.x - GB;
   let r = *c;
-  if (a.y == 0u && a.x >= GB && o >= r.x && o < r.y && r.y - o >= size && (o % align) == 0u) {{ return o; }}
+  let d = a.x - r.x;
+  if (a.y == 0u && d < r.y && r.y - d >= size && (a.x % align) == 0u) {{ return o; }}
   if (a.y == 0u && a.x >= GB) {{
     let n = words[{nreg}];
     for (var i = 0u; i < n; i = i + 1u) {{
@@ -284,7 +286,7 @@ fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<pri
       if (o >= s && o < e) {{
         if (e - o < size || (write && words[{regs}u + 3u * i + 2u] == 0u)) {{ break; }}
         if ((o % align) != 0u) {{ raise({mis}u, line, a); return {BAD}; }}
-        *c = vec2<u32>(s, e);
+        *c = vec2<u32>(s + GB, e - s);
         return o;
       }}
     }}

@@ -92,9 +92,10 @@ pub mod meta {
     /// lowest faulting block.
     pub const FAULT_ONLY: usize = 2;
     /// Word: the index of the first region-cache seed (seeds.rs): for each
-    /// 8-byte parameter slot four words, the region (start, end) its value
-    /// points into, then the same for stores and atomics where the region
-    /// is writable; (0, 0) where none.
+    /// 8-byte parameter slot four words, the region its value points into
+    /// as a region cache holds it (its first byte's address, the global
+    /// base included, and its length), then the same for stores and
+    /// atomics where the region is writable; (0, 0) where none.
     pub const SEEDS: usize = 3;
     /// Words `GRID..GRID + 3`: the CUDA grid (x, y, z) when the dispatch is
     /// not the grid itself but a two-dimensional fold of the linear block
