@@ -645,8 +645,11 @@ fn the_earlier_of_two_faults_between_barriers_is_reported() {
 /// The watchdog in the structured form of kernels with barriers: one thread
 /// spinning before a barrier (it leaves its loop for the barrier), every
 /// thread looping through a barrier, and a loop whose barrier no iteration
-/// meets (its uniform count of iterations ends it). A watchdog fault on both
-/// backends, the spinning thread's on the GPU.
+/// meets (its uniform count of iterations ends it), and a loop through a
+/// barrier where one thread passes the limit and the loop ends on its own
+/// before that thread's out-of-bounds store (the watchdog's fault, noted in
+/// the loop, is taken before the store's). A watchdog fault on both
+/// backends, the spinning (or over-counting) thread's on the GPU.
 #[test]
 fn the_watchdog_ends_loops_in_checked_kernels_with_barriers() {
     let Some(m) = module() else { return };
@@ -660,6 +663,7 @@ fn the_watchdog_ends_loops_in_checked_kernels_with_barriers() {
         ("soft_spin", Some([5, 0, 0])),
         ("soft_bar_spin", None),
         ("soft_bar_skip", None),
+        ("soft_wd_then_oob", Some([5, 0, 0])),
     ] {
         assert!(structured_when_checked(&m, entry, [64, 1, 1]), "{entry}");
         let cpu = fault(

@@ -345,12 +345,30 @@ var<private> g_fkey: u32;
 var<private> g_nbar: u32;
 var<workgroup> wg_fmin: atomic<u32>;
 fn raise(cls: u32, line: u32, a: vec2<u32>) {{
+  wd_take();
   if (g_fcls == 0u) {{
     g_fcls = cls; g_fline = line; g_fa = a;
     g_ft = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z); g_fkey = 2u * g_nbar;
   }}
 }}
-{lid3}"
+// The watchdog's fault in a loop with barriers, noted (its line, the barriers
+// passed) where the count first passes the limit (watchdog.rs), and the
+// thread's fault from its next raise or the block's end (wd_take), with the
+// time it was noted.
+var<private> wd_on: bool;
+var<private> wd_line: u32;
+var<private> wd_nbar: u32;
+fn wd_note(line: u32) {{
+  if (!wd_on) {{ wd_on = true; wd_line = line; wd_nbar = g_nbar; }}
+}}
+fn wd_take() {{
+  if (wd_on && g_fcls == 0u) {{
+    g_fcls = {wd}u; g_fline = wd_line; g_fa = vec2<u32>(0u, 0u);
+    g_ft = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z); g_fkey = 2u * wd_nbar;
+  }}
+}}
+{lid3}",
+        wd = super::fault::CLASS_WATCHDOG
     )
 }
 
@@ -363,6 +381,7 @@ fn raise(cls: u32, line: u32, a: vec2<u32>) {{
 pub(super) fn raise_lidx_decl(soft: bool) -> String {
     if soft {
         "fn raise_lidx(cls: u32, line: u32, t: u32) {
+  wd_take();
   if (g_fcls == 0u) {
     g_fcls = cls; g_fline = line; g_fa = vec2<u32>(0u, 0u); g_ft = t; g_fkey = 2u * g_nbar - 1u;
   }
@@ -399,7 +418,8 @@ pub(super) fn soft_publish(judge: &str) -> String {
     format!(
         "  g_nbar = g_nbar + 1u;
   workgroupBarrier();
-{judge}  if (g_fcls != 0u) {{ atomicMax(&wg_fmin, ~g_fkey); }}
+{judge}  wd_take();
+  if (g_fcls != 0u) {{ atomicMax(&wg_fmin, ~g_fkey); }}
   workgroupBarrier();
   if (g_fcls != 0u && atomicLoad(&wg_fmin) == ~g_fkey) {{ raise_t(g_fcls, g_fline, g_fa, lid3(g_ft)); }}
 "
