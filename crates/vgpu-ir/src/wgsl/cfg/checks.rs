@@ -345,16 +345,15 @@ var<private> g_fkey: u32;
 var<private> g_nbar: u32;
 var<workgroup> wg_fmin: atomic<u32>;
 fn raise(cls: u32, line: u32, a: vec2<u32>) {{
-  wd_take();
-  if (g_fcls == 0u) {{
+  if (g_fcls == 0u && !wd_on) {{
     g_fcls = cls; g_fline = line; g_fa = a;
     g_ft = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z); g_fkey = 2u * g_nbar;
   }}
 }}
 // The watchdog's fault in a loop with barriers, noted (its line, the barriers
-// passed) where the count first passes the limit (watchdog.rs), and the
-// thread's fault from its next raise or the block's end (wd_take), with the
-// time it was noted.
+// passed) where the count first passes the limit (watchdog.rs): no later
+// fault of the thread is kept, and the block's end takes it as the thread's
+// fault (wd_take), with the time it was noted.
 var<private> wd_on: bool;
 var<private> wd_line: u32;
 var<private> wd_nbar: u32;
@@ -381,8 +380,7 @@ fn wd_take() {{
 pub(super) fn raise_lidx_decl(soft: bool) -> String {
     if soft {
         "fn raise_lidx(cls: u32, line: u32, t: u32) {
-  wd_take();
-  if (g_fcls == 0u) {
+  if (g_fcls == 0u && !wd_on) {
     g_fcls = cls; g_fline = line; g_fa = vec2<u32>(0u, 0u); g_ft = t; g_fkey = 2u * g_nbar - 1u;
   }
 }
