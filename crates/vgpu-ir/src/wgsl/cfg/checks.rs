@@ -345,29 +345,12 @@ var<private> g_fkey: u32;
 var<private> g_nbar: u32;
 var<workgroup> wg_fmin: atomic<u32>;
 fn raise(cls: u32, line: u32, a: vec2<u32>) {{
-  if (g_fcls == 0u && !wd_on) {{
+  if (g_fcls == 0u) {{
     g_fcls = cls; g_fline = line; g_fa = a;
     g_ft = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z); g_fkey = 2u * g_nbar;
   }}
 }}
-// The watchdog's fault in a loop with barriers, noted (its line, the barriers
-// passed) where the count first passes the limit (watchdog.rs): no later
-// fault of the thread is kept, and the block's end takes it as the thread's
-// fault (wd_take), with the time it was noted.
-var<private> wd_on: bool;
-var<private> wd_line: u32;
-var<private> wd_nbar: u32;
-fn wd_note(line: u32) {{
-  if (!wd_on) {{ wd_on = true; wd_line = line; wd_nbar = g_nbar; }}
-}}
-fn wd_take() {{
-  if (wd_on && g_fcls == 0u) {{
-    g_fcls = {wd}u; g_fline = wd_line; g_fa = vec2<u32>(0u, 0u);
-    g_ft = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z); g_fkey = 2u * wd_nbar;
-  }}
-}}
-{lid3}",
-        wd = super::fault::CLASS_WATCHDOG
+{lid3}"
     )
 }
 
@@ -380,7 +363,7 @@ fn wd_take() {{
 pub(super) fn raise_lidx_decl(soft: bool) -> String {
     if soft {
         "fn raise_lidx(cls: u32, line: u32, t: u32) {
-  if (g_fcls == 0u && !wd_on) {
+  if (g_fcls == 0u) {
     g_fcls = cls; g_fline = line; g_fa = vec2<u32>(0u, 0u); g_ft = t; g_fkey = 2u * g_nbar - 1u;
   }
 }
@@ -416,8 +399,7 @@ pub(super) fn soft_publish(judge: &str) -> String {
     format!(
         "  g_nbar = g_nbar + 1u;
   workgroupBarrier();
-{judge}  wd_take();
-  if (g_fcls != 0u) {{ atomicMax(&wg_fmin, ~g_fkey); }}
+{judge}  if (g_fcls != 0u) {{ atomicMax(&wg_fmin, ~g_fkey); }}
   workgroupBarrier();
   if (g_fcls != 0u && atomicLoad(&wg_fmin) == ~g_fkey) {{ raise_t(g_fcls, g_fline, g_fa, lid3(g_ft)); }}
 "

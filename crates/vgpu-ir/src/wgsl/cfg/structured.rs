@@ -259,7 +259,7 @@ impl KernelWriter<'_> {
         let n = self.k.blocks[i].stmts.len() + 1;
         format!(
             "{}        it{i} = it{i} + 1u;\n        if (it{i} > words[{}] / {n}u) {{ return; }}\n",
-            self.watchdog_noted(i),
+            self.watchdog_exiting(i, true, ""),
             meta::WATCHDOG
         )
     }

@@ -4,6 +4,14 @@
 //! headers, which every endless execution passes. The structured form's
 //! loops with barriers add a count of iterations alike in every thread
 //! (structured.rs).
+//!
+//! Its tests are a quarter of checked `reduce_sum_atomic`'s time on the H100
+//! and 4 ms of checked `matmul_tiled`'s (session 24, `check_variants`
+//! `nosteps`); a loop with barriers that only noted the fault and took it at
+//! the block's end, later faults kept out by a test in `raise` (0e8ffde,
+//! 9b13186), made `reduce_sum_atomic` faster (0.318–0.346 ms against 0.366)
+//! but `matmul_tiled` slower (59.6–60.4 ms against 54.1), so the fault is
+//! raised where the count passes the limit.
 
 use super::writer::{KernelWriter, EXIT};
 use super::{fault, meta};
@@ -23,48 +31,13 @@ impl KernelWriter<'_> {
         if !self.o.checked {
             return String::new();
         }
-        let n = self.k.blocks[i].stmts.len() + 1;
+        let b = &self.k.blocks[i];
+        let n = b.stmts.len() + 1;
         if !header {
             return format!("        steps = steps + {n}u;\n");
         }
-        format!(
-            "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ raise({}u, {}u, vec2<u32>(0u, 0u)); {exit} }}\n",
-            meta::WATCHDOG,
-            fault::CLASS_WATCHDOG,
-            self.header_line(i)
-        )
-    }
-
-    /// The watchdog at header `i` of a loop with barriers in the structured
-    /// form, where a fault does not end the thread (the loop's uniform count
-    /// of iterations does): the first time the count passes the limit the
-    /// thread only notes the header's line and the barriers passed
-    /// (`wd_note`); the thread keeps no later fault, and the block's end
-    /// takes the noted one as the thread's (checks.rs, `wd_take`), as early
-    /// as if raised here. Measured on the H100 (session 24, `check_variants`
-    /// `wdg`), `raise`'s body in the loop cost checked `matmul_tiled` 2.4 ms
-    /// and `reduce_sum_atomic` 0.038 ms; taking the noted fault in every
-    /// `raise` instead of the test there cost `matmul_tiled` 6 ms (call 3).
-    /// The thread's stores after the noted fault still run (a raised one
-    /// skips them); they can change only faults of a later time, which lose
-    /// to it.
-    pub(super) fn watchdog_noted(&self, i: usize) -> String {
-        if !self.o.checked {
-            return String::new();
-        }
-        let n = self.k.blocks[i].stmts.len() + 1;
-        format!(
-            "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ wd_note({}u); }}\n",
-            meta::WATCHDOG,
-            self.header_line(i)
-        )
-    }
-
-    /// The PTX line a watchdog fault at block `i` names: its first
-    /// statement's, else its terminator's where it has one.
-    fn header_line(&self, i: usize) -> u32 {
-        let b = &self.k.blocks[i];
-        b.stmts
+        let line = b
+            .stmts
             .first()
             .map(|s| s.line)
             .or(match b.term {
@@ -73,6 +46,11 @@ impl KernelWriter<'_> {
                 }
                 _ => None,
             })
-            .unwrap_or(0)
+            .unwrap_or(0);
+        format!(
+            "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ raise({}u, {line}u, vec2<u32>(0u, 0u)); {exit} }}\n",
+            meta::WATCHDOG,
+            fault::CLASS_WATCHDOG
+        )
     }
 }
