@@ -124,17 +124,12 @@ fn buffer<'py>(
             "kernel `{kernel}`: parameter `{name}` is declared {ty}[], got an array of dtype {dtype}"
         )));
     }
-    let target = match ty {
-        ScalarType::F32 => "float32",
-        ScalarType::F64 => "float64",
-        ScalarType::I32 => "int32",
-        ScalarType::U32 => "uint32",
-        ScalarType::Bool => {
-            return Err(PyValueError::new_err(format!(
-                "kernel `{kernel}`: parameter `{name}`: bool buffers are not supported"
-            )))
-        }
-    };
+    // numpy reads the one vocabulary's descriptors (`<f4`, …) as dtypes.
+    let target = ty.dtype().map(|d| d.npy_descr()).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "kernel `{kernel}`: parameter `{name}`: bool buffers are not supported"
+        ))
+    })?;
     if matches!(ty, ScalarType::I32 | ScalarType::U32) {
         // Refuse values the cast would wrap.
         let (lo, hi): (i128, i128) = if ty == ScalarType::I32 {

@@ -88,7 +88,7 @@ fn report_dict<'py>(py: Python<'py>, r: &CaseReport) -> PyResult<Bound<'py, PyDi
     for b in &r.buffers {
         let bd = PyDict::new(py);
         bd.set_item("name", &b.name)?;
-        bd.set_item("dtype", &b.dtype)?;
+        bd.set_item("dtype", b.dtype.name())?;
         bd.set_item("len", b.len)?;
         bd.set_item("mismatches", b.mismatches)?;
         bd.set_item("max_ulp", b.max_ulp)?;

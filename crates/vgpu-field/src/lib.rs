@@ -30,6 +30,7 @@
 pub mod adaptive;
 pub mod blocks;
 mod dim3;
+pub mod dtype;
 pub mod error;
 pub mod executor;
 pub mod field;
@@ -45,6 +46,7 @@ pub mod tableau;
 
 pub use adaptive::{AdaptiveEnsemble, AdaptiveError, AdaptiveMethod, EnsembleProblem};
 pub use blocks::run_blocks;
+pub use dtype::Dtype;
 pub use error::{check_len, FieldError};
 pub use executor::{Launch, LaunchReport};
 pub use field::{field_fn, BlockCtx, BlockField, Ctx, Field, FnField, PerTrajectory};

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
+use vgpu_field::Dtype;
 
 use crate::error::{FaultClass, PtxError};
 use crate::launch::{ExecOptions, KernelArg, LaunchConfig, LaunchStats, Module};
@@ -69,8 +70,8 @@ pub enum CaseArg {
     /// A scalar of type `s32`, `u32`, `f32`, `s64`, `u64` or `f64`.
     Scalar {
         /// The type.
-        #[serde(rename = "type")]
-        ty: String,
+        #[serde(rename = "type", deserialize_with = "dtype")]
+        ty: Dtype,
         /// The value.
         value: serde_json::Number,
     },
@@ -84,8 +85,9 @@ pub enum CaseArg {
 /// A buffer of a case.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CaseBuffer {
-    /// Element type: `f32`, `f64`, `s32`, `u32`, `u8`.
-    pub dtype: String,
+    /// Element type: `f32`, `f64`, `s32`, `u8`, … ([`Dtype::name`]).
+    #[serde(deserialize_with = "dtype")]
+    pub dtype: Dtype,
     /// Number of elements.
     pub len: usize,
     /// Initial contents (raw little-endian), else zeros, which the initcheck
@@ -103,7 +105,7 @@ pub struct BufferReport {
     /// The buffer's name.
     pub name: String,
     /// Its element type.
-    pub dtype: String,
+    pub dtype: Dtype,
     /// Elements compared.
     pub len: usize,
     /// Elements that differ (beyond the tolerance).
@@ -157,13 +159,11 @@ impl CaseReport {
     }
 }
 
-fn elem_size(dtype: &str) -> Option<usize> {
-    Some(match dtype {
-        "f32" | "s32" | "u32" => 4,
-        "f64" | "s64" | "u64" => 8,
-        "u8" | "s8" => 1,
-        "f16" | "u16" | "s16" => 2,
-        _ => return None,
+/// A case's element type, by [`Dtype::parse`]'s names.
+fn dtype<'de, D: Deserializer<'de>>(d: D) -> Result<Dtype, D::Error> {
+    let s = String::deserialize(d)?;
+    Dtype::parse(&s).ok_or_else(|| {
+        serde::de::Error::custom(format!("unknown dtype `{s}` (one of {})", Dtype::names()))
     })
 }
 
@@ -222,53 +222,23 @@ pub fn resolve(
     Ok(target)
 }
 
-/// Element `i` of a raw buffer as f64, and as an ordered integer for ulp distances.
-fn elem(data: &[u8], dtype: &str, i: usize) -> (f64, i128) {
-    let es = elem_size(dtype).unwrap_or(1);
-    let mut b = [0u8; 8];
-    b[..es].copy_from_slice(&data[i * es..i * es + es]);
-    let u = u64::from_le_bytes(b);
-    match dtype {
-        "f32" => {
-            let x = u as u32;
-            let ord = if x & 0x8000_0000 != 0 {
-                -((x & 0x7fff_ffff) as i128)
-            } else {
-                x as i128
-            };
-            (f32::from_bits(x) as f64, ord)
-        }
-        "f64" => {
-            let ord = if u >> 63 != 0 {
-                -((u & !(1 << 63)) as i128)
-            } else {
-                u as i128
-            };
-            (f64::from_bits(u), ord)
-        }
-        "s32" => (u as u32 as i32 as f64, u as u32 as i32 as i128),
-        "s64" => (u as i64 as f64, u as i64 as i128),
-        "s8" => (u as u8 as i8 as f64, u as u8 as i8 as i128),
-        "s16" => (u as u16 as i16 as f64, u as u16 as i16 as i128),
-        _ => (u as f64, u as i128),
-    }
-}
-
 /// Compares `got` with `want`, element by element.
 pub fn compare(
     name: &str,
-    dtype: &str,
+    dtype: Dtype,
     got: &[u8],
     want: &[u8],
     exact: bool,
     rtol: f64,
     atol: f64,
 ) -> BufferReport {
-    let es = elem_size(dtype).unwrap_or(1);
+    let es = dtype.size();
     let n = got.len().min(want.len()) / es;
+    // In bounds: i < n, and both hold n elements.
+    let bits = |data: &[u8], i: usize| dtype.bits_at(data, i).unwrap_or(0);
     let mut r = BufferReport {
         name: name.into(),
-        dtype: dtype.into(),
+        dtype,
         len: n,
         mismatches: 0,
         max_ulp: 0,
@@ -276,8 +246,9 @@ pub fn compare(
         first_mismatch: None,
     };
     for i in 0..n {
-        let (g, go) = elem(got, dtype, i);
-        let (w, wo) = elem(want, dtype, i);
+        let (gb, wb) = (bits(got, i), bits(want, i));
+        let (g, go) = (dtype.value_f64(gb), dtype.ordinal(gb));
+        let (w, wo) = (dtype.value_f64(wb), dtype.ordinal(wb));
         let bits_eq = got[i * es..i * es + es] == want[i * es..i * es + es];
         let ulp = (go - wo).unsigned_abs().min(u64::MAX as u128) as u64;
         let ok = if exact {
@@ -388,8 +359,7 @@ pub fn run_case_on(
     let l = &opts.limits;
     let mut sizes = Vec::new();
     for (name, b) in &case.buffers {
-        let es = elem_size(&b.dtype)
-            .ok_or_else(|| cerr(format!("buffer `{name}`: unknown dtype `{}`", b.dtype)))?;
+        let es = b.dtype.size();
         let what = format!(
             "{}: buffer `{name}` ({} × {})",
             path.display(),
@@ -420,7 +390,7 @@ pub fn run_case_on(
                     .position(|n| *n == name)
                     .ok_or_else(|| cerr(format!("argument {i}: no buffer `{name}`")))?,
             ),
-            CaseArg::Scalar { ty, value } => scalar(ty, value)
+            CaseArg::Scalar { ty, value } => scalar(*ty, value)
                 .ok_or_else(|| cerr(format!("argument {i}: bad {ty} scalar {value}")))?,
         });
     }
@@ -462,7 +432,7 @@ pub fn run_case_on(
                 let what = format!("buffer `{name}` expect");
                 let want = read_bin(&dir, f, got.len() as u64, &what, copts)?;
                 report.buffers.push(compare(
-                    name, &b.dtype, got, &want, case.exact, case.rtol, case.atol,
+                    name, b.dtype, got, &want, case.exact, case.rtol, case.atol,
                 ));
             }
         }
@@ -470,15 +440,26 @@ pub fn run_case_on(
     Ok(report)
 }
 
-/// Parses a scalar argument of a type name (`s32`, `u32`, `f32`, `s64`, `u64`, `f64`).
-pub fn scalar(ty: &str, v: &serde_json::Number) -> Option<KernelArg> {
+/// The types of a kernel's scalar arguments ([`scalar`]).
+pub const SCALAR_TYPES: [Dtype; 6] = [
+    Dtype::I32,
+    Dtype::U32,
+    Dtype::I64,
+    Dtype::U64,
+    Dtype::F32,
+    Dtype::F64,
+];
+
+/// A scalar argument of type `ty` (`s32`, `u32`, `f32`, `s64`, `u64` or
+/// `f64`) and value `v`; `None` for another type or a value it cannot hold.
+pub fn scalar(ty: Dtype, v: &serde_json::Number) -> Option<KernelArg> {
     Some(match ty {
-        "s32" => KernelArg::S32(i32::try_from(v.as_i64()?).ok()?),
-        "u32" => KernelArg::U32(u32::try_from(v.as_u64()?).ok()?),
-        "s64" => KernelArg::S64(v.as_i64()?),
-        "u64" => KernelArg::U64(v.as_u64()?),
-        "f32" => KernelArg::F32(v.as_f64()? as f32),
-        "f64" => KernelArg::F64(v.as_f64()?),
+        Dtype::I32 => KernelArg::S32(i32::try_from(v.as_i64()?).ok()?),
+        Dtype::U32 => KernelArg::U32(u32::try_from(v.as_u64()?).ok()?),
+        Dtype::I64 => KernelArg::S64(v.as_i64()?),
+        Dtype::U64 => KernelArg::U64(v.as_u64()?),
+        Dtype::F32 => KernelArg::F32(v.as_f64()? as f32),
+        Dtype::F64 => KernelArg::F64(v.as_f64()?),
         _ => return None,
     })
 }

@@ -94,6 +94,26 @@ impl Ty {
     pub fn is_int(self) -> bool {
         !self.is_float() && self != Ty::Pred
     }
+
+    /// The host element type of this value type (`None` for the bit types,
+    /// `.bf16` and `.pred`, which name no host buffer's elements).
+    pub fn dtype(self) -> Option<vgpu_field::Dtype> {
+        use vgpu_field::Dtype as D;
+        Some(match self {
+            Ty::U8 => D::U8,
+            Ty::U16 => D::U16,
+            Ty::U32 => D::U32,
+            Ty::U64 => D::U64,
+            Ty::S8 => D::I8,
+            Ty::S16 => D::I16,
+            Ty::S32 => D::I32,
+            Ty::S64 => D::I64,
+            Ty::F16 => D::F16,
+            Ty::F32 => D::F32,
+            Ty::F64 => D::F64,
+            Ty::B8 | Ty::B16 | Ty::B32 | Ty::B64 | Ty::Bf16 | Ty::Pred => return None,
+        })
+    }
 }
 
 /// All ones in the low `bits` bits.
@@ -186,5 +206,31 @@ pub(crate) fn sat64(x: f64) -> f64 {
         0.0
     } else {
         x.clamp(0.0, 1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_types_name_their_host_element_types() {
+        let mut seen = Vec::new();
+        for name in [
+            "b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "f16",
+            "bf16", "f32", "f64", "pred",
+        ] {
+            let t = Ty::parse(name).unwrap();
+            if let Some(d) = t.dtype() {
+                // The one vocabulary spells the type as PTX does, with its width.
+                assert_eq!(d.name(), name);
+                assert_eq!(d.size() as u32, t.bytes());
+                assert_eq!(d.is_float(), t.is_float());
+                assert_eq!(d.is_signed_int(), t.is_signed());
+                seen.push(d);
+            }
+        }
+        seen.sort();
+        assert_eq!(seen, vgpu_field::Dtype::ALL.to_vec());
     }
 }

@@ -12,6 +12,7 @@ pub mod limits;
 pub mod mpi_io;
 #[cfg(feature = "mpi")]
 pub mod mpi_world;
+pub mod npy;
 pub mod output;
 pub mod ptx_gpu;
 pub mod shard;
@@ -29,9 +30,9 @@ pub use vgpu_gpu::{
 /// The field engine: launch geometry, fields, integrators, barrier and flux, the CPU executor.
 pub use vgpu_field as field;
 pub use vgpu_field::{
-    field_fn, Barrier, BlockCtx, BlockField, Ctx, Dim3, Field, FieldError, Launch, LaunchConfig,
-    LaunchReport, Method, Par, PerTrajectory, PhaseKernel, PhaseOut, PhaseReport, PhasedLaunch,
-    Real, Tableau,
+    field_fn, Barrier, BlockCtx, BlockField, Ctx, Dim3, Dtype, Field, FieldError, Launch,
+    LaunchConfig, LaunchReport, Method, Par, PerTrajectory, PhaseKernel, PhaseOut, PhaseReport,
+    PhasedLaunch, Real, Tableau,
 };
 
 pub use vgpu_gpu::{run_ensemble_gpu, EnsembleError, GpuEnsemble};

@@ -19,10 +19,11 @@
 use crate::output::OutputSet;
 use crate::Error;
 use ndarray_npy::npy::header::{Header, Layout};
-use ndarray_npy::{write_npy, write_zeroed_npy, WritableElement};
+use ndarray_npy::write_npy;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use vgpu_field::Dtype;
 
 /// Format tag of the sidecar (bumped if its meaning changes).
 pub const SHARD_FORMAT: &str = "vgpu-shard-1";
@@ -226,13 +227,18 @@ impl Part {
     pub fn row_len(&self) -> usize {
         self.row.iter().product()
     }
+    /// The element type.
+    pub fn elem_type(&self) -> Dtype {
+        match self.data {
+            PartData::F32(_) => Dtype::F32,
+            PartData::F64(_) => Dtype::F64,
+            PartData::U64(_) => Dtype::U64,
+            PartData::U8(_) => Dtype::U8,
+        }
+    }
     /// Bytes of one element.
     pub fn elem_bytes(&self) -> usize {
-        match self.data {
-            PartData::F32(_) => 4,
-            PartData::F64(_) | PartData::U64(_) => 8,
-            PartData::U8(_) => 1,
-        }
+        self.elem_type().size()
     }
     /// Rows held.
     pub fn rows(&self) -> usize {
@@ -241,7 +247,7 @@ impl Part {
     }
     /// The numpy dtype descriptor (`'<f4'`, …), as the `.npy` header spells it.
     pub fn dtype(&self) -> String {
-        by_type!(&self.data, v => descr_of(v))
+        format!("'{}'", self.elem_type().npy_descr())
     }
     /// The shape of an array of `rows` rows.
     pub fn shape(&self, rows: usize) -> Vec<usize> {
@@ -266,8 +272,7 @@ impl Part {
     /// # Errors
     /// The writer's message.
     pub fn write_header(&self, file: &File, total: usize) -> Result<u64, String> {
-        let shape = ndarray::IxDyn(&self.shape(total));
-        by_type!(&self.data, v => zeroed(v, file, shape))?;
+        crate::npy::write_zeroed(file, self.elem_type(), &self.shape(total))?;
         data_offset(file, total as u64 * self.row_bytes())
     }
     /// The rows as little-endian bytes (the `.npy` data of the slice).
@@ -283,14 +288,6 @@ impl Part {
     pub fn row_bytes(&self) -> u64 {
         (self.row_len() * self.elem_bytes()) as u64
     }
-}
-
-fn descr_of<T: WritableElement>(_: &[T]) -> String {
-    T::type_descriptor().to_string()
-}
-
-fn zeroed<T: WritableElement>(_: &[T], file: &File, shape: ndarray::IxDyn) -> Result<(), String> {
-    write_zeroed_npy::<T, _>(file, shape).map_err(|e| e.to_string())
 }
 
 /// The byte offset of a zeroed `.npy`'s data of `data_bytes` bytes: its
@@ -605,15 +602,16 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<MergeReport, Error> {
     })
 }
 
+/// The element type of an output's dtype descriptor in shard metadata.
+fn written_dtype(descr: &str) -> Result<Dtype, String> {
+    Dtype::from_npy_descr(descr)
+        .filter(|d| *d != Dtype::F16)
+        .ok_or_else(|| format!("dtype {descr} is not one vgpu writes"))
+}
+
 /// Bytes of one row of an output of `dtype` and whole shape `shape`.
 fn row_bytes(dtype: &str, shape: &[usize]) -> Result<u64, String> {
-    let elem: u64 = match dtype {
-        d if d == f32::type_descriptor().to_string() => 4,
-        d if d == f64::type_descriptor().to_string() => 8,
-        d if d == u64::type_descriptor().to_string() => 8,
-        d if d == u8::type_descriptor().to_string() => 1,
-        d => return Err(format!("dtype {d} is not one vgpu writes")),
-    };
+    let elem = written_dtype(dtype)?.size() as u64;
     shape[1..]
         .iter()
         .try_fold(elem, |a, &x| a.checked_mul(x as u64))
@@ -622,14 +620,7 @@ fn row_bytes(dtype: &str, shape: &[usize]) -> Result<u64, String> {
 
 /// Creates the zeroed `.npy` of `dtype` and `shape`; returns its data offset.
 fn zeroed_like(file: &File, dtype: &str, shape: &[usize]) -> Result<u64, String> {
-    let sh = ndarray::IxDyn(shape);
-    match dtype {
-        d if d == f32::type_descriptor().to_string() => zeroed::<f32>(&[], file, sh),
-        d if d == f64::type_descriptor().to_string() => zeroed::<f64>(&[], file, sh),
-        d if d == u64::type_descriptor().to_string() => zeroed::<u64>(&[], file, sh),
-        d if d == u8::type_descriptor().to_string() => zeroed::<u8>(&[], file, sh),
-        d => return Err(format!("dtype {d} is not one vgpu writes")),
-    }?;
+    crate::npy::write_zeroed(file, written_dtype(dtype)?, shape)?;
     data_offset(file, shape[0] as u64 * row_bytes(dtype, shape)?)
 }
 
@@ -705,16 +696,15 @@ pub fn read_npy_rows(
         Header::from_reader(&mut f).map_err(|e| io_err(path, format!("not a .npy file: {e}")))?;
     check(&h.shape)?;
     let d = h.type_descriptor.to_string();
-    let elem: u64 = match d.as_str() {
-        "'<f8'" | "'<i8'" => 8,
-        "'<f4'" | "'<i4'" => 4,
-        _ => {
-            return Err(io_err(
-                path,
-                format!("dtype {d}: a slice reads little-endian f64, f32, i64 or i32 rows"),
-            ))
-        }
+    let Some(dt) = Dtype::from_npy_descr(&d)
+        .filter(|t| matches!(t, Dtype::F64 | Dtype::I64 | Dtype::F32 | Dtype::I32))
+    else {
+        return Err(io_err(
+            path,
+            format!("dtype {d}: a slice reads little-endian f64, f32, i64 or i32 rows"),
+        ));
     };
+    let elem = dt.size() as u64;
     if matches!(h.layout, Layout::Fortran) && h.shape.len() > 1 {
         return Err(io_err(
             path,
@@ -756,24 +746,9 @@ pub fn read_npy_rows(
     f.seek(SeekFrom::Start(offset + lo as u64 * row_bytes))
         .and_then(|_| f.read_exact(&mut raw))
         .map_err(io)?;
-    Ok(match d.as_str() {
-        "'<f8'" => raw
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect(),
-        "'<i8'" => raw
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")) as f64)
-            .collect(),
-        "'<f4'" => raw
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")) as f64)
-            .collect(),
-        _ => raw
-            .chunks_exact(4)
-            .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")) as f64)
-            .collect(),
-    })
+    Ok((0..raw.len() / dt.size())
+        .map(|i| dt.value_f64(dt.bits_at(&raw, i).unwrap_or(0)))
+        .collect())
 }
 
 #[cfg(test)]

@@ -297,6 +297,36 @@ fn scale_4(x: &str) -> [&str; 3] {
 }
 
 #[test]
+fn buffers_of_every_element_type_read_and_write_as_npy() {
+    // `zeros:` and `.npy` buffers take the one vocabulary's element types
+    // (`vgpu_field::Dtype`), narrow integers and the `i16` spelling included:
+    // 8 × i16 is the 4 f32 words `scale` reads and writes.
+    let d = tmp("dtypes");
+    let a = d.join("a.npy");
+    let spec = format!("zeros:i16:8:{}", a.display());
+    let (code, out, err) = run_scale(["1", "4,1,1"], scale_4(&spec), &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let got: ndarray::Array1<i16> = ndarray_npy::read_npy(&a).unwrap();
+    assert_eq!(got.to_vec(), vec![0i16; 8]);
+    // Back in as an input: 1.5f32 is 0x3fc00000, two i16 halves (low first).
+    let x = ndarray::Array1::from(vec![0i16, 0x3fc0, 0, 0x3fc0, 0, 0x3fc0, 0, 0x3fc0]);
+    ndarray_npy::write_npy(&a, &x).unwrap();
+    let (code, out, err) = run_scale(["1", "4,1,1"], [a.to_str().unwrap(), "f32:2", "i32:4"], &[]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let got: ndarray::Array1<i16> = ndarray_npy::read_npy(&a).unwrap();
+    // 1.5 × 2 = 3.0f32 = 0x40400000.
+    assert_eq!(got.to_vec(), [0i16, 0x4040].repeat(4));
+    // An unknown element type names the ones there are.
+    let bad = format!("zeros:q16:8:{}", a.display());
+    let (code, out, err) = run_scale(["1", "4,1,1"], scale_4(&bad), &[]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        err.contains("unknown dtype `q16`") && err.contains("s16, s32"),
+        "{err}"
+    );
+}
+
+#[test]
 fn hostile_sizes_are_refused_naming_the_limit_and_the_option() {
     // A result slot per block used to be allocated for 2^31 blocks: an abort.
     let z = scale_4("zeros:f32:4:z.npy");

@@ -5,13 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use ndarray::ArrayD;
-use ndarray_npy::{read_npy, write_npy};
 use vgpu::limits::{parse_size, Limits};
 use vgpu::output::OutputSet;
 use vgpu::ptx::{self, ExecOptions, KernelArg, LaunchConfig, Module, TraceTarget};
 use vgpu::ptx_gpu::PtxRunner;
-use vgpu::Error;
+use vgpu::{Dtype, Error};
 
 /// `vgpu ptx …` subcommands.
 #[derive(Debug, Subcommand)]
@@ -329,71 +327,8 @@ fn print_report(r: &ptx::CaseReport) -> bool {
 /// A buffer of a .ptx launch: where it came from and goes.
 struct BufSpec {
     path: PathBuf,
-    npy_dtype: Option<&'static str>,
+    npy_dtype: Option<Dtype>,
     shape: Vec<usize>,
-}
-
-fn npy_read(path: &Path) -> Result<(Vec<u8>, &'static str, Vec<usize>), Error> {
-    let perr = |m: String| Error::Usage(format!("{}: {m}", path.display()));
-    macro_rules! try_ty {
-        ($t:ty, $name:expr) => {
-            if let Ok(a) = read_npy::<_, ArrayD<$t>>(path) {
-                let shape = a.shape().to_vec();
-                let bytes: Vec<u8> = a.iter().flat_map(|v| v.to_le_bytes()).collect();
-                return Ok((bytes, $name, shape));
-            }
-        };
-    }
-    try_ty!(f32, "f32");
-    try_ty!(f64, "f64");
-    try_ty!(i32, "s32");
-    try_ty!(u32, "u32");
-    try_ty!(i64, "s64");
-    try_ty!(u64, "u64");
-    try_ty!(u8, "u8");
-    try_ty!(i8, "s8");
-    Err(perr(
-        "not a C-order .npy of f32, f64, i32, u32, i64, u64, u8 or i8".into(),
-    ))
-}
-
-fn npy_write(path: &Path, bytes: &[u8], dtype: &str, shape: &[usize]) -> Result<(), Error> {
-    let werr = |m: String| Error::Usage(format!("{}: {m}", path.display()));
-    macro_rules! w {
-        ($t:ty, $n:expr) => {{
-            let v: Vec<$t> = bytes
-                .chunks_exact($n)
-                .map(|c| <$t>::from_le_bytes(c.try_into().expect("chunk size")))
-                .collect();
-            let a = ArrayD::from_shape_vec(shape.to_vec(), v).map_err(|e| werr(e.to_string()))?;
-            write_npy(path, &a).map_err(|e| werr(e.to_string()))
-        }};
-    }
-    match dtype {
-        "f32" => w!(f32, 4),
-        "f64" => w!(f64, 8),
-        "s32" => w!(i32, 4),
-        "u32" => w!(u32, 4),
-        "s64" => w!(i64, 8),
-        "u64" => w!(u64, 8),
-        "s8" => w!(i8, 1),
-        _ => w!(u8, 1),
-    }
-}
-
-fn dtype_size(d: &str) -> Option<usize> {
-    Some(match d {
-        "f32" | "s32" | "u32" => 4,
-        "f64" | "s64" | "u64" => 8,
-        "u8" | "s8" => 1,
-        _ => return None,
-    })
-}
-
-fn static_dtype(d: &str) -> Option<&'static str> {
-    ["f32", "f64", "s32", "u32", "s64", "u64", "u8", "s8"]
-        .into_iter()
-        .find(|x| *x == d)
 }
 
 /// `held + bytes`, refused beyond the memory limit.
@@ -478,10 +413,11 @@ fn run_ptx_file(
     let mut specs: Vec<BufSpec> = Vec::new();
     for (i, a) in la.args.iter().enumerate() {
         let bad = |m: String| Error::Usage(format!("--arg {i} `{a}`: {m}"));
-        if let Some((ty, v)) = a
-            .split_once(':')
-            .filter(|(t, _)| ["s32", "u32", "f32", "s64", "u64", "f64"].contains(t))
-        {
+        if let Some((ty, v)) = a.split_once(':').and_then(|(t, v)| {
+            Dtype::parse(t)
+                .filter(|d| ptx::case::SCALAR_TYPES.contains(d))
+                .map(|d| (d, v))
+        }) {
             let num: serde_json::Number = v
                 .parse()
                 .map_err(|_| bad(format!("`{v}` is not a number")))?;
@@ -496,15 +432,20 @@ fn run_ptx_file(
             if parts.len() != 3 {
                 return Err(bad("expected zeros:DTYPE:LEN:PATH".into()));
             }
-            let dt = static_dtype(parts[0])
-                .ok_or_else(|| bad(format!("unknown dtype `{}`", parts[0])))?;
+            let dt = Dtype::parse(parts[0]).ok_or_else(|| {
+                bad(format!(
+                    "unknown dtype `{}` (one of {})",
+                    parts[0],
+                    Dtype::names()
+                ))
+            })?;
             let len: usize = parts[1]
                 .parse()
                 .map_err(|_| bad(format!("`{}` is not a length", parts[1])))?;
             let p = PathBuf::from(parts[2]);
             let npy = p.extension().is_some_and(|e| e == "npy");
             let what = format!("--arg {i} `zeros:{dt}:{len}`");
-            let bytes = limits.bytes(&what, len as u64, dtype_size(dt).expect("known") as u64)?;
+            let bytes = limits.bytes(&what, len as u64, dt.size() as u64)?;
             held = hold(&limits, &what, held, bytes)?;
             // Allocated, not written by the host: the initcheck's view.
             opts.uninitialised_buffers.push(bufs.len());
@@ -523,7 +464,8 @@ fn run_ptx_file(
                     let what = format!("--arg {i} `{}`", p.display());
                     // At most 8 bytes per element.
                     held = hold(&limits, &what, held, limits.bytes(&what, count, 8)?)?;
-                    let (bytes, dt, shape) = npy_read(&p)?;
+                    let (dt, bytes, shape) = vgpu::npy::read_bytes(&p)
+                        .map_err(|m| Error::Usage(format!("{}: {m}", p.display())))?;
                     bufs.push(bytes);
                     specs.push(BufSpec {
                         path: p,
@@ -572,7 +514,7 @@ fn run_ptx_file(
             None => s.path.clone(),
         };
         outputs.write(&out, |tmp| match s.npy_dtype {
-            Some(dt) => npy_write(tmp, b, dt, &s.shape).map_err(|e| e.to_string()),
+            Some(dt) => vgpu::npy::write_bytes(tmp, dt, b, &s.shape),
             None => std::fs::write(tmp, b).map_err(|e| e.to_string()),
         })?;
         written.push(out);
