@@ -441,6 +441,99 @@ fn a_blocks_guarded_fmas_run_bare_in_one_speculative_region() {
     );
 }
 
+/// Where every shared store writes whole words, `wr_s` notes a subnormal
+/// word in `shr_sub` and a region's fma operand loaded from shared memory
+/// is not tested (the region reads `shr_sub` once instead); a sub-word
+/// shared store, a shared atomic or a guarded load keeps the operand's test.
+#[test]
+fn operands_loaded_from_flagged_shared_words_are_not_tested() {
+    use Val::{Imm, Reg as R};
+    let store = |size: u8| {
+        st(Inst::Store {
+            space: Space::Shared,
+            size,
+            src: vec![R(0)],
+            base: Imm(0),
+            off: 0,
+        })
+    };
+    let load = st(Inst::Load {
+        space: Space::Shared,
+        size: 4,
+        sign: false,
+        d: vec![Some(1)],
+        base: Imm(4),
+        off: 0,
+        unused: 0,
+    });
+    let kernel = |pre: Vec<Stmt>, load: Stmt| CfgKernel {
+        name: "tile".into(),
+        regs: vec![RegTy::B32; 4],
+        blocks: vec![Block {
+            stmts: pre
+                .into_iter()
+                .chain([load, fma(2, R(1), R(0), R(1)), fma(3, R(2), R(1), R(2))])
+                .collect(),
+            term: Term::Return,
+        }],
+        param_bytes: 0,
+        shared_static: 64,
+        local_bytes: 0,
+        globals: vec![],
+    };
+    let o = CfgWgslOptions {
+        native_fma_f32: true,
+        f64: true,
+        ..plain_options(false)
+    };
+    let fast = |k: &CfgKernel| {
+        let w = emit_cfg_wgsl(k, &o).unwrap();
+        validate(&w, true);
+        let region = &w[w.find("var sus").expect(&w)..];
+        let fast = region[..region.find("if (sus").expect(&w)].to_string();
+        (w, fast)
+    };
+    // r1 (loaded) is not tested at either fma; r0 and the two results are.
+    let (w, f) = fast(&kernel(vec![store(4)], load.clone()));
+    assert!(w.contains("var<workgroup> shr_sub: atomic<u32>;"), "{w}");
+    assert!(
+        w.contains("fn wr_s(i: u32, v: u32) { if (((v & 0x7f800000u) == 0u) & ((v << 1u) != 0u)) { atomicStore(&shr_sub, 1u); }"),
+        "{w}"
+    );
+    assert_eq!(f.matches("tiny(").count(), 3, "{f}");
+    assert!(!f.contains("tiny(r1)"), "{f}");
+    assert_eq!(f.matches("atomicLoad(&shr_sub)").count(), 1, "{f}");
+    // A 64-bit store writes two words, both noted.
+    let (_, f) = fast(&kernel(vec![store(8)], load.clone()));
+    assert!(!f.contains("tiny(r1)"), "{f}");
+    // A sub-word store could make a subnormal word of bytes: no flag.
+    let unflagged = |k: &CfgKernel| {
+        let (w, f) = fast(k);
+        assert!(!w.contains("shr_sub"), "{w}");
+        assert_eq!(f.matches("tiny(").count(), 4, "{f}");
+    };
+    unflagged(&kernel(vec![store(4), store(2)], load.clone()));
+    let atom = st(Inst::Atom {
+        space: Space::Shared,
+        op: AtomOp::AddF32,
+        d: Some(3),
+        base: Imm(8),
+        off: 0,
+        b: R(0),
+        c: Imm(0),
+    });
+    unflagged(&kernel(vec![store(4), atom], load.clone()));
+    // A guarded load may leave its register's old value: tested.
+    let mut guarded = load;
+    guarded.guard = Some((0, false));
+    let (w, f) = fast(&kernel(vec![store(4)], guarded));
+    assert!(w.contains("shr_sub"), "{w}");
+    assert!(
+        f.contains("tiny(r1)") && !f.contains("atomicLoad(&shr_sub)"),
+        "{f}"
+    );
+}
+
 #[test]
 fn native_fma_f32_is_the_adapters_fma_and_needs_no_f64() {
     let k = one_fma();
