@@ -337,17 +337,35 @@ fn the_guarded_forms_are_exact_over_a_flushing_fma() {
         block: [16, 16, 1].into(),
         shared_bytes: 0,
     };
-    for checked in [false, true] {
-        let (cpu, gpu) = on_both_flushing(&m, "matmul_tiled", &cfg, &args, &bufs, 2, checked);
-        Words {
-            stride: 1,
-            names: &["c"],
+    // Subnormal operands whose products and sums are normal: the even rows
+    // of A subnormal, B large. The inner loop tests no operand it loads
+    // from shared memory (speculate.rs: the tiles' stores note subnormal
+    // words), so only that note sends these tiles to the exact run; the
+    // first tile of each row also runs exactly, from its zero accumulator.
+    let a2: Vec<f32> = (0..s * s)
+        .map(|i| {
+            if (i / s) % 2 == 0 {
+                scaled(&mut r, -149, -127)
+            } else {
+                scaled(&mut r, -3, 3)
+            }
+        })
+        .collect();
+    let b2: Vec<f32> = (0..s * s).map(|_| scaled(&mut r, 100, 110)).collect();
+    let bufs2 = [f32_bytes(&a2), f32_bytes(&b2), vec![0u8; 4 * s * s]];
+    for (bufs, what) in [(&bufs, "tiny"), (&bufs2, "subnormal A, large B")] {
+        for checked in [false, true] {
+            let (cpu, gpu) = on_both_flushing(&m, "matmul_tiled", &cfg, &args, bufs, 2, checked);
+            Words {
+                stride: 1,
+                names: &["c"],
+            }
+            .assert_same(
+                &cpu,
+                &gpu,
+                |i| format!("C[{i}] ({what}), checked {checked}"),
+                nan_or_same,
+            );
         }
-        .assert_same(
-            &cpu,
-            &gpu,
-            |i| format!("C[{i}], checked {checked}"),
-            nan_or_same,
-        );
     }
 }
