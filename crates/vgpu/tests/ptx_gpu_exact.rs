@@ -162,6 +162,68 @@ fn f16_conversions_match_the_interpreter() {
     assert!(h.contains(&0x7fff));
 }
 
+/// `tests/kernels/widemul.ptx`: `mul.wide` and `mad.wide` by immediates,
+/// signed and unsigned, powers of two (shifts on the GPU path, the low word
+/// one instruction) and not, on the values where sign and carry matter.
+#[test]
+fn wide_products_by_immediates_match_the_interpreter() {
+    let Some(kernel) = Kernel::load("widemul") else {
+        return;
+    };
+    let n = 1024usize;
+    let mut rng = Rng(0x0bad_cafe_f00d_d00d);
+    let edges = [
+        0u32,
+        1,
+        2,
+        0x7fff_ffff,
+        0x8000_0000,
+        0x8000_0001,
+        0xffff_ffff,
+        0x4000_0000,
+        0xc000_0000,
+    ];
+    let x: Vec<u32> = (0..n)
+        .map(|i| edges.get(i).copied().unwrap_or_else(|| rng.next32()))
+        .collect();
+    let bufs = in_out(&x, u32::to_le_bytes, 64 * n);
+    let (cpu, gpu) = kernel.on_both(&line((n / 128) as u32, 128, 0), &IN_OUT, &bufs, 1);
+    let names = [
+        "s32 * 4 lo",
+        "s32 * 4 hi",
+        "s32 * 1 lo",
+        "s32 * 1 hi",
+        "s32 * 2^30 lo",
+        "s32 * 2^30 hi",
+        "u32 * 2^31 lo",
+        "u32 * 2^31 hi",
+        "s32 * -2^31 lo",
+        "s32 * -2^31 hi",
+        "s32 * 12 lo",
+        "s32 * 12 hi",
+        "mad s32 * 8 lo",
+        "mad s32 * 8 hi",
+        "mad u32 * 16 lo",
+        "mad u32 * 16 hi",
+    ];
+    Words {
+        stride: 16,
+        names: &names,
+    }
+    .assert_same(&cpu, &gpu, |t| format!("x = {:#010x}", x[t]), bitwise);
+    // The interpreter's own values, so the comparison is not vacuous.
+    let q = |t: usize, j: usize| {
+        word(&cpu, 16 * t + 2 * j) as u64 | (word(&cpu, 16 * t + 2 * j + 1) as u64) << 32
+    };
+    for (t, &xt) in x.iter().enumerate() {
+        let s = xt as i32 as i64;
+        assert_eq!(q(t, 0), (s * 4) as u64);
+        assert_eq!(q(t, 3), (xt as u64) << 31);
+        assert_eq!(q(t, 4), (s * -(1i64 << 31)) as u64);
+        assert_eq!(q(t, 7), ((xt as u64) << 4).wrapping_add(s as u64));
+    }
+}
+
 /// `tests/kernels/bits.ptx`: `popc`, `clz` and `brev` on 32 and 64 bits,
 /// `bfind` (u32, s32, `.shiftamt`).
 #[test]

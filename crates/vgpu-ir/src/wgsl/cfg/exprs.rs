@@ -109,10 +109,7 @@ impl KernelWriter<'_> {
                 format!("mulw_{}32({a32}, {b32}).y", if signed { "s" } else { "u" }),
                 ExprWidth::B32,
             ),
-            BinOp::MulWide { signed } => (
-                format!("mulw_{}32({a32}, {b32})", if signed { "s" } else { "u" }),
-                ExprWidth::B64,
-            ),
+            BinOp::MulWide { signed } => (mul_wide(signed, a, b, &a32, &b32), ExprWidth::B64),
             BinOp::MulWide16 { signed: false } => (
                 format!("(({a32} & 0xffffu) * ({b32} & 0xffffu))"),
                 ExprWidth::B32,
@@ -270,8 +267,8 @@ impl KernelWriter<'_> {
             ),
             TernOp::MadWide { signed } => (
                 format!(
-                    "add64(mulw_{}32({a32}, {b32}), {})",
-                    if signed { "s" } else { "u" },
+                    "add64({}, {})",
+                    mul_wide(signed, a, b, &a32, &b32),
                     self.v64(c)
                 ),
                 ExprWidth::B64,
@@ -351,5 +348,26 @@ impl KernelWriter<'_> {
             CvtOp::F16ToF32 => (format!("f16_to_f32({a32})"), ExprWidth::B32),
             CvtOp::F64(op) => self.f64_cvt(op, a),
         }
+    }
+}
+
+/// The 64-bit product of two 32-bit operands (`mul.wide`), written `a32`
+/// and `b32`: by a power of two `2^k` (an immediate `b`, `k` ≤ 30 signed, ≤ 31
+/// unsigned) a shift, whose low word stays one instruction where only it is
+/// used (an address's); else `mulw_s32`/`mulw_u32`.
+fn mul_wide(signed: bool, a: Val, b: Val, a32: &str, b32: &str) -> String {
+    let k = match b {
+        Val::Imm(x) if (x as u32).is_power_of_two() => (x as u32).trailing_zeros(),
+        _ => 32,
+    };
+    match (signed, k) {
+        (true, 0) => format!("sw64({a32})"),
+        (false, 0) => format!("w64({a32})"),
+        (true, 1..=30) => format!(
+            "vec2<u32>({a32} << {k}u, bitcast<u32>(bitcast<i32>({a32}) >> {}u))",
+            32 - k
+        ),
+        (false, 1..=31) => format!("vec2<u32>({a32} << {k}u, {a32} >> {}u)", 32 - k),
+        _ => format!("mulw_{}32({a32}, {b32})", if signed { "s" } else { "u" }),
     }
 }

@@ -23,7 +23,8 @@ fn mulw_u32(a: u32, b: u32) -> vec2<u32> {
   let al = a & 0xffffu; let ah = a >> 16u; let bl = b & 0xffffu; let bh = b >> 16u;
   let ll = al * bl; let lh = al * bh; let hl = ah * bl; let hh = ah * bh;
   let mid = (ll >> 16u) + (lh & 0xffffu) + (hl & 0xffffu);
-  let lo = (ll & 0xffffu) | (mid << 16u);
+  // The low word is the wrapping product (one instruction where only it is used).
+  let lo = a * b;
   let hi = hh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u);
   return vec2<u32>(lo, hi);
 }
