@@ -337,18 +337,20 @@ fn the_guarded_forms_are_exact_over_a_flushing_fma() {
         block: [16, 16, 1].into(),
         shared_bytes: 0,
     };
-    // Subnormal operands whose products and sums are normal: the even rows
-    // of A subnormal, B large. The inner loop tests no operand it loads
-    // from shared memory (speculate.rs: the tiles' stores note subnormal
-    // words), so only that note sends these tiles to the exact run; the
-    // first tile of each row also runs exactly, from its zero accumulator.
+    // Subnormal operands whose products and sums are normal: in the even
+    // rows of A, column 3 of each tile subnormal and the rest just above
+    // 2^-126, B large. The inner loop tests no operand it loads from shared
+    // memory (speculate.rs: the tiles' stores note subnormal words), so
+    // only that note sends these tiles to the exact run: the thread's own
+    // for the thread that stored the subnormal word, the block's (published
+    // at the barrier) for the fifteen others of its row, which stored none;
+    // the first tile of each row also runs exactly, from its zero
+    // accumulator.
     let a2: Vec<f32> = (0..s * s)
-        .map(|i| {
-            if (i / s) % 2 == 0 {
-                scaled(&mut r, -149, -127)
-            } else {
-                scaled(&mut r, -3, 3)
-            }
+        .map(|i| match ((i / s) % 2, i % 16) {
+            (0, 3) => scaled(&mut r, -149, -127),
+            (0, _) => scaled(&mut r, -125, -120),
+            _ => scaled(&mut r, -3, 3),
         })
         .collect();
     let b2: Vec<f32> = (0..s * s).map(|_| scaled(&mut r, 100, 110)).collect();

@@ -142,8 +142,25 @@ pub fn emit_cfg_wgsl_with(
         let caches = e.site_caches();
         e.out.push_str(&caches);
     }
+    if e.shr_flag {
+        // Every barrier of the module publishes the thread's note first
+        // (speculate.rs), whichever part of the emitter wrote it.
+        e.out = e
+            .out
+            .replace("workgroupBarrier();", "shr_pub(); workgroupBarrier();");
+    }
     Ok(e.out)
 }
+
+/// The shared words' note (speculate.rs): a thread's own, set by `wr_s` at
+/// a subnormal word, and the block's, which the thread sets from its own
+/// before each barrier (`shr_pub`).
+const SHR_DECLS: &str = "// A subnormal word stored to smem: by this thread (g_sub), by the block
+// before its last barrier (shr_sub; speculate.rs).
+var<private> g_sub: u32;
+var<workgroup> shr_sub: atomic<u32>;
+fn shr_pub() { if (g_sub != 0u) { atomicStore(&shr_sub, 1u); } }
+";
 
 /// Whether an atomic `op` in `space` is the device's f32 `atomicAdd` on
 /// `gmemf`, the `atomic<f32>` view of global memory
@@ -330,11 +347,7 @@ fn saddr(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32, rb: u32, re
             } else {
                 String::new()
             },
-            shr_sub = if shr_flag {
-                "// Set by a store of a subnormal word to smem (speculate.rs).\nvar<workgroup> shr_sub: atomic<u32>;\n"
-            } else {
-                ""
-            },
+            shr_sub = if shr_flag { SHR_DECLS } else { "" },
         );
         // Word readers and writers per space.
         let spaces: [(&str, &str, bool, bool); 4] = [
@@ -398,7 +411,7 @@ fn atom_{n}(i: u32, op: u32, b: u32, c: u32) -> u32 {{
                 )
             };
             let note = if n == "s" && shr_flag {
-                "if (((v & 0x7f800000u) == 0u) & ((v << 1u) != 0u)) { atomicStore(&shr_sub, 1u); } "
+                "g_sub = g_sub | select(0u, 1u, ((v & 0x7f800000u) == 0u) & ((v << 1u) != 0u)); "
             } else {
                 ""
             };

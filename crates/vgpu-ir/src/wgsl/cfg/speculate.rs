@@ -14,17 +14,20 @@
 //! full test and a branch per fma (`lorenz_rk4`'s step loop is one region).
 //!
 //! Where every write of the kernel's shared memory stores whole 32-bit
-//! words ([`shared_words_flagged`]: no sub-word store, no atomic there),
-//! `wr_s` notes each subnormal word it stores in the workgroup's `shr_sub`,
-//! and an fma operand that holds a word an unguarded 32-bit shared load
-//! read (and that could not fault) is not tested: the region reads
-//! `shr_sub` once at its end instead (a tiled matmul's inner loop tests
-//! only its results then, a third of its values). An operand is suspect
-//! only when it is subnormal (`fma_suspect`: zero and normal operands never
-//! are), and every word a load can read was stored by `wr_s` (shared memory
-//! starts zeroed); a store that happens before the load (the program has no
-//! data race) set `shr_sub` before it, in the same thread's order or before
-//! the barrier that orders the two, and `shr_sub` is never cleared.
+//! words and its threads order their shared accesses by barriers alone
+//! ([`shared_words_flagged`]), `wr_s` notes each subnormal word it stores in
+//! the thread's `g_sub` (branch-free: a test in the store would hold a tile
+//! loop's next global load behind this one), every barrier first publishes
+//! that note to the block's `shr_sub` (`shr_pub`), and an fma operand that
+//! holds a word an unguarded 32-bit shared load read (and that could not
+//! fault) is not tested: the region reads both notes once at its end
+//! instead (a tiled matmul's inner loop tests only its results then, a
+//! third of its values). An operand is suspect only when it is subnormal
+//! (`fma_suspect`: zero and normal operands never are), and every word a
+//! load can read was stored by `wr_s` (shared memory starts zeroed); in a
+//! program without data races a store happens before the load by the same
+//! thread's order (its `g_sub`) or by a barrier between them (`shr_sub`,
+//! published before it), and neither note is ever cleared.
 //!
 //! Why it is exact: the tests take every case `fma_suspect` takes (a zero
 //! immediate is no such case, a normal one neither), so where none was
@@ -42,7 +45,7 @@
 //! once, an uninitialised or racing read marked once).
 
 use super::writer::KernelWriter;
-use crate::cfg::{CfgKernel, Inst, Reg, Space, Stmt, TernOp, Val};
+use crate::cfg::{CfgKernel, Inst, Reg, Space, Stmt, Term, TernOp, Val};
 use crate::error::IrError;
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -138,24 +141,28 @@ fn reads(s: &Stmt) -> Vec<Reg> {
 }
 
 /// Whether the kernel's shared memory is flagged: every write of it is a
-/// store of whole 32-bit words (no sub-word store, no atomic, in the shared
-/// or the generic space), so `wr_s` can note each subnormal word it stores
-/// in `shr_sub`, and some f32 fma reads a register a 32-bit shared load
-/// wrote, so the note saves a test. Then a region's fma operand that holds
-/// such a word is not tested; the region reads `shr_sub` once at its end
-/// instead (module documentation).
+/// store of whole 32-bit words (no sub-word store in the shared or the
+/// generic space, no atomic), so `wr_s` can note each subnormal word it
+/// stores; its threads order their shared accesses by barriers alone (no
+/// atomic, no strong load that yields, no warp operation), so a note
+/// published before each barrier is seen by every load the store happens
+/// before; and some f32 fma reads a register a 32-bit shared load wrote, so
+/// the note saves a test. Then a region's fma operand that holds such a
+/// word is not tested; the region reads the notes once at its end instead
+/// (module documentation).
 pub(super) fn shared_words_flagged(k: &CfgKernel) -> bool {
     let stmts = || k.blocks.iter().flat_map(|b| &b.stmts);
+    let barriers_only = k
+        .blocks
+        .iter()
+        .all(|b| !matches!(b.term, Term::Yield { .. } | Term::Warp { .. }));
     let words_only = stmts().all(|s| match &s.inst {
         Inst::Store {
             space: Space::Shared | Space::Generic,
             size,
             ..
         } => *size >= 4,
-        Inst::Atom {
-            space: Space::Shared | Space::Generic,
-            ..
-        } => false,
+        Inst::Atom { .. } => false,
         _ => true,
     });
     let loaded: HashSet<Reg> = stmts()
@@ -170,7 +177,9 @@ pub(super) fn shared_words_flagged(k: &CfgKernel) -> bool {
         })
         .flatten()
         .collect();
-    words_only && stmts().any(|s| is_fma_f32(s) && reads(s).iter().any(|r| loaded.contains(r)))
+    barriers_only
+        && words_only
+        && stmts().any(|s| is_fma_f32(s) && reads(s).iter().any(|r| loaded.contains(r)))
 }
 
 /// The registers a second run of `region` needs as they were before the
@@ -309,7 +318,7 @@ impl KernelWriter<'_> {
         if flagged {
             let _ = writeln!(
                 code,
-                "        sus{n} = sus{n} | (atomicLoad(&shr_sub) != 0u);"
+                "        sus{n} = sus{n} | ((g_sub | atomicLoad(&shr_sub)) != 0u);"
             );
         }
         Ok(())
