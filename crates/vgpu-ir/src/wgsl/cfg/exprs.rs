@@ -109,7 +109,7 @@ impl KernelWriter<'_> {
                 format!("mulw_{}32({a32}, {b32}).y", if signed { "s" } else { "u" }),
                 ExprWidth::B32,
             ),
-            BinOp::MulWide { signed } => (mul_wide(signed, a, b, &a32, &b32), ExprWidth::B64),
+            BinOp::MulWide { signed } => (mul_wide(signed, b, &a32, &b32), ExprWidth::B64),
             BinOp::MulWide16 { signed: false } => (
                 format!("(({a32} & 0xffffu) * ({b32} & 0xffffu))"),
                 ExprWidth::B32,
@@ -268,7 +268,7 @@ impl KernelWriter<'_> {
             TernOp::MadWide { signed } => (
                 format!(
                     "add64({}, {})",
-                    mul_wide(signed, a, b, &a32, &b32),
+                    mul_wide(signed, b, &a32, &b32),
                     self.v64(c)
                 ),
                 ExprWidth::B64,
@@ -355,7 +355,7 @@ impl KernelWriter<'_> {
 /// and `b32`: by a power of two `2^k` (an immediate `b`, `k` ≤ 30 signed, ≤ 31
 /// unsigned) a shift, whose low word stays one instruction where only it is
 /// used (an address's); else `mulw_s32`/`mulw_u32`.
-fn mul_wide(signed: bool, a: Val, b: Val, a32: &str, b32: &str) -> String {
+fn mul_wide(signed: bool, b: Val, a32: &str, b32: &str) -> String {
     let k = match b {
         Val::Imm(x) if (x as u32).is_power_of_two() => (x as u32).trailing_zeros(),
         _ => 32,
