@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Variants of a generated kernel's WGSL for flag_variants.sh: what the
-shared words' note (speculate.rs: `shr_sub`) and the shift form of
+shared words' note (session 25's 569734c, measured and reverted: the WGSL
+must come from that build) and the shift form of
 `mul.wide` by a power of two (exprs.rs) each cost. Usage:
 flag_variants.py IN.wgsl OUTDIR ENTRY; writes OUTDIR/<variant>/ENTRY.wgsl.
 

@@ -339,13 +339,12 @@ fn the_guarded_forms_are_exact_over_a_flushing_fma() {
     };
     // Subnormal operands whose products and sums are normal: in the even
     // rows of A, column 3 of each tile subnormal and the rest just above
-    // 2^-126, B large. The inner loop tests no operand it loads from shared
-    // memory (speculate.rs: the tiles' stores note subnormal words), so
-    // only that note sends these tiles to the exact run: the thread's own
-    // for the thread that stored the subnormal word, the block's (published
-    // at the barrier) for the fifteen others of its row, which stored none;
-    // the first tile of each row also runs exactly, from its zero
-    // accumulator.
+    // 2^-126, B large; only the operand tests of the inner loop's region
+    // (each value loaded from shared memory, tested where it is held) send
+    // these tiles to the exact run, and only fifteen of the sixteen threads
+    // of a row stored no subnormal word themselves (session 25 measured a
+    // note of subnormal shared words instead of these tests, and kept the
+    // tests: docs/BENCHMARKS.md).
     let a2: Vec<f32> = (0..s * s)
         .map(|i| match ((i / s) % 2, i % 16) {
             (0, 3) => scaled(&mut r, -149, -127),

@@ -13,22 +13,6 @@
 //! about a comparison per value and one branch per region rather than its
 //! full test and a branch per fma (`lorenz_rk4`'s step loop is one region).
 //!
-//! Where every write of the kernel's shared memory stores whole 32-bit
-//! words and its threads order their shared accesses by barriers alone
-//! ([`shared_words_flagged`]), `wr_s` notes each subnormal word it stores in
-//! the thread's `g_sub` (branch-free: a test in the store would hold a tile
-//! loop's next global load behind this one), every barrier first publishes
-//! that note to the block's `shr_sub` (`shr_pub`), and an fma operand that
-//! holds a word an unguarded 32-bit shared load read (and that could not
-//! fault) is not tested: the region reads both notes once at its end
-//! instead (a tiled matmul's inner loop tests only its results then, a
-//! third of its values). An operand is suspect only when it is subnormal
-//! (`fma_suspect`: zero and normal operands never are), and every word a
-//! load can read was stored by `wr_s` (shared memory starts zeroed); in a
-//! program without data races a store happens before the load by the same
-//! thread's order (its `g_sub`) or by a barrier between them (`shr_sub`,
-//! published before it), and neither note is ever cleared.
-//!
 //! Why it is exact: the tests take every case `fma_suspect` takes (a zero
 //! immediate is no such case, a normal one neither), so where none was
 //! noted each fma's device result is what `fma_native_f32` returns and the
@@ -45,7 +29,7 @@
 //! once, an uninitialised or racing read marked once).
 
 use super::writer::KernelWriter;
-use crate::cfg::{CfgKernel, Inst, Reg, Space, Stmt, Term, TernOp, Val};
+use crate::cfg::{Inst, Reg, Stmt, TernOp, Val};
 use crate::error::IrError;
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -140,48 +124,6 @@ fn reads(s: &Stmt) -> Vec<Reg> {
     regs
 }
 
-/// Whether the kernel's shared memory is flagged: every write of it is a
-/// store of whole 32-bit words (no sub-word store in the shared or the
-/// generic space, no atomic), so `wr_s` can note each subnormal word it
-/// stores; its threads order their shared accesses by barriers alone (no
-/// atomic, no strong load that yields, no warp operation), so a note
-/// published before each barrier is seen by every load the store happens
-/// before; and some f32 fma reads a register a 32-bit shared load wrote, so
-/// the note saves a test. Then a region's fma operand that holds such a
-/// word is not tested; the region reads the notes once at its end instead
-/// (module documentation).
-pub(super) fn shared_words_flagged(k: &CfgKernel) -> bool {
-    let stmts = || k.blocks.iter().flat_map(|b| &b.stmts);
-    let barriers_only = k
-        .blocks
-        .iter()
-        .all(|b| !matches!(b.term, Term::Yield { .. } | Term::Warp { .. }));
-    let words_only = stmts().all(|s| match &s.inst {
-        Inst::Store {
-            space: Space::Shared | Space::Generic,
-            size,
-            ..
-        } => *size >= 4,
-        Inst::Atom { .. } => false,
-        _ => true,
-    });
-    let loaded: HashSet<Reg> = stmts()
-        .filter_map(|s| match &s.inst {
-            Inst::Load {
-                space: Space::Shared,
-                size: 4,
-                d,
-                ..
-            } => Some(d.iter().flatten().copied()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    barriers_only
-        && words_only
-        && stmts().any(|s| is_fma_f32(s) && reads(s).iter().any(|r| loaded.contains(r)))
-}
-
 /// The registers a second run of `region` needs as they were before the
 /// first: those it writes and reads before writing them unconditionally (a
 /// guarded write may not happen, so it keeps the old value), in order.
@@ -219,7 +161,6 @@ impl KernelWriter<'_> {
         } else {
             Vec::new()
         };
-        self.shr_held.clear();
         let mut out = Vec::new();
         let mut i = 0;
         for r in regions {
@@ -270,8 +211,6 @@ impl KernelWriter<'_> {
     fn fast_copy(&mut self, region: &[Stmt], n: u32, code: &mut String) -> Result<(), IrError> {
         // Registers whose value now held has been tested.
         let mut tested: HashSet<Reg> = HashSet::new();
-        // An operand held from shared memory was judged when it was stored.
-        let mut flagged = false;
         for s in region {
             let Inst::Tern {
                 op: TernOp::FmaF32 { .. },
@@ -291,9 +230,7 @@ impl KernelWriter<'_> {
             for v in [a, b, c] {
                 match v {
                     Val::Reg(r) => {
-                        if self.shr_held.contains(&r) {
-                            flagged = true;
-                        } else if tested.insert(r) {
+                        if tested.insert(r) {
                             pre.push(format!("tiny({})", self.v32(v)));
                         }
                     }
@@ -315,36 +252,7 @@ impl KernelWriter<'_> {
             let _ = writeln!(code, "        sus{n} = sus{n} | tiny(r{d});");
             tested.insert(d);
         }
-        if flagged {
-            let _ = writeln!(
-                code,
-                "        sus{n} = sus{n} | ((g_sub | atomicLoad(&shr_sub)) != 0u);"
-            );
-        }
         Ok(())
-    }
-
-    /// Keeps [`KernelWriter::shr_held`] after statement `s`: its
-    /// registers hold a shared word where it is an unguarded 32-bit shared
-    /// load that cannot fault, and no longer otherwise.
-    pub(super) fn hold_shared_words(&mut self, s: &Stmt) {
-        let held = s.guard.is_none()
-            && !self.load_may_fault
-            && matches!(
-                s.inst,
-                Inst::Load {
-                    space: Space::Shared,
-                    size: 4,
-                    ..
-                }
-            );
-        for r in s.inst.dests() {
-            if held {
-                self.shr_held.insert(r);
-            } else {
-                self.shr_held.remove(&r);
-            }
-        }
     }
 }
 

@@ -106,16 +106,6 @@ pub(super) struct KernelWriter<'a> {
     /// The padded indexing of shared memory, where the kernel takes it
     /// (padded_smem.rs).
     pub(super) pad: Option<SmemPad>,
-    /// Every store to shared memory notes a subnormal word in `shr_sub`,
-    /// so a guarded fma's operand loaded from it is not tested
-    /// (speculate.rs, [`super::speculate::shared_words_flagged`]).
-    pub(super) shr_flag: bool,
-    /// Registers now holding a word an unguarded, unfaulting 32-bit shared
-    /// load read (reset at each block's start; where `shr_flag`).
-    pub(super) shr_held: std::collections::HashSet<Reg>,
-    /// The load being written may fault (it is then skipped and its
-    /// register keeps its old value).
-    pub(super) load_may_fault: bool,
 }
 
 /// The padded indexing of a kernel's shared memory (padded_smem.rs).
