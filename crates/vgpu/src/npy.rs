@@ -15,47 +15,15 @@ use vgpu_field::Dtype;
 /// which `ndarray-npy` does not read or write; `$f16` then).
 macro_rules! by_dtype {
     ($dtype:expr, $T:ident => $body:expr, f16 => $f16:expr) => {
+        by_dtype!(@arms $dtype, $T, $body, $f16;
+            F32 f32, F64 f64, I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64)
+    };
+    (@arms $dtype:expr, $T:ident, $body:expr, $f16:expr; $($v:ident $t:ty),*) => {
         match $dtype {
-            Dtype::F32 => {
-                type $T = f32;
+            $(Dtype::$v => {
+                type $T = $t;
                 $body
-            }
-            Dtype::F64 => {
-                type $T = f64;
-                $body
-            }
-            Dtype::I8 => {
-                type $T = i8;
-                $body
-            }
-            Dtype::I16 => {
-                type $T = i16;
-                $body
-            }
-            Dtype::I32 => {
-                type $T = i32;
-                $body
-            }
-            Dtype::I64 => {
-                type $T = i64;
-                $body
-            }
-            Dtype::U8 => {
-                type $T = u8;
-                $body
-            }
-            Dtype::U16 => {
-                type $T = u16;
-                $body
-            }
-            Dtype::U32 => {
-                type $T = u32;
-                $body
-            }
-            Dtype::U64 => {
-                type $T = u64;
-                $body
-            }
+            })*
             Dtype::F16 => $f16,
         }
     };
