@@ -4,11 +4,12 @@
 //! element types.
 
 use std::fs::File;
+use std::io::{BufReader, Seek};
 use std::path::Path;
 
 use ndarray::{ArrayD, IxDyn};
 use ndarray_npy::npy::header::Header;
-use ndarray_npy::{read_npy, write_npy, write_zeroed_npy};
+use ndarray_npy::{write_npy, write_zeroed_npy, ReadNpyExt};
 use vgpu_field::Dtype;
 
 /// Calls `$body` with `$T` the Rust type of `$dtype` (every type but `f16`,
@@ -48,8 +49,10 @@ pub fn read_bytes(path: &Path) -> Result<(Dtype, Vec<u8>, Vec<usize>), String> {
             Dtype::ALL.map(Dtype::npy_descr).join(", ")
         )
     })?;
+    // The data through the same handle, from the start again.
+    f.rewind().map_err(|e| e.to_string())?;
     by_dtype!(dtype, T => {
-        let a: ArrayD<T> = read_npy(path).map_err(|e| e.to_string())?;
+        let a = ArrayD::<T>::read_npy(BufReader::new(&mut f)).map_err(|e| e.to_string())?;
         let shape = a.shape().to_vec();
         let bytes = a.iter().flat_map(|v| v.to_le_bytes()).collect();
         Ok((dtype, bytes, shape))
