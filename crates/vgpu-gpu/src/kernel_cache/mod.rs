@@ -67,8 +67,11 @@
 //! ```
 
 mod dispatch;
+mod in_bounds;
 mod spirv;
 mod timestamps;
+
+pub use in_bounds::unproven_wgsl_index;
 
 use crate::hash::hash_parts;
 use crate::runtime::GpuContext;

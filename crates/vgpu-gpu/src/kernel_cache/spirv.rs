@@ -54,7 +54,8 @@ pub(super) fn float_controlled(ctx: &GpuContext, spec: &KernelSpec) -> Result<Ve
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), ctx.naga_capabilities())
             .validate(&module)
             .map_err(|e| format!("{e:?}"))?;
-    let options = writer_options(spec, ctx.robust_buffers());
+    let indices_proven = super::in_bounds::unproven_index(&module, &info).is_none();
+    let options = writer_options(spec, ctx.robust_buffers(), indices_proven);
     let pipeline = spv::PipelineOptions {
         shader_stage: naga::ShaderStage::Compute,
         entry_point: spec.entry.to_string(),
@@ -69,9 +70,14 @@ pub(super) fn float_controlled(ctx: &GpuContext, spec: &KernelSpec) -> Result<Ve
 
 /// naga's SPIR-V options for `spec`: index clamps and loop bounding as its
 /// runtime checks say (no loop bounding where the kernel bounds its own
-/// loops), buffer clamps only where the device's buffers are not robust
-/// ([`GpuContext::robust_buffers`]).
-fn writer_options(spec: &KernelSpec, robust_buffers: bool) -> naga::back::spv::Options<'static> {
+/// loops, no index clamps where every fixed-size index is proven in bounds,
+/// `indices_proven`: `in_bounds`), buffer clamps only where the device's
+/// buffers are not robust ([`GpuContext::robust_buffers`]).
+fn writer_options(
+    spec: &KernelSpec,
+    robust_buffers: bool,
+    indices_proven: bool,
+) -> naga::back::spv::Options<'static> {
     use naga::back::spv;
     let restrict = naga::proc::BoundsCheckPolicy::Restrict;
     let unchecked = naga::proc::BoundsCheckPolicy::Unchecked;
@@ -83,7 +89,11 @@ fn writer_options(spec: &KernelSpec, robust_buffers: bool) -> naga::back::spv::O
         lang_version: (1, 3),
         flags: spv::WriterFlags::empty(),
         bounds_check_policies: naga::proc::BoundsCheckPolicies {
-            index: if checks { restrict } else { unchecked },
+            index: if checks && !indices_proven {
+                restrict
+            } else {
+                unchecked
+            },
             buffer: if buffer_checks { restrict } else { unchecked },
             image_load: if checks { restrict } else { unchecked },
             binding_array: unchecked,
@@ -267,10 +277,10 @@ mod tests {
     }
 
     #[test]
-    fn loop_bounding_and_buffer_clamps_follow_the_spec_and_the_device() {
+    fn loop_bounding_and_clamps_follow_the_spec_the_device_and_the_proof() {
         use naga::proc::BoundsCheckPolicy::{Restrict, Unchecked};
         let spec = KernelSpec::new("k", "", "main");
-        let o = writer_options(&spec, false);
+        let o = writer_options(&spec, false, false);
         assert!(o.force_loop_bounding);
         assert_eq!(
             (
@@ -280,7 +290,7 @@ mod tests {
             (Restrict, Restrict)
         );
         // Robust buffers: no buffer clamps, the array clamps kept.
-        let o = writer_options(&spec, true);
+        let o = writer_options(&spec, true, false);
         assert_eq!(
             (
                 o.bounds_check_policies.index,
@@ -289,15 +299,26 @@ mod tests {
             (Restrict, Unchecked)
         );
         assert!(o.force_loop_bounding);
+        // Every fixed-size index proven in bounds: no array clamps either.
+        let o = writer_options(&spec, true, true);
+        assert_eq!(
+            (
+                o.bounds_check_policies.index,
+                o.bounds_check_policies.buffer
+            ),
+            (Unchecked, Unchecked)
+        );
+        let o = writer_options(&spec, false, true);
+        assert_eq!(o.bounds_check_policies.buffer, Restrict);
         // SAFETY: only options are computed, nothing runs.
         let bounded = unsafe { spec.clone().with_loops_bounded() };
-        let o = writer_options(&bounded, false);
+        let o = writer_options(&bounded, false, false);
         assert!(!o.force_loop_bounding);
         assert_eq!(o.bounds_check_policies.index, Restrict);
         assert_ne!(bounded.digest(), spec.digest());
         // SAFETY: as above.
         let bare = unsafe { spec.without_runtime_checks() };
-        let o = writer_options(&bare, false);
+        let o = writer_options(&bare, false, false);
         assert!(!o.force_loop_bounding);
         assert_eq!(
             (

@@ -143,7 +143,7 @@ fn st_x(o: u32, size: u32, v: vec2<u32>) {{
             "fn atom_x(i: u32, op: u32, b: u32, c: u32) -> u32 {
   switch gsp {
     case 1u: { return atom_s(i, op, b, c); }
-    case 2u: { let old = lmem[i]; lmem[i] = atom_new(op, old, b, c); return old; }
+    case 2u: { let old = rd_l(i); wr_l(i, atom_new(op, old, b, c)); return old; }
     default: { return atom_g(i, op, b, c); }
   }
 }

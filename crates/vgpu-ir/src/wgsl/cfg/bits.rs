@@ -74,7 +74,7 @@ fn prmt32(a: u32, b: u32, c: u32, mode: u32) -> u32 {
     case 6u: { let h = 2u * (s & 1u); idx = vec4<u32>(h, h + 1u, h, h + 1u); }
     default: {}
   }
-  for (var k = 0u; k < 4u; k = k + 1u) { d = d | (prmt_byte(a, b, idx[k]) << (8u * k)); }
+  for (var k = 0u; k < 4u; k = k + 1u) { d = d | (prmt_byte(a, b, idx[k & 3u]) << (8u * k)); }
   return d;
 }
 fn lop3_32(a: u32, b: u32, c: u32, lut: u32) -> u32 {

@@ -74,6 +74,9 @@ pub(super) fn barrier_decls(k: &CfgKernel) -> String {
         "
 // The barrier check (checks.rs).
 var<workgroup> wg_bar: array<atomic<u32>, {n}>;
+// The last slot of wg_bar (every index into a workgroup array is clamped
+// by the kernel itself, so that vgpu-gpu can drop naga's clamps).
+const BAR_LAST: u32 = {last}u;
 var<workgroup> wg_exit: atomic<u32>;
 fn bar_line(i: u32) -> u32 {{
   var l = array<u32, {n}>({list});
@@ -104,7 +107,7 @@ pub fn check_workgroup_bytes(k: &CfgKernel, shared: u64, checked: bool) -> u64 {
 /// returned thread's `pc`).
 pub(super) fn barrier_publish(ret: u32) -> String {
     format!(
-        "  if (pc == {ret}u) {{ atomicMax(&wg_exit, 0x10000u - lidx); }} else if ((pc & {WAIT}u) != 0u) {{ atomicMax(&wg_bar[bar_i], 0x10000u - lidx); }}\n"
+        "  if (pc == {ret}u) {{ atomicMax(&wg_exit, 0x10000u - lidx); }} else if ((pc & {WAIT}u) != 0u) {{ atomicMax(&wg_bar[min(bar_i, BAR_LAST)], 0x10000u - lidx); }}\n"
     )
 }
 
@@ -157,19 +160,20 @@ var<workgroup> wg_init: array<atomic<u32>, {n}>;
 var<workgroup> wg_nfull: atomic<u32>;
 var<workgroup> wg_uninit: array<atomic<u32>, 2>;
 const SH_WORDS: u32 = {words}u;
+const SH_INIT_LAST: u32 = {last}u;
 var<private> sh_pend: bool;
 var<private> sh_full: bool;
 var<private> sh_rp: u32;
 fn sh_unwritten(o: u32, size: u32) -> bool {{
   if (sh_full || o >= SHARED_BYTES) {{ return false; }}
   let m = msk(size) << (o & 31u);
-  return (atomicLoad(&wg_init[o >> 5u]) & m) != m;
+  return (atomicLoad(&wg_init[min(o >> 5u, SH_INIT_LAST)]) & m) != m;
 }}
 fn sh_rd(o: u32, size: u32, line: u32) {{
   if (!sh_pend && sh_unwritten(o, size)) {{
     sh_pend = true;
     let t = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z);
-    atomicMax(&wg_uninit[sh_rp], ((1023u - t) << 22u) | min(line, 0x3fffffu));
+    atomicMax(&wg_uninit[sh_rp & 1u], ((1023u - t) << 22u) | min(line, 0x3fffffu));
   }}
 }}
 fn sh_report(u: u32) {{
@@ -180,7 +184,7 @@ fn sh_wr(o: u32, size: u32) {{
     let w = o >> 5u;
     let m = msk(size) << (o & 31u);
     let full = msk(min(SHARED_BYTES - 32u * w, 32u));
-    let old = atomicOr(&wg_init[w], m);
+    let old = atomicOr(&wg_init[min(w, SH_INIT_LAST)], m);
     if ((old & full) != full && ((old | m) & full) == full) {{ atomicAdd(&wg_nfull, 1u); }}
   }}
 }}
@@ -190,6 +194,7 @@ fn sh_at(o: u32, line: u32) -> bool {{
 }}
 ",
         cls = fault::CLASS_UNINITIALIZED,
+        last = n - 1,
     )
 }
 
@@ -223,7 +228,7 @@ pub(super) fn judge(k: &CfgKernel, checked: bool) -> String {
     let ex = atomicExchange(&wg_exit, 0u);
     var f0 = 0u; var i0 = 0u; var f1 = 0u; var i1 = 0u;
     for (var i = 0u; i < {n}u; i = i + 1u) {{
-      let v = atomicExchange(&wg_bar[i], 0u);
+      let v = atomicExchange(&wg_bar[min(i, BAR_LAST)], 0u);
       if (v > f0) {{ f1 = f0; i1 = i0; f0 = v; i0 = i; }} else if (v > f1) {{ f1 = v; i1 = i; }}
     }}",
             n = barrier_indices(k).1.len(),
@@ -263,7 +268,7 @@ pub(super) fn uninit_judge() -> String {
     // the interval's end.
     if (wg_round < 0x10000u) {
       for (var s = 0u; s < 2u; s = s + 1u) {
-        let u = atomicLoad(&wg_uninit[s]);
+        let u = atomicLoad(&wg_uninit[s & 1u]);
         if (u != 0u) { sh_report(u); wg_round = 0u; }
       }
     }"
@@ -284,7 +289,7 @@ pub(super) fn uninit_judge() -> String {
 pub(super) fn shadow_release() -> String {
     format!(
         "  if (!sh_full) {{
-    let u = atomicLoad(&wg_uninit[sh_rp]);
+    let u = atomicLoad(&wg_uninit[sh_rp & 1u]);
     if (u != 0u) {{ sh_report(u); }}
     sh_rp = sh_rp ^ 1u;
   {}  }}
@@ -522,9 +527,10 @@ pub(super) fn race_decls(shared: u32, block: [u32; 3]) -> String {
         "
 // The shared-memory race check (checks.rs).
 var<workgroup> wg_race: array<atomic<u32>, {n}>;
+const RACE_LAST: u32 = {last}u;
 // Byte o's access by warp w + 1: 0, or the hazard | the other warp << 8.
 fn rc_byte(o: u32, w: u32, write: bool) -> u32 {{
-  let i = o >> 1u;
+  let i = min(o >> 1u, RACE_LAST);
   let sh = (o & 1u) * 16u;
   var old = atomicLoad(&wg_race[i]);
   loop {{
@@ -560,6 +566,7 @@ fn rc(o: u32, size: u32, write: bool, line: u32) -> bool {{
 }}
 ",
         cls = fault::CLASS_RACE,
+        last = n - 1,
     )
 }
 
@@ -568,7 +575,7 @@ fn rc(o: u32, size: u32, write: bool, line: u32) -> bool {{
 /// interval, then a `workgroupBarrier`.
 pub(super) fn race_reset(shared: u32, threads: u32) -> String {
     format!(
-        "    for (var i = lidx; i < {n}u; i = i + {threads}u) {{ atomicStore(&wg_race[i], 0u); }}\n    workgroupBarrier();\n",
+        "    for (var i = lidx; i < {n}u; i = i + {threads}u) {{ atomicStore(&wg_race[min(i, RACE_LAST)], 0u); }}\n    workgroupBarrier();\n",
         n = race_words(shared as u64),
     )
 }

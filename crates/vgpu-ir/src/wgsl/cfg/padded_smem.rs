@@ -87,7 +87,11 @@ impl KernelWriter<'_> {
     }
 
     /// The padded index of element `at` (bytes from `base`) of statement
-    /// `s`, where the kernel is padded and the element takes it.
+    /// `s`, where the kernel is padded and the element takes it, and the
+    /// suffix of the word reader or writer that takes it: `_in` (no clamp)
+    /// where `k ≥ 0`, so that the index is at most `CAP + kmax`, below the
+    /// array's length whatever the base; a negative `k` can wrap below zero
+    /// for an out-of-bounds base and keeps the clamping reader.
     pub(super) fn padded_index(
         &self,
         s: &Stmt,
@@ -95,7 +99,7 @@ impl KernelWriter<'_> {
         at: i64,
         size: u8,
         align: u32,
-    ) -> Option<String> {
+    ) -> Option<(String, &'static str)> {
         let pad = self.pad?;
         if !self.padded_element(s, at, size, align) {
             return None;
@@ -105,9 +109,9 @@ impl KernelWriter<'_> {
         let b = self.v32(base);
         let clamped = format!("min({b} >> 2u, {}u)", pad.cap);
         Some(match k {
-            0 => clamped,
-            k if k > 0 => format!("{clamped} + {k}u"),
-            k => format!("{clamped} - {}u", -k),
+            0 => (clamped, "_in"),
+            k if k > 0 => (format!("{clamped} + {k}u"), "_in"),
+            k => (format!("{clamped} - {}u", -k), ""),
         })
     }
 }

@@ -64,16 +64,18 @@ pub(super) fn decls(threads: u32) -> String {
 const NT: u32 = {threads}u;
 var<workgroup> wg_wpc: array<u32, {two}>;
 var<workgroup> wg_wv: array<vec2<u32>, {two}>;
+const WSLOT_LAST: u32 = {last}u;
 // This round's slots of the thread's warp: [wbase, wend) in wg_wpc / wg_wv.
 var<private> wbase: u32;
 var<private> wend: u32;
 // Lane j's published value in the thread's warp (0 past the block).
 fn wv(j: u32) -> vec2<u32> {{
-  if (wbase + j < wend) {{ return wg_wv[wbase + j]; }}
+  if (wbase + j < wend) {{ return wg_wv[min(wbase + j, WSLOT_LAST)]; }}
   return vec2<u32>(0u, 0u);
 }}
 ",
-        two = 2 * threads
+        two = 2 * threads,
+        last = 2 * threads - 1
     ) + HELPERS
 }
 
@@ -187,7 +189,7 @@ impl KernelWriter<'_> {
             "  let at_warp = pc >= {WARP}u && pc < {wait}u;
   let pb = (rnd & 1u) * NT;
   rnd = rnd + 1u;
-  wg_wpc[pb + lidx] = select({NONE}u, pc - {WARP}u, at_warp);
+  wg_wpc[min(pb + lidx, WSLOT_LAST)] = select({NONE}u, pc - {WARP}u, at_warp);
   var pv = vec2<u32>(0u, 0u);
   switch pc {{
 "
@@ -208,7 +210,7 @@ impl KernelWriter<'_> {
             self.out,
             "    default: {{}}
   }}
-  wg_wv[pb + lidx] = pv;
+  wg_wv[min(pb + lidx, WSLOT_LAST)] = pv;
   let at_yield = pc != {ret}u && (pc & {YIELD}u) != 0u;
 {mark}{publish}  workgroupBarrier();
   if (lidx == 0u) {{ {take}{judge} }}
@@ -223,12 +225,12 @@ impl KernelWriter<'_> {
     wbase = pb + (lidx & ~31u);
     wend = min(wbase + 32u, pb + NT);
     var mn = {NONE}u;
-    for (var j = wbase; j < wend; j = j + 1u) {{ mn = min(mn, wg_wpc[j] & ~{BACK}u); }}
+    for (var j = wbase; j < wend; j = j + 1u) {{ mn = min(mn, wg_wpc[min(j, WSLOT_LAST)] & ~{BACK}u); }}
     if (((pc - {WARP}u) & ~{BACK}u) == mn && (pc & {BACK}u) != 0u) {{
       pc = bt;
     }} else if (pc - {WARP}u == mn) {{
       var em = 0u;
-      for (var j = wbase; j < wend; j = j + 1u) {{ if (wg_wpc[j] == mn) {{ em = em | (1u << (j - wbase)); }} }}
+      for (var j = wbase; j < wend; j = j + 1u) {{ if (wg_wpc[min(j, WSLOT_LAST)] == mn) {{ em = em | (1u << (j - wbase)); }} }}
       let l = lidx & 31u;
       // The group's operation as data (one copy of the lane arithmetic and
       // reductions, however many warp operations the kernel has: the shader
