@@ -289,16 +289,9 @@ fn smear(v: u64) -> u64 {
 mod tests {
     use super::*;
 
-    /// The verdict on WGSL `src`.
+    /// The verdict on WGSL `src`, which must parse and validate.
     fn verdict(src: &str) -> Option<String> {
-        let m = naga::front::wgsl::parse_str(src).unwrap();
-        let info = naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        )
-        .validate(&m)
-        .unwrap();
-        unproven_index(&m, &info)
+        unproven_wgsl_index(src).unwrap()
     }
 
     /// A kernel around `body` (in `main`, with `x` an unknown u32) and the
