@@ -370,3 +370,78 @@ fn the_guarded_forms_are_exact_over_a_flushing_fma() {
         }
     }
 }
+
+/// A speculative region tests an fma operand that is a product `x * k` by
+/// an immediate of magnitude at least 1 through `x` (a tiny product has a
+/// tiny factor), and only while `x` holds the value multiplied: over the
+/// flushing fma model, `tests/kernels/scaled.ptx` gives the interpreter's
+/// bits where the product alone is subnormal (`x * 0.25` of a normal `x`:
+/// tested itself) and where `x` was redefined after the product (tested
+/// itself), each with a normal result the flush would change (`y` = 2¹⁰⁴
+/// or 2¹⁰⁵, `c` = 1: 1 + 2⁻²³ exact, 1 flushed), and on random rows.
+#[test]
+fn products_by_immediates_are_tested_through_their_factor() {
+    let Some(k) = Kernel::load("scaled") else {
+        return;
+    };
+    if !GpuContext::get().unwrap().has_f64() {
+        eprintln!("no SHADER_F64: no guarded fma");
+        return;
+    }
+    let p = |e: i32| 2f32.powi(e);
+    // x, x2, y, c.
+    let mut rows = vec![
+        // x * 0.25 subnormal, x normal.
+        [p(-125), 1.0, p(104), 1.0],
+        // x2 * 4 subnormal, x2 then redefined (normal).
+        [1.0, p(-130), p(105), 1.0],
+        // x * 4 subnormal: tested through x.
+        [p(-130), 1.0, p(105), 1.0],
+        [0.0, 0.0, 1.0, 0.0],
+    ];
+    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    while rows.len() < 512 {
+        rows.push([
+            scaled(&mut r, -150, -110),
+            scaled(&mut r, -150, -110),
+            scaled(&mut r, 90, 110),
+            if r.next32() % 3 == 0 {
+                0.0
+            } else {
+                scaled(&mut r, -2, 2)
+            },
+        ]);
+    }
+    let n = rows.len();
+    let col = |j: usize| f32_bytes(&rows.iter().map(|x| x[j]).collect::<Vec<f32>>());
+    let bufs = [col(0), col(1), col(2), col(3), vec![0u8; 12 * n]];
+    let args = [
+        KernelArg::Buffer(0),
+        KernelArg::Buffer(1),
+        KernelArg::Buffer(2),
+        KernelArg::Buffer(3),
+        KernelArg::Buffer(4),
+        KernelArg::U32(n as u32),
+    ];
+    for checked in [false, true] {
+        let (cpu, gpu) = on_both_flushing(
+            &k.module,
+            "scaled",
+            &line(2, 256, 0),
+            &args,
+            &bufs,
+            4,
+            checked,
+        );
+        Words {
+            stride: 3,
+            names: &["x*4", "x*0.25", "x2*4 (x2 redefined)"],
+        }
+        .assert_same(
+            &cpu,
+            &gpu,
+            |i| format!("{:?} checked {checked}", rows[i]),
+            nan_or_same,
+        );
+    }
+}

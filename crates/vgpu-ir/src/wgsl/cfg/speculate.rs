@@ -29,9 +29,9 @@
 //! once, an uninitialised or racing read marked once).
 
 use super::writer::KernelWriter;
-use crate::cfg::{Inst, Reg, Stmt, TernOp, Val};
+use crate::cfg::{BinOp, Inst, Reg, Stmt, TernOp, Val};
 use crate::error::IrError;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use std::ops::Range;
 
@@ -207,10 +207,18 @@ impl KernelWriter<'_> {
     }
 
     /// The fast copy of region `n` onto `code`: each fma's untested
-    /// operands tested before it, its result after it.
+    /// operands tested before it, its result after it. An operand that is a
+    /// product `x * k` by an immediate with |k| ≥ 1 ([`scaling`]) is tested
+    /// through `x` while `x` holds the value multiplied: |x·k| ≥ |x| and
+    /// rounding to nearest is monotone with 2⁻¹²⁶ a float, so a product
+    /// below 2⁻¹²⁶ (or zero) has a factor below it (or zero) — one test
+    /// then serves both (`lorenz_rk4`'s `β z` products of tested `z`).
     fn fast_copy(&mut self, region: &[Stmt], n: u32, code: &mut String) -> Result<(), IrError> {
         // Registers whose value now held has been tested.
         let mut tested: HashSet<Reg> = HashSet::new();
+        // Registers holding a product by a scaling immediate, with the
+        // factor register still holding the value multiplied.
+        let mut factor: HashMap<Reg, Reg> = HashMap::new();
         for s in region {
             let Inst::Tern {
                 op: TernOp::FmaF32 { .. },
@@ -223,6 +231,11 @@ impl KernelWriter<'_> {
                 code.push_str(&self.pieces(s)?.concat());
                 for r in s.inst.dests() {
                     tested.remove(&r);
+                    factor.remove(&r);
+                    factor.retain(|_, x| *x != r);
+                }
+                if let Some((d, x)) = scaling(s) {
+                    factor.insert(d, x);
                 }
                 continue;
             };
@@ -231,7 +244,10 @@ impl KernelWriter<'_> {
                 match v {
                     Val::Reg(r) => {
                         if tested.insert(r) {
-                            pre.push(format!("tiny({})", self.v32(v)));
+                            let t = factor.get(&r).copied().unwrap_or(r);
+                            if t == r || tested.insert(t) {
+                                pre.push(format!("tiny({})", self.v32(Val::Reg(t))));
+                            }
                         }
                     }
                     // A subnormal immediate is suspect at once; zero and
@@ -250,10 +266,35 @@ impl KernelWriter<'_> {
             code.push_str(&self.pieces(s)?.concat());
             // Whether or not a guard let it run, the value now held.
             let _ = writeln!(code, "        sus{n} = sus{n} | tiny(r{d});");
+            factor.remove(&d);
+            factor.retain(|_, x| *x != d);
             tested.insert(d);
         }
         Ok(())
     }
+}
+
+/// Where `s` is an unguarded f32 product `x * k` (either order) by an
+/// immediate with |k| ≥ 1, and `x` is not its destination: (destination,
+/// `x`). Its result is below 2⁻¹²⁶ in magnitude only where `x` is.
+fn scaling(s: &Stmt) -> Option<(Reg, Reg)> {
+    let Inst::Bin {
+        op: BinOp::MulF32,
+        d,
+        a,
+        b,
+    } = s.inst
+    else {
+        return None;
+    };
+    if s.guard.is_some() {
+        return None;
+    }
+    let (x, k) = match (a, b) {
+        (Val::Reg(x), Val::Imm(k)) | (Val::Imm(k), Val::Reg(x)) => (x, k),
+        _ => return None,
+    };
+    (f32::from_bits(k as u32).abs() >= 1.0 && x != d).then_some((d, x))
 }
 
 #[cfg(test)]
