@@ -107,7 +107,7 @@ pub fn emit_cfg_wgsl_with(
         },
         pad: None,
     };
-    e.pad = e.smem_pad(reserved_smem(shared).1.div_ceil(4).max(1));
+    e.pad = e.smem_pad(unpadded_smem_words(shared));
     // The structured form first: whether it applies decides how faults are
     // raised (the header's `raise`).
     let body = match super::structured::shape(k, o) {
@@ -139,6 +139,12 @@ pub fn emit_cfg_wgsl_with(
         e.out.push_str(&caches);
     }
     Ok(e.out)
+}
+
+/// The words of shared memory a kernel with `shared` bytes indexes without
+/// padding: its own and the reserved region's, at least one.
+fn unpadded_smem_words(shared: u64) -> u64 {
+    reserved_smem(shared).1.div_ceil(4).max(1)
 }
 
 /// Whether an atomic `op` in `space` is the device's f32 `atomicAdd` on
@@ -341,32 +347,35 @@ fn saddr(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32, rb: u32, re
             ("p", "params", false, false, None),
         ];
         for (n, arr, atomic, writable, last) in spaces {
-            let at = |i: &str| match last {
-                Some(l) => format!("{arr}[min({i}, {l}u)]"),
-                None => format!("{arr}[{i}]"),
+            let word = match last {
+                Some(l) => format!("{arr}[min(i, {l}u)]"),
+                None => format!("{arr}[i]"),
             };
-            let word = at("i");
-            let rd = if atomic {
-                format!("atomicLoad(&{word})")
-            } else {
-                word.clone()
+            // A word's read and write, atomic where the space's words are.
+            let load = |w: &str| {
+                if atomic {
+                    format!("atomicLoad(&{w})")
+                } else {
+                    w.to_string()
+                }
             };
-            if last.is_some() && n == "s" {
-                let rd_in = if atomic {
-                    format!("atomicLoad(&{arr}[i])")
+            let store = |w: &str| {
+                if atomic {
+                    format!("atomicStore(&{w}, v);")
                 } else {
-                    format!("{arr}[i]")
-                };
-                let wr_in = if atomic {
-                    format!("atomicStore(&{arr}[i], v);")
-                } else {
-                    format!("{arr}[i] = v;")
-                };
+                    format!("{w} = v;")
+                }
+            };
+            let rd = load(&word);
+            if n == "s" {
+                let raw = format!("{arr}[i]");
                 let _ = write!(
                     out,
                     "
-fn rd_{n}_in(i: u32) -> u32 {{ return {rd_in}; }}
-fn wr_{n}_in(i: u32, v: u32) {{ {wr_in} }}"
+fn rd_{n}_in(i: u32) -> u32 {{ return {}; }}
+fn wr_{n}_in(i: u32, v: u32) {{ {} }}",
+                    load(&raw),
+                    store(&raw)
                 );
             }
             let _ = write!(
@@ -404,16 +413,11 @@ fn atom_{n}(i: u32, op: u32, b: u32, c: u32) -> u32 {{
 "
                 );
             }
-            let (wr, sub) = if atomic {
-                (
-                    format!("atomicStore(&{word}, v);"),
-                    format!("atomicAnd(&{word}, ~(m << sh)); atomicOr(&{word}, (v.x & m) << sh);"),
-                )
+            let wr = store(&word);
+            let sub = if atomic {
+                format!("atomicAnd(&{word}, ~(m << sh)); atomicOr(&{word}, (v.x & m) << sh);")
             } else {
-                (
-                    format!("{word} = v;"),
-                    format!("{word} = ({word} & ~(m << sh)) | ((v.x & m) << sh);"),
-                )
+                format!("{word} = ({word} & ~(m << sh)) | ((v.x & m) << sh);")
             };
             let _ = write!(
                 out,
@@ -709,8 +713,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     /// with the reserved region's, or the padded length.
     fn smem_words(&self) -> u64 {
         let shared = self.k.shared_static as u64 + self.o.dyn_shared as u64;
-        let (_, rend, _) = reserved_smem(shared);
-        self.pad.map_or(rend.div_ceil(4).max(1), |p| p.words)
+        self.pad.map_or(unpadded_smem_words(shared), |p| p.words)
     }
 
     /// The word index of byte offset `t` in `space`'s array, clamped to a

@@ -231,8 +231,7 @@ impl KernelWriter<'_> {
                 code.push_str(&self.pieces(s)?.concat());
                 for r in s.inst.dests() {
                     tested.remove(&r);
-                    factor.remove(&r);
-                    factor.retain(|_, x| *x != r);
+                    forget(&mut factor, r);
                 }
                 if let Some((d, x)) = scaling(s) {
                     factor.insert(d, x);
@@ -266,12 +265,18 @@ impl KernelWriter<'_> {
             code.push_str(&self.pieces(s)?.concat());
             // Whether or not a guard let it run, the value now held.
             let _ = writeln!(code, "        sus{n} = sus{n} | tiny(r{d});");
-            factor.remove(&d);
-            factor.retain(|_, x| *x != d);
+            forget(&mut factor, d);
             tested.insert(d);
         }
         Ok(())
     }
+}
+
+/// `factor` after register `r` is written: neither a product held in `r`
+/// nor one whose factor `r` held is known any more.
+fn forget(factor: &mut HashMap<Reg, Reg>, r: Reg) {
+    factor.remove(&r);
+    factor.retain(|_, x| *x != r);
 }
 
 /// Where `s` is an unguarded f32 product `x * k` (either order) by an
