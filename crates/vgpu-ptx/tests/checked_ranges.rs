@@ -192,9 +192,12 @@ fn proven_shared_loads_note_their_reads_once_per_run() {
 
 /// Shared memory indexed once per base (wgsl/cfg/padded_smem.rs):
 /// `matmul_tiled`'s tile accesses, unchecked, or checked where proven
-/// (16 × 16), read `smem[min(base >> 2, CAP) + k]` on an array padded by
-/// the spread of the constant word offsets `k`; where the launch allows less
-/// padding than that, every index is computed as before.
+/// (16 × 16), read `smem[((base >> 2) & CAP) + k]` on an array padded to
+/// `CAP + kmax + 1` words, `CAP + 1` a power of two (the base's alignment
+/// kept); where the launch allows less padding than that,
+/// `smem[min(base >> 2, CAP) + k]` on an array padded by the spread of the
+/// constant word offsets `k`; where it allows less than that, every index
+/// is computed as before.
 #[test]
 fn shared_words_are_indexed_once_per_base_where_the_launch_allows_padding() {
     let k = lowered("../../ptx-cases/kernels.ptx", "matmul_tiled");
@@ -208,27 +211,46 @@ fn shared_words_are_indexed_once_per_base_where_the_launch_allows_padding() {
         let n = d.split(", ").nth(1).expect("length");
         n[..n.find('>').unwrap()].parse().unwrap()
     };
+    // The masks written: each `& CAPu)` after a base's shift.
+    let masks = |w: &str| -> Vec<u64> {
+        w.split(" >> 2u) & ")
+            .skip(1)
+            .map(|t| t[..t.find('u').unwrap()].parse().unwrap())
+            .collect()
+    };
     let plain = padded(false, [16, 16, 1], 0);
-    assert_eq!(plain.matches("rd_s_in(min(").count(), 0);
+    assert_eq!(plain.matches("rd_s_in(").count(), 1, "only its definition");
     let base = decl(&plain);
     for checked in [false, true] {
         let w = padded(checked, [16, 16, 1], 4096);
         // The 32 tile loads and the 2 tile stores, through the readers and
-        // writers that do not clamp (the index is below the padded length).
-        assert_eq!(w.matches("rd_s_in(min(").count(), 32, "{w}");
-        assert_eq!(w.matches("wr_s_in(min(").count(), 2, "{w}");
+        // writers that do not clamp (the index is below the padded length),
+        // from a base masked by one less than a power of two.
+        assert_eq!(w.matches("rd_s_in(((").count(), 32, "{w}");
+        assert_eq!(w.matches("wr_s_in(((").count(), 2, "{w}");
+        let m = masks(&w);
+        assert_eq!(m.len(), 34, "{w}");
+        assert!(m
+            .iter()
+            .all(|&c| c == m[0] && (c + 1).is_power_of_two() && c >= base - 1));
         let words = decl(&w);
-        assert!(words > base && words <= base + 4096, "{base} -> {words}");
-        // Too little room: as computed.
-        let tight = padded(checked, [16, 16, 1], (words - base - 1) as u32);
-        assert_eq!(tight.matches("rd_s_in(min(").count(), 0);
+        assert_eq!(words, m[0] + 1 + 240, "the mask, then the tiles' largest k");
+        // Room for the spread of k but not the mask: `min`.
+        let spread = padded(checked, [16, 16, 1], (words - base - 1) as u32);
+        assert_eq!(spread.matches("rd_s_in(min(").count(), 32, "{spread}");
+        assert_eq!(spread.matches("wr_s_in(min(").count(), 2);
+        let spread_words = decl(&spread);
+        assert!(spread_words > base && spread_words < words);
+        // Too little room even for that: as computed.
+        let tight = padded(checked, [16, 16, 1], (spread_words - base - 1) as u32);
+        assert_eq!(tight.matches("rd_s_in(").count(), 1);
         assert_eq!(decl(&tight), base);
     }
     // Checked with 32 × 32 threads: the three accesses that may pass the
     // tiles keep their test and their computed index.
     let w = padded(true, [32, 32, 1], 4096);
     assert_eq!(
-        w.matches("rd_s_in(min(").count() + w.matches("wr_s_in(min(").count(),
+        w.matches("rd_s_in(((").count() + w.matches("wr_s_in(((").count(),
         31
     );
 }

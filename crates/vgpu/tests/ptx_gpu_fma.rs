@@ -445,3 +445,97 @@ fn products_by_immediates_are_tested_through_their_factor() {
         );
     }
 }
+
+/// Values carried from one speculative region to the next (vgpu-ir's
+/// wgsl/cfg/coverage.rs: a region takes a value an earlier region or a
+/// pre-test tested without testing it again, starting from their flags):
+/// over the flushing fma model, `tests/kernels/carried.ptx` gives the
+/// interpreter's bits where the carried `x` decays into the subnormals
+/// (`x·k` a step, `d = 0`) and region B's product makes it count (`m` =
+/// 2¹¹⁰, `c` = 1: region A's second run leaves `x` subnormal, and B, which
+/// takes it covered, must run twice too — fails with region flags that stay
+/// false), where `x` or the invariant `k` is subnormal from the start and A's
+/// result is normal (`x·k + 1` with `x·k` near 2⁻²⁰: the pre-test before the
+/// loop — fails without it), with zeros, and on random rows.
+#[test]
+fn values_carried_between_regions_keep_their_tests() {
+    let Some(k) = Kernel::load("carried") else {
+        return;
+    };
+    if !GpuContext::get().unwrap().has_f64() {
+        eprintln!("no SHADER_F64: no guarded fma");
+        return;
+    }
+    let p = |e: i32| 2f32.powi(e);
+    // x, k, d, m, c.
+    let mut rows = vec![
+        [p(-100), 0.5, 0.0, p(110), 1.0],
+        [p(-100), -0.5, 0.0, -p(110), 1.0],
+        [p(-130), p(110), 1.0, 1.0, 0.0],
+        [p(120), p(-140), 1.0, 1.0, 0.0],
+        [0.0, 1.0, 0.0, 1.0, 0.0],
+        [1.0, 1.0, 0.0, 1.0, 1.0],
+    ];
+    let mut r = Rng(0x2545_f491_4f6c_dd1d);
+    while rows.len() < 512 {
+        let zero_or = |r: &mut Rng, lo, hi| {
+            if r.next32() % 3 == 0 {
+                0.0
+            } else {
+                scaled(r, lo, hi)
+            }
+        };
+        rows.push([
+            scaled(&mut r, -140, -90),
+            scaled(&mut r, -3, 1),
+            zero_or(&mut r, -150, -110),
+            scaled(&mut r, 90, 125),
+            zero_or(&mut r, -2, 2),
+        ]);
+    }
+    let n = rows.len();
+    let steps = 40usize;
+    let col = |j: usize| f32_bytes(&rows.iter().map(|x| x[j]).collect::<Vec<f32>>());
+    let bufs = [
+        col(0),
+        col(1),
+        col(2),
+        col(3),
+        col(4),
+        vec![0u8; 8 * steps * n],
+    ];
+    let args = [
+        KernelArg::Buffer(0),
+        KernelArg::Buffer(1),
+        KernelArg::Buffer(2),
+        KernelArg::Buffer(3),
+        KernelArg::Buffer(4),
+        KernelArg::Buffer(5),
+        KernelArg::U32(n as u32),
+        KernelArg::U32(steps as u32),
+    ];
+    let names: Vec<String> = (0..steps)
+        .flat_map(|i| [format!("step {i} x"), format!("step {i} y")])
+        .collect();
+    for checked in [false, true] {
+        let (cpu, gpu) = on_both_flushing(
+            &k.module,
+            "carried",
+            &line(2, 256, 0),
+            &args,
+            &bufs,
+            5,
+            checked,
+        );
+        Words {
+            stride: 2 * steps,
+            names: &names,
+        }
+        .assert_same(
+            &cpu,
+            &gpu,
+            |i| format!("{:?} checked {checked}", rows[i]),
+            nan_or_same,
+        );
+    }
+}

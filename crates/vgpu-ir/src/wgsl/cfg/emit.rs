@@ -4,6 +4,7 @@
 use super::access::{self, element_align, needs_atomic_words, space_letter, Rw, BAD};
 use super::bits::{self, BITS_PRELUDE};
 use super::checks;
+use super::coverage::Coverage;
 use super::exp2;
 use super::float64::FLOAT64_PRELUDE;
 use super::float64_exact;
@@ -106,8 +107,12 @@ pub fn emit_cfg_wgsl_with(
             Vec::new()
         },
         pad: None,
+        coverage: Coverage::default(),
     };
     e.pad = e.smem_pad(unpadded_smem_words(shared));
+    if e.guarded_fma {
+        e.coverage = Coverage::of(k, o.checked);
+    }
     // The structured form first: whether it applies decides how faults are
     // raised (the header's `raise`).
     let body = match super::structured::shape(k, o) {
@@ -134,6 +139,8 @@ pub fn emit_cfg_wgsl_with(
     };
     e.header(shared as u32);
     e.main(body)?;
+    let flags = e.coverage.decls();
+    e.out.push_str(&flags);
     if o.checked {
         let caches = e.site_caches();
         e.out.push_str(&caches);
@@ -472,7 +479,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   if (words[{grid}u] != 0u) {{
     ncta = vec3<u32>(words[{grid}u], words[{grid}u + 1u], words[{grid}u + 2u]);
     let lin = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
-    cta = vec3<u32>(lin % ncta.x, (lin / ncta.x) % ncta.y, lin / (ncta.x * ncta.y));
+    // A 1-D grid's block is its linear index (no division by the extents).
+    if (ncta.y == 1u && ncta.z == 1u) {{ cta = vec3<u32>(lin, 0u, 0u); }} else {{
+      cta = vec3<u32>(lin % ncta.x, (lin / ncta.x) % ncta.y, lin / (ncta.x * ncta.y));
+    }}
     if (lin >= ncta.x * ncta.y * ncta.z) {{ pc = {RET}u; }}
   }}
   g_wid = cta;
@@ -540,7 +550,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             // A case's exits so far (the watchdog's above): past
             // MAX_CASE_EXITS its statements go on in a continuation case.
             let mut exits = (self.o.checked && header[i]) as usize;
-            for code in self.stmts_code(&b.stmts)? {
+            for code in self.stmts_code(i, &b.stmts)? {
                 let n = code.matches("break;").count();
                 if exits > 0 && exits + n > MAX_CASE_EXITS {
                     if next_case >= BACK {

@@ -45,6 +45,7 @@ mod access;
 mod atomic_probe;
 mod bits;
 mod checks;
+mod coverage;
 mod emit;
 mod exp2;
 mod exprs;

@@ -5,8 +5,10 @@
 //! a fast copy whose fmas are the device's own (`dev_fma`), noting in a
 //! flag an fma operand or result that is zero or below 2⁻¹²⁶ in magnitude
 //! (`tiny`; a value is tested once while it is held: an operand that an
-//! earlier fma produced or an earlier test saw is not tested again, and
-//! immediates are judged here); then, only where one was noted, the
+//! earlier fma produced or an earlier test saw is not tested again, one
+//! an earlier region tested is taken with that region's flag instead
+//! (coverage.rs), and immediates are judged here); then, only where one
+//! was noted, the
 //! registers the region reads before it writes them are restored and the
 //! region runs again with the in-place guard (`fma_native_f32`: the full
 //! test, and the exact emulation for a suspect fma). The guard then costs
@@ -28,10 +30,11 @@
 //! statements that fault); its checks are idempotent (a fault is recorded
 //! once, an uninitialised or racing read marked once).
 
+use super::coverage::Covered;
 use super::writer::KernelWriter;
 use crate::cfg::{BinOp, Inst, Reg, Stmt, TernOp, Val};
 use crate::error::IrError;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 use std::ops::Range;
 
@@ -103,7 +106,7 @@ pub(super) fn regions(stmts: &[Stmt], checked: bool) -> Vec<Range<usize>> {
 }
 
 /// The registers `s` reads (its operands, address and guard).
-fn reads(s: &Stmt) -> Vec<Reg> {
+pub(super) fn reads(s: &Stmt) -> Vec<Reg> {
     let vals: Vec<Val> = match &s.inst {
         Inst::Un { a, .. } | Inst::Cvt { a, .. } => vec![*a],
         Inst::Bin { a, b, .. } => vec![*a, *b],
@@ -155,7 +158,11 @@ impl KernelWriter<'_> {
     /// The code of a block's statements, each under its guard: one piece
     /// per statement, or per speculative region where the kernel's f32 fma
     /// is guarded (module documentation).
-    pub(super) fn stmts_code(&mut self, stmts: &[Stmt]) -> Result<Vec<String>, IrError> {
+    pub(super) fn stmts_code(
+        &mut self,
+        block: usize,
+        stmts: &[Stmt],
+    ) -> Result<Vec<String>, IrError> {
         let regions = if self.guarded_fma {
             regions(stmts, self.o.checked)
         } else {
@@ -163,12 +170,12 @@ impl KernelWriter<'_> {
         };
         let mut out = Vec::new();
         let mut i = 0;
-        for r in regions {
+        for (j, r) in regions.into_iter().enumerate() {
             while i < r.start {
                 out.extend(self.pieces(&stmts[i])?);
                 i += 1;
             }
-            out.push(self.region(&stmts[r.clone()])?);
+            out.push(self.region(block, j, &stmts[r.clone()])?);
             i = r.end;
         }
         while i < stmts.len() {
@@ -176,24 +183,52 @@ impl KernelWriter<'_> {
             i += 1;
         }
         out.push(self.flush_reads());
+        // The pre-test of the values a loop's regions take covered
+        // (coverage.rs).
+        if let Some((site, regs)) = self.coverage.pretest(block) {
+            let tests: Vec<String> = regs
+                .iter()
+                .map(|&r| format!("tiny({})", self.v32(Val::Reg(r))))
+                .collect();
+            out.push(format!("        cov{site} = {};\n", tests.join(" | ")));
+        }
         Ok(out)
     }
 
     /// One region's code: the fast copy, then the guarded one where the
     /// fast copy noted a suspect fma.
-    fn region(&mut self, region: &[Stmt]) -> Result<String, IrError> {
+    fn region(&mut self, block: usize, j: usize, region: &[Stmt]) -> Result<String, IrError> {
         let n = self.tmp;
         self.tmp += 1;
         let saved = saved(region);
-        let mut code = format!("        {{\n        var sus{n} = false;\n");
+        // Its plan, from the values covered where it starts (coverage.rs;
+        // a block the analysis did not reach: none).
+        let (site, p) = match self.coverage.region(block, j) {
+            Some((site, p)) => (Some(site), p.clone()),
+            None => (None, plan(region, &Covered::new())),
+        };
+        let init: Vec<String> = p.init.iter().map(|s| format!("cov{s}")).collect();
+        let init = if init.is_empty() {
+            "false".to_string()
+        } else {
+            init.join(" | ")
+        };
+        let mut code = format!("        {{\n        var sus{n} = {init};\n");
         for r in &saved {
             let _ = writeln!(code, "        let sv{n}_{r} = r{r};");
         }
         self.fast = true;
-        let fast = self.fast_copy(region, n, &mut code);
+        let fast = self.fast_copy(region, &p, n, &mut code);
         self.fast = false;
         fast?;
         code.push_str(&self.flush_reads());
+        // This region's flag, where a later one reads it: false after the
+        // fast copy noted nothing, else each covered value tested as the
+        // second run leaves it.
+        let flag = site.filter(|&s| self.coverage.is_read(s));
+        if let Some(s) = flag {
+            let _ = writeln!(code, "        cov{s} = false;");
+        }
         let _ = writeln!(code, "        if (sus{n}) {{");
         for r in &saved {
             let _ = writeln!(code, "        r{r} = sv{n}_{r};");
@@ -202,74 +237,157 @@ impl KernelWriter<'_> {
             code.push_str(&self.pieces(s)?.concat());
         }
         code.push_str(&self.flush_reads());
-        code.push_str("        }\n        }\n");
+        if let Some(s) = flag {
+            let mut tested: Vec<Reg> = p.tested.iter().copied().collect();
+            tested.sort_unstable();
+            let tests: Vec<String> = tested
+                .into_iter()
+                .map(|r| format!("tiny({})", self.v32(Val::Reg(r))))
+                .collect();
+            let tests = if tests.is_empty() {
+                "false".to_string()
+            } else {
+                tests.join(" | ")
+            };
+            let _ = writeln!(code, "        cov{s} = {tests};");
+        }
+        code.push_str("        }\n");
+        for &q in site.map_or(&[][..], |s| self.coverage.clears(s)) {
+            if self.coverage.is_read(q) {
+                let _ = writeln!(code, "        cov{q} = false;");
+            }
+        }
+        code.push_str("        }\n");
         Ok(code)
     }
 
-    /// The fast copy of region `n` onto `code`: each fma's untested
-    /// operands tested before it, its result after it. An operand that is a
-    /// product `x * k` by an immediate with |k| ≥ 1 ([`scaling`]) is tested
-    /// through `x` while `x` holds the value multiplied: |x·k| ≥ |x| and
-    /// rounding to nearest is monotone with 2⁻¹²⁶ a float, so a product
-    /// below 2⁻¹²⁶ (or zero) has a factor below it (or zero) — one test
-    /// then serves both (`lorenz_rk4`'s `β z` products of tested `z`).
-    fn fast_copy(&mut self, region: &[Stmt], n: u32, code: &mut String) -> Result<(), IrError> {
-        // Registers whose value now held has been tested.
-        let mut tested: HashSet<Reg> = HashSet::new();
-        // Registers holding a product by a scaling immediate, with the
-        // factor register still holding the value multiplied.
-        let mut factor: HashMap<Reg, Reg> = HashMap::new();
-        for s in region {
-            let Inst::Tern {
-                op: TernOp::FmaF32 { .. },
-                d,
-                a,
-                b,
-                c,
-            } = s.inst
-            else {
-                code.push_str(&self.pieces(s)?.concat());
-                for r in s.inst.dests() {
-                    tested.remove(&r);
-                    forget(&mut factor, r);
-                }
-                if let Some((d, x)) = scaling(s) {
-                    factor.insert(d, x);
-                }
-                continue;
-            };
-            let mut pre = Vec::new();
-            for v in [a, b, c] {
-                match v {
-                    Val::Reg(r) => {
-                        if tested.insert(r) {
-                            let t = factor.get(&r).copied().unwrap_or(r);
-                            if t == r || tested.insert(t) {
-                                pre.push(format!("tiny({})", self.v32(Val::Reg(t))));
-                            }
-                        }
-                    }
-                    // A subnormal immediate is suspect at once; zero and
-                    // normal ones never are.
-                    Val::Imm(x) => {
-                        let mag = x as u32 & 0x7fff_ffff;
-                        if mag != 0 && mag < 0x0080_0000 {
-                            pre.push("true".into());
-                        }
-                    }
-                }
-            }
-            if !pre.is_empty() {
-                let _ = writeln!(code, "        sus{n} = sus{n} | {};", pre.join(" | "));
+    /// The fast copy of region `n` onto `code` as `p` plans it: each fma's
+    /// tests before it, its result's after it.
+    fn fast_copy(
+        &mut self,
+        region: &[Stmt],
+        p: &Plan,
+        n: u32,
+        code: &mut String,
+    ) -> Result<(), IrError> {
+        for (s, pre) in region.iter().zip(&p.pre) {
+            let tests: Vec<String> = pre
+                .iter()
+                .map(|t| match t {
+                    Test::Reg(r) => format!("tiny({})", self.v32(Val::Reg(*r))),
+                    Test::Always => "true".into(),
+                })
+                .collect();
+            if !tests.is_empty() {
+                let _ = writeln!(code, "        sus{n} = sus{n} | {};", tests.join(" | "));
             }
             code.push_str(&self.pieces(s)?.concat());
-            // Whether or not a guard let it run, the value now held.
-            let _ = writeln!(code, "        sus{n} = sus{n} | tiny(r{d});");
-            forget(&mut factor, d);
-            tested.insert(d);
+            if let Inst::Tern {
+                op: TernOp::FmaF32 { .. },
+                d,
+                ..
+            } = s.inst
+            {
+                // Whether or not a guard let it run, the value now held.
+                let _ = writeln!(code, "        sus{n} = sus{n} | tiny(r{d});");
+            }
         }
         Ok(())
     }
+}
+
+/// One test of a region's fast copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Test {
+    /// The value a register holds: zero or below 2⁻¹²⁶ in magnitude.
+    Reg(Reg),
+    /// A subnormal immediate: suspect at once.
+    Always,
+}
+
+/// What a region's fast copy tests (each fma's result after it too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Plan {
+    /// Per statement of the region, the tests before it.
+    pub(super) pre: Vec<Vec<Test>>,
+    /// The sites whose flags the region's starts from: those of the values
+    /// it took covered rather than testing them (coverage.rs).
+    pub(super) init: BTreeSet<u32>,
+    /// The registers that hold, at the region's end, a value it tested or
+    /// took covered: the same whatever was covered.
+    pub(super) tested: HashSet<Reg>,
+}
+
+/// The plan of `region`'s fast copy where `covered` holds before it: each
+/// fma's untested operands tested before it, its result after it; a value
+/// is tested once while it is held (an operand an earlier fma produced or an
+/// earlier test saw is not tested again), and one covered where the region
+/// starts is not tested (its sites' flags start the region's). An operand
+/// that is a product `x * k` by an immediate with |k| ≥ 1 ([`scaling`]) is
+/// tested through `x` while `x` holds the value multiplied: |x·k| ≥ |x| and
+/// rounding to nearest is monotone with 2⁻¹²⁶ a float, so a product below
+/// 2⁻¹²⁶ (or zero) has a factor below it (or zero) — one test then serves
+/// both (`lorenz_rk4`'s `β z` products of tested `z`).
+pub(super) fn plan(region: &[Stmt], covered: &Covered) -> Plan {
+    // Registers whose value now held has been tested.
+    let mut tested: HashSet<Reg> = HashSet::new();
+    // Registers the region has written (their cover is gone).
+    let mut written: HashSet<Reg> = HashSet::new();
+    // Registers holding a product by a scaling immediate, with the factor
+    // register still holding the value multiplied.
+    let mut factor: HashMap<Reg, Reg> = HashMap::new();
+    let mut pre = Vec::with_capacity(region.len());
+    let mut init = BTreeSet::new();
+    for s in region {
+        let Inst::Tern {
+            op: TernOp::FmaF32 { .. },
+            d,
+            a,
+            b,
+            c,
+        } = s.inst
+        else {
+            pre.push(Vec::new());
+            for r in s.inst.dests() {
+                tested.remove(&r);
+                written.insert(r);
+                forget(&mut factor, r);
+            }
+            if let Some((d, x)) = scaling(s) {
+                factor.insert(d, x);
+            }
+            continue;
+        };
+        let mut t = Vec::new();
+        for v in [a, b, c] {
+            match v {
+                Val::Reg(r) => {
+                    if tested.insert(r) {
+                        let x = factor.get(&r).copied().unwrap_or(r);
+                        if x == r || tested.insert(x) {
+                            match covered.get(&x).filter(|_| !written.contains(&x)) {
+                                Some(sites) => init.extend(sites),
+                                None => t.push(Test::Reg(x)),
+                            }
+                        }
+                    }
+                }
+                // A subnormal immediate is suspect at once; zero and
+                // normal ones never are.
+                Val::Imm(x) => {
+                    let mag = x as u32 & 0x7fff_ffff;
+                    if mag != 0 && mag < 0x0080_0000 {
+                        t.push(Test::Always);
+                    }
+                }
+            }
+        }
+        pre.push(t);
+        forget(&mut factor, d);
+        tested.insert(d);
+        written.insert(d);
+    }
+    Plan { pre, init, tested }
 }
 
 /// `factor` after register `r` is written: neither a product held in `r`

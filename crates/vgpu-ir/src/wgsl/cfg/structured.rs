@@ -446,14 +446,14 @@ impl KernelWriter<'_> {
             let stmts = if self.written_after.get(i) == Some(&true) {
                 // Shared memory is all written here (written.rs): no notes.
                 let known = self.sh_known.replace(true);
-                let code = self.stmts_code(&blk.stmts);
+                let code = self.stmts_code(i, &blk.stmts);
                 self.sh_known = known;
                 code?.concat()
             } else {
                 // A block of one note gains nothing from two copies: its
                 // note is already one branch.
                 self.unswitched(2, &mut |me: &mut Self| {
-                    Ok(Some(me.stmts_code(&blk.stmts)?.concat()))
+                    Ok(Some(me.stmts_code(i, &blk.stmts)?.concat()))
                 })?
                 .unwrap_or_default()
             };

@@ -5,6 +5,7 @@
 //! written. emit.rs writes the kernel with it; bits.rs, float64.rs and
 //! warp.rs add the expressions and rounds of their instructions to it.
 
+use super::coverage::Coverage;
 use super::ranges::Ranges;
 use super::CfgWgslOptions;
 use crate::cfg::{Block, BlockId, CfgKernel, Reg, RegTy, Term, Val};
@@ -106,17 +107,24 @@ pub(super) struct KernelWriter<'a> {
     /// The padded indexing of shared memory, where the kernel takes it
     /// (padded_smem.rs).
     pub(super) pad: Option<SmemPad>,
+    /// The tests carried from one speculative region to the next
+    /// (coverage.rs; empty where the fma is not guarded).
+    pub(super) coverage: Coverage,
 }
 
 /// The padded indexing of a kernel's shared memory (padded_smem.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct SmemPad {
-    /// The largest base word left alone by the clamp.
+    /// The largest base word left alone by the clamp (the mask where
+    /// `mask`).
     pub(super) cap: u64,
     /// The least constant word offset (`kmin ≤ 0`).
     pub(super) kmin: i64,
     /// The padded array's length in words.
     pub(super) words: u64,
+    /// Whether the base is clamped by `& cap` (`cap + 1` a power of two),
+    /// else by `min(·, cap)`.
+    pub(super) mask: bool,
 }
 
 impl KernelWriter<'_> {

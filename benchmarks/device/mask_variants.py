@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Hand-made variants of a generated PTX kernel's WGSL (VGPU_DUMP_WGSL) for
+session 27's questions, loaded with VGPU_LOAD_WGSL by mask_variants.sh:
+
+usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
+  same      as given (the run-to-run noise, and the dump's own speed)
+  mask      the padded tiles' clamp `min(b >> 2u, CAP)` as `(b >> 2u) & M`
+            (M = 2^m - 1 >= CAP), the shared array grown to M + 1 + kmax
+            words: the same word for every in-bounds access, and the base's
+            low zero bits (its alignment) visible to the driver
+  bare      the fma regions' tests gone (`tiny(x)` false): the device's fma
+            alone, inexact on subnormals (the cost of the tests)
+  mask_bare both
+  gsplit    checked kernels: gaddr's table search (its slow path) moved into a
+            function of its own, gaddr_slow (mask_variants.sh also runs it
+            with VGPU_SPV_NOINLINE=gaddr_slow, a knob build's DontInline)
+  noops     the fma regions' operand tests gone, their result tests kept
+            (inexact: the cost of the operand tests)
+  nores     the result tests gone, the operand tests kept (inexact)
+  noslow    the tests kept, each region's second run replaced by a store
+            of one word (inexact: the cost of the second run's code)
+  fold      a grid folded into a 2-D dispatch (more than 65,535 blocks in
+            x): the block index as the linear index where the CUDA grid is
+            1-D, without the three divisions by the grid's extents
+  cover     lorenz_rk4: the tests of the loop-carried state and of the
+            loop-invariant step sizes gone from the loop's regions (what
+            testing each value once per thread rather than once per region
+            would save; inexact as written)
+"""
+import os, re, sys
+
+src = open(sys.argv[1]).read()
+out, entry = sys.argv[2], sys.argv[3]
+CLAMP = re.compile(r"min\((r\d+) >> 2u, (\d+)u\)")
+
+
+def mask(t):
+    caps = {int(c) for _, c in CLAMP.findall(t)}
+    if not caps:
+        return None
+    (cap,) = caps
+    m = 1
+    while m <= cap:
+        m *= 2
+    decl = re.search(r"var<workgroup> smem: array<u32, (\d+)>;", t)
+    n = int(decl.group(1))
+    kmax = n - cap - 1
+    t = CLAMP.sub(lambda mm: f"(({mm.group(1)} >> 2u) & {m - 1}u)", t)
+    return t.replace(decl.group(0), f"var<workgroup> smem: array<u32, {m + kmax}>;")
+
+
+def bare(t):
+    if "tiny(r" not in t:
+        return None
+    return re.sub(r"tiny\(r\d+\)", "false", t)
+
+
+def cover(t):
+    # The registers of the state (loaded before the loop, redefined by the
+    # last region of each iteration) and the step sizes, as the dump names
+    # them: the values tested in the loop's first region before any fma.
+    names = ["r186", "r187", "r188", "r11", "r12", "r31"]
+    for r in names:
+        t = t.replace(f" | tiny({r})", "")
+    return t
+
+
+GADDR = re.compile(r"(fn gaddr\(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<private, vec2<u32>>\) -> u32 \{\n  let o = a.x - GB;\n  let r = \*c;\n  let d = a.x - r.x;\n  if \(.*\) \{ return o; \}\n)((?:.*\n)*?)\}\n")
+
+
+def gsplit(t):
+    m = GADDR.search(t)
+    if not m:
+        return None
+    head, slow = m.group(1), m.group(2)
+    new = (head + "  return gaddr_slow(a, size, align, line, write, c);\n}\n"
+           "fn gaddr_slow(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<private, vec2<u32>>) -> u32 {\n"
+           "  let o = a.x - GB;\n" + slow + "}\n")
+    return t[:m.start()] + new + t[m.end():]
+
+
+FOLD = "    cta = vec3<u32>(lin % ncta.x, (lin / ncta.x) % ncta.y, lin / (ncta.x * ncta.y));\n"
+
+
+def fold(t):
+    if FOLD not in t:
+        return None
+    return t.replace(FOLD, "    if (ncta.y == 1u && ncta.z == 1u) { cta = vec3<u32>(lin, 0u, 0u); } else {\n" + FOLD + "    }\n")
+
+
+TEST = re.compile(r"^ *sus\d+ = sus\d+ \| tiny\(r\d+\)( \| (tiny\(r\d+\)|true))*;$")
+
+
+def split_tests(t, keep_ops, keep_res):
+    if "tiny(r" not in t:
+        return None
+    lines = t.split("\n")
+    out = []
+    for i, l in enumerate(lines):
+        if TEST.match(l):
+            res = "dev_fma(" in lines[i - 1] and l.count("tiny(") == 1
+            if (res and not keep_res) or (not res and not keep_ops):
+                continue
+        out.append(l)
+    return "\n".join(out)
+
+
+def noslow(t):
+    if "tiny(r" not in t:
+        return None
+    lines = t.split("\n")
+    out = []
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^( *)if \((sus\d+)\) \{$", lines[i])
+        if m:
+            depth = 0
+            j = i
+            while True:
+                depth += lines[j].count("{") - lines[j].count("}")
+                if depth == 0:
+                    break
+                j += 1
+            out.append(f"{m.group(1)}if ({m.group(2)}) {{ gmem[0] = 0u; }}")
+            i = j + 1
+            continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out)
+
+
+forms = {"same": lambda t: t, "mask": mask, "bare": bare,
+         "mask_bare": lambda t: mask(bare(t)) if mask(t) and bare(t) else None,
+         "gsplit": gsplit,
+         "noops": lambda t: split_tests(t, False, True),
+         "nores": lambda t: split_tests(t, True, False),
+         "noslow": noslow,
+         "fold": fold,
+         "cover": cover if entry == "lorenz_rk4" else (lambda t: None)}
+for name, fn in forms.items():
+    v = fn(src)
+    if v is None:
+        continue
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, entry + ".wgsl"), "w").write(v)
+    print(name)

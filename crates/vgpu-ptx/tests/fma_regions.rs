@@ -1,0 +1,53 @@
+//! The speculative fma regions of the guarded device fma (vgpu-ir's
+//! wgsl/cfg/speculate.rs) and the tests they carry from one to the next
+//! (coverage.rs): `lorenz_rk4`'s step loop tests its state and its step
+//! sizes once, before the loop, and then takes them from the regions that
+//! last tested them, each region starting from those regions' flags.
+
+use std::path::Path;
+use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
+use vgpu_ptx::lower::lower_entry;
+use vgpu_ptx::Module;
+
+/// `lorenz_rk4`'s WGSL with the guarded device fma (the flushing model's
+/// form, as on NVIDIA), checked or not.
+fn lorenz(checked: bool) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ptx-cases/kernels.ptx");
+    let text = std::fs::read_to_string(&p).expect("kernels.ptx");
+    let m = Module::parse(&text, "kernels.ptx").expect("parses");
+    let k = lower_entry(&m, "lorenz_rk4").expect("lowers").1;
+    let mut o = CfgWgslOptions::plain([256, 1, 1], checked);
+    o.f64 = true;
+    o.native_fma_f32 = true;
+    o.fma_flush_model = true;
+    emit_cfg_wgsl(&k, &o).expect("WGSL")
+}
+
+#[test]
+fn a_loops_regions_take_the_values_earlier_regions_tested() {
+    for checked in [false, true] {
+        let w = lorenz(checked);
+        // The fast copies' tests: 123 before the tests were carried, 117
+        // with the loop's region taking the state (3) and the step sizes
+        // (3) from the pre-test and its own previous run.
+        let tests: usize = w
+            .lines()
+            .filter(|l| l.trim_start().starts_with("sus") && l.contains(" | tiny("))
+            .map(|l| l.matches("tiny(").count())
+            .sum();
+        assert!(tests <= 118, "checked {checked}: {tests} tests");
+        // The pre-test before the loop, and regions starting from flags.
+        let flags = w.matches("var<private> cov").count();
+        assert!(flags >= 3, "checked {checked}: {flags} flags");
+        let pre = w
+            .lines()
+            .filter(|l| l.trim_start().starts_with("cov") && l.contains("= tiny("))
+            .count();
+        assert!(pre >= 1, "checked {checked}: no pre-test");
+        let from_flags = w
+            .lines()
+            .filter(|l| l.trim_start().starts_with("var sus") && l.contains("= cov"))
+            .count();
+        assert!(from_flags >= 2, "checked {checked}: {from_flags} regions");
+    }
+}
