@@ -36,9 +36,10 @@ fn a_loops_regions_take_the_values_earlier_regions_tested() {
             .map(|l| l.matches("tiny(").count())
             .sum();
         assert!(tests <= 118, "checked {checked}: {tests} tests");
-        // The pre-test before the loop, and regions starting from flags.
+        // The pre-test before the loop and the loop region's flag, which
+        // the loop region starts from.
         let flags = w.matches("var<private> cov").count();
-        assert!(flags >= 3, "checked {checked}: {flags} flags");
+        assert!(flags >= 2, "checked {checked}: {flags} flags");
         let pre = w
             .lines()
             .filter(|l| l.trim_start().starts_with("cov") && l.contains("= tiny("))
@@ -48,6 +49,6 @@ fn a_loops_regions_take_the_values_earlier_regions_tested() {
             .lines()
             .filter(|l| l.trim_start().starts_with("var sus") && l.contains("= cov"))
             .count();
-        assert!(from_flags >= 2, "checked {checked}: {from_flags} regions");
+        assert!(from_flags >= 1, "checked {checked}: {from_flags} regions");
     }
 }
