@@ -38,3 +38,35 @@ variant_run() {
     --entry "$entry" --grid "$grid" --block "$block" --backend gpu --kernel-time 5 \
     --out-dir "$w/o" "${a[@]}" 2>&1
 }
+
+# variant_setup: for the variant scripts, W (a fresh work folder holding the
+# benchmark inputs of ptx_inputs.py and an output folder W/o), LN (default
+# 2^23) and MM (default 4096), and the launch arguments of the three cases:
+# LOR (lorenz_rk4, LN threads), MMA (matmul_tiled, MM x MM), RED
+# (reduce_sum_atomic, 2^24).
+variant_setup() {
+  LN=${LN:-8388608}
+  MM=${MM:-4096}
+  export LN MM
+  W=$(mktemp -d)
+  python3 benchmarks/device/ptx_inputs.py "$W"
+  mkdir -p "$W/o"
+  LOR=($((LN / 256)),1,1 256,1,1 "$W/state.bin" "$W/rho.bin" f32:0.001 s32:1000 "s32:$LN")
+  MMA=($((MM / 16)),$((MM / 16)),1 16,16,1 "$W/A.bin" "$W/B.bin" "$W/C.bin" "s32:$MM" "s32:$MM" "s32:$MM")
+  RED=(65536,1,1 256,1,1 "$W/x.bin" "$W/out.bin" s32:16777216)
+}
+
+# variant_row ROWS TAG VDIR MODE ENTRY GRID BLOCK ARGS...: variant_run in W,
+# the run's output appended to ROWS.log and one JSON row (entry, mode,
+# variant TAG, kernel_seconds, the output's md5) to ROWS.jsonl (and printed).
+variant_row() {
+  local rows=$1 tag=$2 mode=$4 entry=$5
+  local log ks of=C.bin sum
+  log=$(variant_run "$W" "$3" "$mode" "$entry" "${@:6}")
+  { echo "== $tag $entry $mode"; echo "$log"; } >> "$rows.log"
+  ks=$(echo "$log" | awk '$1=="kernel_seconds"{print $2}')
+  [ "$entry" = lorenz_rk4 ] && of=state.bin
+  [ "$entry" = reduce_sum_atomic ] && of=out.bin
+  sum=$(md5sum "$W/o/$of" 2>/dev/null | cut -c1-12)
+  echo "{\"entry\":\"$entry\",\"mode\":\"$mode\",\"variant\":\"$tag\",\"kernel_seconds\":${ks:-null},\"md5\":\"$sum\"}" | tee -a "$rows.jsonl"
+}

@@ -11,25 +11,8 @@
 set -uo pipefail
 source benchmarks/device/env.sh
 VGPU=${VGPU:-./target/release/vgpu}
-LN=${LN:-8388608}
-MM=${MM:-4096}
-export LN MM
-W=$(mktemp -d)
-python3 benchmarks/device/ptx_inputs.py "$W"
-mkdir -p "$W/o"
-one() { # variant, WGSL dir (empty: as generated, dumped), mode, entry, grid, block, args...
-  local tag=$1 mode=$3 entry=$4
-  local log
-  log=$(variant_run "$W" "$2" "$mode" "$entry" "${@:5}")
-  { echo "== $tag $entry $mode"; echo "$log"; } >> "$OUT/variants.log"
-  local ks of=C.bin sum
-  ks=$(echo "$log" | awk '$1=="kernel_seconds"{print $2}')
-  [ "$entry" = lorenz_rk4 ] && of=state.bin
-  sum=$(md5sum "$W/o/$of" 2>/dev/null | cut -c1-12)
-  echo "{\"entry\":\"$entry\",\"mode\":\"$mode\",\"variant\":\"$tag\",\"kernel_seconds\":${ks:-null},\"md5\":\"$sum\"}" >> "$OUT/variants.jsonl"
-}
-LOR=($((LN / 256)),1,1 256,1,1 "$W/state.bin" "$W/rho.bin" f32:0.001 s32:1000 "s32:$LN")
-MMA=($((MM / 16)),$((MM / 16)),1 16,16,1 "$W/A.bin" "$W/B.bin" "$W/C.bin" "s32:$MM" "s32:$MM" "s32:$MM")
+variant_setup
+one() { variant_row "$OUT/variants" "$@" > /dev/null; }
 : > "$OUT/variants.jsonl"
 for spec in "lorenz_rk4 unchecked" "matmul_tiled unchecked" "matmul_tiled checked"; do
   set -- $spec

@@ -381,13 +381,9 @@ fn the_guarded_forms_are_exact_over_a_flushing_fma() {
 /// or 2¹⁰⁵, `c` = 1: 1 + 2⁻²³ exact, 1 flushed), and on random rows.
 #[test]
 fn products_by_immediates_are_tested_through_their_factor() {
-    let Some(k) = Kernel::load("scaled") else {
+    let Some(k) = guarded_kernel("scaled") else {
         return;
     };
-    if !GpuContext::get().unwrap().has_f64() {
-        eprintln!("no SHADER_F64: no guarded fma");
-        return;
-    }
     let p = |e: i32| 2f32.powi(e);
     // x, x2, y, c.
     let mut rows = vec![
@@ -412,38 +408,13 @@ fn products_by_immediates_are_tested_through_their_factor() {
             },
         ]);
     }
-    let n = rows.len();
-    let col = |j: usize| f32_bytes(&rows.iter().map(|x| x[j]).collect::<Vec<f32>>());
-    let bufs = [col(0), col(1), col(2), col(3), vec![0u8; 12 * n]];
-    let args = [
-        KernelArg::Buffer(0),
-        KernelArg::Buffer(1),
-        KernelArg::Buffer(2),
-        KernelArg::Buffer(3),
-        KernelArg::Buffer(4),
-        KernelArg::U32(n as u32),
-    ];
-    for checked in [false, true] {
-        let (cpu, gpu) = on_both_flushing(
-            &k.module,
-            "scaled",
-            &line(2, 256, 0),
-            &args,
-            &bufs,
-            4,
-            checked,
-        );
-        Words {
-            stride: 3,
-            names: &["x*4", "x*0.25", "x2*4 (x2 redefined)"],
-        }
-        .assert_same(
-            &cpu,
-            &gpu,
-            |i| format!("{:?} checked {checked}", rows[i]),
-            nan_or_same,
-        );
-    }
+    rows_on_both_flushing(
+        &k,
+        "scaled",
+        &rows,
+        &[],
+        &["x*4", "x*0.25", "x2*4 (x2 redefined)"],
+    );
 }
 
 /// Values carried from one speculative region to the next (vgpu-ir's
@@ -459,13 +430,9 @@ fn products_by_immediates_are_tested_through_their_factor() {
 /// loop — fails without it), with zeros, and on random rows.
 #[test]
 fn values_carried_between_regions_keep_their_tests() {
-    let Some(k) = Kernel::load("carried") else {
+    let Some(k) = guarded_kernel("carried") else {
         return;
     };
-    if !GpuContext::get().unwrap().has_f64() {
-        eprintln!("no SHADER_F64: no guarded fma");
-        return;
-    }
     let p = |e: i32| 2f32.powi(e);
     // x, k, d, m, c.
     let mut rows = vec![
@@ -493,43 +460,57 @@ fn values_carried_between_regions_keep_their_tests() {
             zero_or(&mut r, -2, 2),
         ]);
     }
-    let n = rows.len();
-    let steps = 40usize;
-    let col = |j: usize| f32_bytes(&rows.iter().map(|x| x[j]).collect::<Vec<f32>>());
-    let bufs = [
-        col(0),
-        col(1),
-        col(2),
-        col(3),
-        col(4),
-        vec![0u8; 8 * steps * n],
-    ];
-    let args = [
-        KernelArg::Buffer(0),
-        KernelArg::Buffer(1),
-        KernelArg::Buffer(2),
-        KernelArg::Buffer(3),
-        KernelArg::Buffer(4),
-        KernelArg::Buffer(5),
-        KernelArg::U32(n as u32),
-        KernelArg::U32(steps as u32),
-    ];
+    let steps = 40;
     let names: Vec<String> = (0..steps)
         .flat_map(|i| [format!("step {i} x"), format!("step {i} y")])
         .collect();
+    rows_on_both_flushing(&k, "carried", &rows, &[steps], &names);
+}
+
+/// Kernel `name` of `tests/kernels`, where the adapter has a guarded fma
+/// (SHADER_F64).
+fn guarded_kernel(name: &'static str) -> Option<Kernel> {
+    let k = Kernel::load(name)?;
+    if !GpuContext::get().unwrap().has_f64() {
+        eprintln!("no SHADER_F64: no guarded fma");
+        return None;
+    }
+    Some(k)
+}
+
+/// Runs `entry(column 0, …, column N−1, out, n, extra…)` over `rows` (one
+/// thread each) on the interpreter and, over the flushing fma model, on
+/// the GPU, checked and not; asserts the same `names.len()` words a thread
+/// in `out`.
+fn rows_on_both_flushing<const N: usize, S: AsRef<str>>(
+    k: &Kernel,
+    entry: &str,
+    rows: &[[f32; N]],
+    extra: &[u32],
+    names: &[S],
+) {
+    let n = rows.len();
+    let mut bufs: Vec<Vec<u8>> = (0..N)
+        .map(|j| f32_bytes(&rows.iter().map(|x| x[j]).collect::<Vec<f32>>()))
+        .collect();
+    bufs.push(vec![0u8; 4 * names.len() * n]);
+    let mut args: Vec<KernelArg> = (0..=N).map(KernelArg::Buffer).collect();
+    args.push(KernelArg::U32(n as u32));
+    args.extend(extra.iter().map(|&x| KernelArg::U32(x)));
+    let grid = n.div_ceil(256) as u32;
     for checked in [false, true] {
         let (cpu, gpu) = on_both_flushing(
             &k.module,
-            "carried",
-            &line(2, 256, 0),
+            entry,
+            &line(grid, 256, 0),
             &args,
             &bufs,
-            5,
+            N,
             checked,
         );
         Words {
-            stride: 2 * steps,
-            names: &names,
+            stride: names.len(),
+            names,
         }
         .assert_same(
             &cpu,

@@ -208,12 +208,22 @@ fn s32_to_f32(x: u32) -> u32 {
   if ((x >> 31u) == 0u) { return u32_to_f32(x); }
   return u32_to_f32(0u - x) | 0x80000000u;
 }
+// To the nearest whole number, ties to even, by floor: WGSL's round (SPIR-V
+// RoundEven) is not, on some drivers (lavapipe of Mesa 22.3 on an AVX2 CPU
+// without AVX-512 rounded 1.5 to 1). x - floor(x) is exact, and past 2^23
+// every f32 is whole (rne64, beside r32: past 2^52 every f64).
+fn rne32(x: f32) -> f32 {
+  let fl = floor(x);
+  let fr = x - fl;
+  if (fr > 0.5 || (fr == 0.5 && floor(fl * 0.5) != fl * 0.5)) { return fl + 1.0; }
+  return fl;
+}
 // f32 bits -> 32-bit integer, rounded by mode (0 zero, 1 nearest even, 2 down, 3 up), saturating; NaN -> 0.
 fn f32_to_i32(a: u32, signed: bool, mode: u32) -> u32 {
   if (isnan32(a)) { return 0u; }
   var x = f(a);
   switch mode {
-    case 1u: { x = round(x); }
+    case 1u: { x = rne32(x); }
     case 2u: { x = floor(x); }
     case 3u: { x = ceil(x); }
     default: { x = trunc(x); }
@@ -232,7 +242,7 @@ fn f32_round(a: u32, mode: u32) -> u32 {
   let x = f(a);
   var r = x;
   switch mode {
-    case 1u: { r = round(x); }
+    case 1u: { r = rne32(x); }
     case 2u: { r = floor(x); }
     case 3u: { r = ceil(x); }
     default: { r = trunc(x); }
@@ -304,6 +314,13 @@ fn d32(a: u32) -> f64 {
   let m = f64(a & 0x7fffffu) * 1.40129846432481707092372958328991613e-45lf;
   return select(m, -m, (a >> 31u) != 0u);
 }
+// To the nearest whole f64, ties to even (as rne32).
+fn rne64(x: f64) -> f64 {
+  let fl = floor(x);
+  let fr = x - fl;
+  if (fr > 0.5lf || (fr == 0.5lf && floor(fl * 0.5lf) != fl * 0.5lf)) { return fl + 1.0lf; }
+  return fl;
+}
 // The f32 nearest (ties to even) an f64, as bits, also where it is subnormal
 // on a device that flushes subnormal results of its conversions: below
 // 2^-126 the value is a whole number of 2^-149 (that number can be 2^23,
@@ -313,7 +330,7 @@ fn r32(s: f64) -> u32 {
   if (!(t < 1.17549435082228750796873653722224568e-38lf) || t == 0.0lf) {
     return bitcast<u32>(f32(s));
   }
-  let m = u32(round(t * 713623846352979940529142984724747568191373312.0lf));
+  let m = u32(rne64(t * 713623846352979940529142984724747568191373312.0lf));
   return select(m, m | 0x80000000u, s < 0.0lf);
 }
 // One f32 rounding of an exact f64 value s + e (e the error of s = RN(s + e)),
