@@ -39,12 +39,17 @@ variant_run() {
     --out-dir "$w/o" "${a[@]}" 2>&1
 }
 
-# variant_setup: for the variant scripts, W (a fresh work folder holding the
-# benchmark inputs of ptx_inputs.py and an output folder W/o), LN (default
-# 2^23) and MM (default 4096), and the launch arguments of the three cases:
-# LOR (lorenz_rk4, LN threads), MMA (matmul_tiled, MM x MM), RED
-# (reduce_sum_atomic, 2^24).
+# variant_setup ROWS: for the variant scripts, VGPU (default the release
+# build), ROWS (the rows' path without .jsonl, emptied), W (a fresh work
+# folder holding the benchmark inputs of ptx_inputs.py and an output folder
+# W/o), LN (default 2^23) and MM (default 4096), and the launch arguments of
+# the three cases: LOR (lorenz_rk4, LN threads), MMA (matmul_tiled, MM x MM),
+# RED (reduce_sum_atomic, 2^24). `one TAG VDIR MODE ENTRY GRID BLOCK ARGS...`
+# then adds a row (variant_row).
 variant_setup() {
+  VGPU=${VGPU:-./target/release/vgpu}
+  ROWS=$1
+  : > "$ROWS.jsonl"
   LN=${LN:-8388608}
   MM=${MM:-4096}
   export LN MM
@@ -70,3 +75,6 @@ variant_row() {
   sum=$(md5sum "$W/o/$of" 2>/dev/null | cut -c1-12)
   echo "{\"entry\":\"$entry\",\"mode\":\"$mode\",\"variant\":\"$tag\",\"kernel_seconds\":${ks:-null},\"md5\":\"$sum\"}" | tee -a "$rows.jsonl"
 }
+
+# One variant's row in ROWS (variant_setup).
+one() { variant_row "$ROWS" "$@" > /dev/null; }

@@ -13,10 +13,7 @@
 # Results: $OUT/mask.jsonl, $OUT/mask.log.
 set -uo pipefail
 source benchmarks/device/env.sh
-VGPU=${VGPU:-./target/release/vgpu}
-variant_setup
-one() { variant_row "$OUT/mask" "$@" > /dev/null; }
-: > "$OUT/mask.jsonl"
+variant_setup "$OUT/mask"
 for spec in ${MASK_SPECS:-matmul_tiled:unchecked matmul_tiled:checked reduce_sum_atomic:checked reduce_sum_atomic:unchecked lorenz_rk4:unchecked}; do
   e=${spec%:*} md=${spec#*:}
   case $e in lorenz_rk4) args=("${LOR[@]}");; reduce_sum_atomic) args=("${RED[@]}");; *) args=("${MMA[@]}");; esac

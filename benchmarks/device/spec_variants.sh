@@ -10,10 +10,7 @@
 # time for the ratios). Results: $OUT/variants.jsonl, $OUT/variants.log.
 set -uo pipefail
 source benchmarks/device/env.sh
-VGPU=${VGPU:-./target/release/vgpu}
-variant_setup
-one() { variant_row "$OUT/variants" "$@" > /dev/null; }
-: > "$OUT/variants.jsonl"
+variant_setup "$OUT/variants"
 for spec in "lorenz_rk4 unchecked" "matmul_tiled unchecked" "matmul_tiled checked"; do
   set -- $spec
   e=$1 md=$2
