@@ -186,13 +186,23 @@ impl KernelWriter<'_> {
         // The pre-test of the values a loop's regions take covered
         // (coverage.rs).
         if let Some((site, regs)) = self.coverage.pretest(block) {
-            let tests: Vec<String> = regs
-                .iter()
-                .map(|&r| format!("tiny({})", self.v32(Val::Reg(r))))
-                .collect();
-            out.push(format!("        cov{site} = {};\n", tests.join(" | ")));
+            let tests = self.any_tiny(regs.iter().copied());
+            out.push(format!("        cov{site} = {tests};\n"));
         }
         Ok(out)
+    }
+
+    /// `tiny(r) | …` over `regs`, or `false` where there is none.
+    fn any_tiny(&self, regs: impl IntoIterator<Item = Reg>) -> String {
+        let tests: Vec<String> = regs
+            .into_iter()
+            .map(|r| format!("tiny({})", self.v32(Val::Reg(r))))
+            .collect();
+        if tests.is_empty() {
+            "false".into()
+        } else {
+            tests.join(" | ")
+        }
     }
 
     /// One region's code: the fast copy, then the guarded one where the
@@ -240,16 +250,7 @@ impl KernelWriter<'_> {
         if let Some(s) = flag {
             let mut tested: Vec<Reg> = p.tested.iter().copied().collect();
             tested.sort_unstable();
-            let tests: Vec<String> = tested
-                .into_iter()
-                .map(|r| format!("tiny({})", self.v32(Val::Reg(r))))
-                .collect();
-            let tests = if tests.is_empty() {
-                "false".to_string()
-            } else {
-                tests.join(" | ")
-            };
-            let _ = writeln!(code, "        cov{s} = {tests};");
+            let _ = writeln!(code, "        cov{s} = {};", self.any_tiny(tested));
         }
         code.push_str("        }\n");
         for &q in site.map_or(&[][..], |s| self.coverage.clears(s)) {
