@@ -12,7 +12,7 @@
 //!
 //! * a region `S` covers, at its end, exactly the registers whose value its
 //!   fast copy tested or took covered (the set is the same on every run of
-//!   `S`, speculate.rs's [`super::speculate::plan`]); `S`'s flag starts true
+//!   `S`, fma_plan.rs's [`super::fma_plan::plan`]); `S`'s flag starts true
 //!   where a flag of a value it took covered is, so where the fast copy
 //!   noted nothing those values are not tiny and `covS = false` is right;
 //!   where it noted one, the second run computes them exactly and `covS` is
@@ -34,14 +34,10 @@
 //! them (`lorenz_rk4`'s state, carried from one step's region to the next,
 //! and its step sizes, tested once before the loop).
 
-use super::speculate::{plan, reads, regions, Plan};
+use super::fma_plan::{plan, reads, regions, Covered, Plan};
 use crate::cfg::shape::successors;
 use crate::cfg::{CfgKernel, Reg, Stmt, Term};
 use std::collections::{BTreeSet, HashMap};
-
-/// Registers holding a tested value, each with the sites that vouch for
-/// it.
-pub(super) type Covered = HashMap<Reg, BTreeSet<u32>>;
 
 /// The carried tests of a kernel: each region's plan and what the writer
 /// adds around it.

@@ -51,6 +51,7 @@ mod exp2;
 mod exprs;
 mod float64;
 mod float64_exact;
+mod fma_plan;
 mod fma_probe;
 mod half;
 mod padded_smem;
