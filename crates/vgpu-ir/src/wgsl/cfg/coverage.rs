@@ -38,11 +38,17 @@ use super::fma_plan::{plan, reads, regions, Covered, Plan};
 use crate::cfg::shape::successors;
 use crate::cfg::{CfgKernel, Reg, Stmt, Term};
 use std::collections::{BTreeSet, HashMap};
+use std::ops::Range;
 
 /// The carried tests of a kernel: each region's plan and what the writer
 /// adds around it.
 #[derive(Debug, Default)]
 pub(super) struct Coverage {
+    /// Per block, its regions (fma_plan.rs's [`regions`], found once).
+    regions: Vec<Vec<Range<usize>>>,
+    /// How many regions the kernel has: sites below are regions, the rest
+    /// pre-tests.
+    nregions: u32,
     /// Per block, its regions' sites, in order.
     region_sites: Vec<Vec<u32>>,
     /// Per block, the pre-test at its end: its site and registers.
@@ -56,26 +62,32 @@ pub(super) struct Coverage {
 }
 
 impl Coverage {
-    /// The analysis of kernel `k`'s regions (`checked`: as speculate.rs's
+    /// The analysis of kernel `k`'s regions (`checked`: as fma_plan.rs's
     /// [`regions`] takes it).
     pub(super) fn of(k: &CfgKernel, checked: bool) -> Coverage {
         let n = k.blocks.len();
         let mut c = Coverage {
+            regions: k
+                .blocks
+                .iter()
+                .map(|b| regions(&b.stmts, checked))
+                .collect(),
             region_sites: Vec::with_capacity(n),
             pretests: vec![None; n],
             ..Coverage::default()
         };
         let mut next = 0u32;
-        for b in &k.blocks {
-            let r = regions(&b.stmts, checked).len() as u32;
+        for r in &c.regions {
+            let r = r.len() as u32;
             c.region_sites.push((next..next + r).collect());
             next += r;
         }
+        c.nregions = next;
         if next == 0 {
             return c;
         }
         // Without pre-tests, then with those the loops' back edges ask for.
-        let exits = c.fixpoint(k, checked);
+        let exits = c.fixpoint(k);
         for (h, from) in back_edges(k) {
             let carried: Option<BTreeSet<Reg>> = from
                 .iter()
@@ -113,14 +125,14 @@ impl Coverage {
                 }
             }
         }
-        c.fixpoint(k, checked);
+        c.fixpoint(k);
         c
     }
 
     /// The covered registers at each block's end (`None`: not reached),
     /// to a fixed point from the entry block; records the plans, the
     /// clears and the flags read on the way.
-    fn fixpoint(&mut self, k: &CfgKernel, checked: bool) -> Vec<Option<Covered>> {
+    fn fixpoint(&mut self, k: &CfgKernel) -> Vec<Option<Covered>> {
         let n = k.blocks.len();
         let mut exits: Vec<Option<Covered>> = vec![None; n];
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -142,7 +154,7 @@ impl Coverage {
                     meet(preds[i].iter().filter_map(|&p| exits[p].as_ref()))
                 };
                 let Some(mut cov) = entry else { continue };
-                self.block(i, &b.stmts, checked, &mut cov);
+                self.block(i, &b.stmts, &mut cov);
                 if let Term::Warp { .. } = b.term {
                     cov.clear();
                 }
@@ -156,14 +168,15 @@ impl Coverage {
     }
 
     /// `cov` through block `i`'s statements (its regions planned).
-    fn block(&mut self, i: usize, stmts: &[Stmt], checked: bool, cov: &mut Covered) {
+    fn block(&mut self, i: usize, stmts: &[Stmt], cov: &mut Covered) {
         let kill = |cov: &mut Covered, s: &Stmt| {
             for r in s.inst.dests() {
                 cov.remove(&r);
             }
         };
         let mut at = 0;
-        for (j, r) in regions(stmts, checked).into_iter().enumerate() {
+        for j in 0..self.regions[i].len() {
+            let r = self.regions[i][j].clone();
             stmts[at..r.start].iter().for_each(|s| kill(cov, s));
             let site = self.region_sites[i][j];
             let p = plan(&stmts[r.clone()], cov);
@@ -189,12 +202,17 @@ impl Coverage {
 
     /// The pre-test sites that cover some register of `cov`.
     fn pretest_sites(&self, cov: &Covered) -> BTreeSet<u32> {
-        let pre: BTreeSet<u32> = self.pretests.iter().flatten().map(|p| p.0).collect();
         cov.values()
             .flatten()
-            .filter(|s| pre.contains(s))
+            .filter(|&&s| s >= self.nregions)
             .copied()
             .collect()
+    }
+
+    /// Block `block`'s regions (none where the fma is not guarded: no
+    /// analysis).
+    pub(super) fn regions(&self, block: usize) -> &[Range<usize>] {
+        self.regions.get(block).map_or(&[], |r| r.as_slice())
     }
 
     /// The plan of block `block`'s region `j` and its site.

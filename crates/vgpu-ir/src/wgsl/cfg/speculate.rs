@@ -30,7 +30,7 @@
 //! statements that fault); its checks are idempotent (a fault is recorded
 //! once, an uninitialised or racing read marked once).
 
-use super::fma_plan::{plan, regions, saved, Covered, Plan, Test};
+use super::fma_plan::{plan, saved, Covered, Plan, Test};
 use super::writer::KernelWriter;
 use crate::cfg::{Inst, Reg, Stmt, TernOp, Val};
 use crate::error::IrError;
@@ -45,11 +45,8 @@ impl KernelWriter<'_> {
         block: usize,
         stmts: &[Stmt],
     ) -> Result<Vec<String>, IrError> {
-        let regions = if self.guarded_fma {
-            regions(stmts, self.o.checked)
-        } else {
-            Vec::new()
-        };
+        // Where the fma is guarded: the analysis found them once.
+        let regions = self.coverage.regions(block).to_vec();
         let mut out = Vec::new();
         let mut i = 0;
         for (j, r) in regions.into_iter().enumerate() {
