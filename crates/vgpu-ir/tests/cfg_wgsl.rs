@@ -382,11 +382,11 @@ fn fma(d: Reg, a: Val, b: Val, c: Val) -> Stmt {
 }
 
 /// Where the device's fma is guarded (f64, subnormals not kept), a block's
-/// fmas are one speculative region: they run on the device's fma, each
-/// value tested once for zero or tininess (an fma's result; an operand not
-/// tested while it holds its value; not the immediate 2), and only where a
-/// test fired does the block run again with the in-place guard, from the
-/// register it overwrote (r0) restored.
+/// fmas are one speculative region: they run on the device's fma, a value
+/// tested (once, against the smallest threshold with the fewest tests:
+/// 2^-48 here) only where its bound (magnitude.rs) may be below 2^-126, and
+/// only where a test fired does the block run again with the in-place
+/// guard, from the register it overwrote (r0) restored.
 #[test]
 fn a_blocks_guarded_fmas_run_bare_in_one_speculative_region() {
     use Val::{Imm, Reg as R};
@@ -428,10 +428,17 @@ fn a_blocks_guarded_fmas_run_bare_in_one_speculative_region() {
     );
     assert_eq!(fast.matches("dev_fma(").count(), 4, "{w}");
     assert_eq!(slow.matches("fma_native_f32(").count(), 4, "{w}");
-    // r0, r1 and r2 at the first fma, r3 at the second, r4 and r5 at the
-    // third, the new r0 at the fourth.
-    assert_eq!(fast.matches("tiny(").count(), 7, "{w}");
+    // r0 and r1 at the first fma (bounds 2^-48, so r2 = r0·r0 + r1 has
+    // 2^-96: the fma rule's cancellation); r3 = 2·r2 + r0 then 2^-96 too;
+    // r4 = r3·r3 (2^-192) before the third, tested (2^-48), whose result
+    // r5 = r4·r2 + r3 is then bounded by 2^-144 only: tested; the fourth's
+    // operands and result bounded (r5·r0 + r1: 2^-96). At 2^-64 r2 would
+    // need a test too.
+    assert_eq!(fast.matches("tiny(").count(), 4, "{w}");
     assert!(fast.contains("sus0 = sus0 | tiny(r0) | tiny(r1);"), "{w}");
+    assert!(fast.contains("sus0 = sus0 | tiny(r4);"), "{w}");
+    assert!(fast.contains("sus0 = sus0 | tiny(r5);"), "{w}");
+    assert!(w.contains("abs(f(x)) < 3.5527137e-15f"), "{w}");
     // Where the device keeps subnormals in its fma: no region.
     o.f32_subnormals = true;
     let kept = emit_cfg_wgsl(&k, &o).unwrap();

@@ -467,6 +467,59 @@ fn values_carried_between_regions_keep_their_tests() {
     rows_on_both_flushing(&k, "carried", &rows, &[steps], &names);
 }
 
+/// A speculative region leaves out the tests of values whose bounds
+/// (vgpu-ir's wgsl/cfg/magnitude.rs) keep them at 2⁻¹²⁶ or above, and keeps
+/// those whose bounds fall below it: over the flushing fma model,
+/// `tests/kernels/bounded.ptx` gives the interpreter's bits where inputs of
+/// at least 2⁻³² (which pass every threshold's test) cancel down to the
+/// subnormals through an fma (`a·b + c` with `a·b` near `−c`), a sum (`a +
+/// c2` with `c2` near `−a`) and a product — each fails with its rule
+/// dropped, which would leave the subnormal result untested and flushed —
+/// and on rows with small inputs and zeros.
+#[test]
+fn bounds_keep_the_tests_of_cancellations() {
+    let Some(k) = guarded_kernel("bounded") else {
+        return;
+    };
+    let p = |e: i32| 2f32.powi(e);
+    let u = p(-23);
+    let mut r = Rng(0x6a09_e667_f3bc_c909);
+    // a, b, c, c2.
+    let mut rows: Vec<[f32; 4]> = vec![
+        // r1 = 2^-46, r3 = 2^-138; d = -2^-46 for a near 2^-23, r6 = 2^-138.
+        [1.0 + u, 1.0 + u, -(1.0 + 2.0 * u), -(1.0 + 2.0 * u)],
+        [p(-23) * (1.0 + u), 1.0, -p(-23), -p(-23) * (1.0 + 2.0 * u)],
+        [0.0, 1.0, 0.0, 0.0],
+        [p(-40), p(-40), 0.0, 1.0],
+    ];
+    while rows.len() < 1024 {
+        let (i, j, k) = (
+            (r.next32() % 2048 + 1) as f32,
+            (r.next32() % 2048 + 1) as f32,
+            (r.next32() % 1024 + 1) as f32,
+        );
+        let ea = (r.next32() % 39) as i32 - 30;
+        let eb = (r.next32() % 17) as i32 - 8;
+        let a = (1.0 + i * u) * p(ea);
+        let b = (1.0 + j * u) * p(eb);
+        let c = -(1.0 + (i + j) * u) * p(ea + eb);
+        let c2 = -(1.0 + (i + k) * u) * p(ea);
+        rows.push(match r.next32() % 8 {
+            // Small inputs and zeros: tests that take the second run.
+            0 => [scaled(&mut r, -140, -20), b, c, c2],
+            1 => [a, b, 0.0, c2],
+            _ => [a, b, c, c2],
+        });
+    }
+    rows_on_both_flushing(
+        &k,
+        "bounded",
+        &rows,
+        &[],
+        &["r1", "r2", "r3", "r5", "r6", "r7"],
+    );
+}
+
 /// Kernel `name` of `tests/kernels`, where the adapter has a guarded fma
 /// (SHADER_F64).
 fn guarded_kernel(name: &'static str) -> Option<Kernel> {

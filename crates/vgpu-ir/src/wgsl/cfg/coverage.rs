@@ -7,16 +7,18 @@
 //! (below). Each site `S` has a private flag `covS`, false at the thread's
 //! start, with this meaning wherever a register `r` is *covered* by a set
 //! of sites `C` (forward must-analysis over the CFG, `C` the union over the
-//! paths that meet): `r`'s value is not tiny (zero or below 2⁻¹²⁶), or some
-//! `covQ`, `Q ∈ C`, is true. It holds because
+//! paths that meet): `r`'s value has the kernel's threshold `T` as its
+//! bound (magnitude.rs: it is zero, infinite, NaN or at least 2^T in
+//! magnitude), or some `covQ`, `Q ∈ C`, is true. It holds because
 //!
 //! * a region `S` covers, at its end, exactly the registers whose value its
-//!   fast copy tested or took covered (the set is the same on every run of
-//!   `S`, fma_plan.rs's [`super::fma_plan::plan`]); `S`'s flag starts true
-//!   where a flag of a value it took covered is, so where the fast copy
-//!   noted nothing those values are not tiny and `covS = false` is right;
-//!   where it noted one, the second run computes them exactly and `covS` is
-//!   set by testing each of them (the cost only where a region runs twice,
+//!   fast copy tested, took covered or bounded by at least `T` (the set is
+//!   the same on every run of `S`, fma_plan.rs's [`super::fma_plan::plan`]);
+//!   `S`'s flag starts true where a flag of a value it rests on is, so where
+//!   the fast copy noted nothing those values have bound `T` and
+//!   `covS = false` is right; where it noted one, the second run computes
+//!   them exactly and `covS` is set by testing each of them (`tiny`: zero or
+//!   below 2^T; the cost only where a region runs twice,
 //!   and no flag stays true once its values are gone: a zero met once does
 //!   not send every later region to its second run);
 //! * a pre-test `P` sets `covP` by testing its registers;
@@ -59,14 +61,36 @@ pub(super) struct Coverage {
     clears: HashMap<u32, Vec<u32>>,
     /// The sites whose flag some region reads.
     read: BTreeSet<u32>,
+    /// The threshold `T` of the kernel's tests (`tiny`: zero or below 2^T),
+    /// as an exponent.
+    threshold: i32,
 }
+
+/// The thresholds tried per kernel (exponents; 2⁻¹²⁶ the smallest normal):
+/// the one with the fewest tests is taken, the smallest of those on a tie.
+/// Values below 2⁻³² are rare enough in f32 work that a region meeting one
+/// may run twice.
+pub(super) const THRESHOLDS: [i32; 6] = [-126, -96, -64, -48, -40, -32];
 
 impl Coverage {
     /// The analysis of kernel `k`'s regions (`checked`: as fma_plan.rs's
-    /// [`regions`] takes it).
-    pub(super) fn of(k: &CfgKernel, checked: bool) -> Coverage {
+    /// [`regions`] takes it) at the one of [`THRESHOLDS`] that leaves the
+    /// fewest tests.
+    pub(super) fn best(k: &CfgKernel, checked: bool) -> Coverage {
+        THRESHOLDS
+            .iter()
+            .map(|&t| Coverage::of(k, checked, t))
+            .min_by_key(|c| (c.tests(), c.threshold))
+            .unwrap_or_default()
+    }
+
+    /// The analysis of kernel `k`'s regions (`checked`: as fma_plan.rs's
+    /// [`regions`] takes it) where the tests let pass values of at least
+    /// 2^`threshold`.
+    pub(super) fn of(k: &CfgKernel, checked: bool, threshold: i32) -> Coverage {
         let n = k.blocks.len();
         let mut c = Coverage {
+            threshold,
             regions: k
                 .blocks
                 .iter()
@@ -87,7 +111,9 @@ impl Coverage {
             return c;
         }
         // Without pre-tests, then with those the loops' back edges ask for.
-        let exits = c.fixpoint(k);
+        let Some(exits) = c.fixpoint(k) else {
+            return c.uncovered();
+        };
         for (h, from) in back_edges(k) {
             let carried: Option<BTreeSet<Reg>> = from
                 .iter()
@@ -125,14 +151,53 @@ impl Coverage {
                 }
             }
         }
-        c.fixpoint(k);
+        if c.fixpoint(k).is_none() {
+            return c.uncovered();
+        }
         c
+    }
+
+    /// Without carried tests: each region planned alone (what the writer
+    /// does for a region without a plan), where the fixed point was not
+    /// reached.
+    fn uncovered(self) -> Coverage {
+        Coverage {
+            regions: self.regions,
+            nregions: self.nregions,
+            region_sites: self.region_sites,
+            pretests: vec![None; self.pretests.len()],
+            threshold: self.threshold,
+            ..Coverage::default()
+        }
+    }
+
+    /// The tests the kernel's regions and pre-tests make, counted once each
+    /// where they are written.
+    fn tests(&self) -> usize {
+        let planned: usize = self
+            .plans
+            .values()
+            .map(|p| {
+                p.pre.iter().map(Vec::len).sum::<usize>() + p.post.iter().filter(|&&t| t).count()
+            })
+            .sum();
+        let pre: usize = self.pretests.iter().flatten().map(|(_, r)| r.len()).sum();
+        planned + pre
+    }
+
+    /// The threshold of the kernel's tests (an exponent: `tiny` is zero or
+    /// below 2^threshold in magnitude).
+    pub(super) fn threshold(&self) -> i32 {
+        self.threshold
     }
 
     /// The covered registers at each block's end (`None`: not reached),
     /// to a fixed point from the entry block; records the plans, the
-    /// clears and the flags read on the way.
-    fn fixpoint(&mut self, k: &CfgKernel) -> Vec<Option<Covered>> {
+    /// clears and the flags read on the way. `None` where no fixed point
+    /// was reached in 16 passes and two per block (bounds make a plan
+    /// depend on its cover other than monotonically, so one is not certain;
+    /// the kernels seen take a few).
+    fn fixpoint(&mut self, k: &CfgKernel) -> Option<Vec<Option<Covered>>> {
         let n = k.blocks.len();
         let mut exits: Vec<Option<Covered>> = vec![None; n];
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -141,8 +206,13 @@ impl Coverage {
                 preds[s as usize].push(i);
             }
         }
+        let mut passes = 0;
         let mut changed = true;
         while changed {
+            passes += 1;
+            if passes > 16 + 2 * n {
+                return None;
+            }
             changed = false;
             self.plans.clear();
             self.clears.clear();
@@ -164,7 +234,7 @@ impl Coverage {
                 }
             }
         }
-        exits
+        Some(exits)
     }
 
     /// `cov` through block `i`'s statements (its regions planned).
@@ -179,7 +249,7 @@ impl Coverage {
             let r = self.regions[i][j].clone();
             stmts[at..r.start].iter().for_each(|s| kill(cov, s));
             let site = self.region_sites[i][j];
-            let p = plan(&stmts[r.clone()], cov);
+            let p = plan(&stmts[r.clone()], cov, self.threshold);
             self.read.extend(&p.init);
             let before: BTreeSet<u32> = self.pretest_sites(cov);
             stmts[r.clone()].iter().for_each(|s| kill(cov, s));

@@ -10,7 +10,7 @@ use super::float64::FLOAT64_PRELUDE;
 use super::float64_exact;
 use super::half::{self, HALF_PRELUDE};
 use super::prelude::{
-    dev_fma_wgsl, fma_suspect_wgsl, F64_INT64_PRELUDE, F64_PRELUDE, INT_PRELUDE, TINY_PRELUDE,
+    dev_fma_wgsl, fma_suspect_wgsl, tiny_wgsl, F64_INT64_PRELUDE, F64_PRELUDE, INT_PRELUDE,
 };
 use super::ranges::Ranges;
 use super::warp;
@@ -111,7 +111,7 @@ pub fn emit_cfg_wgsl_with(
     };
     e.pad = e.smem_pad(unpadded_smem_words(shared));
     if e.guarded_fma {
-        e.coverage = Coverage::of(k, o.checked);
+        e.coverage = Coverage::best(k, o.checked);
     }
     // The structured form first: whether it applies decides how faults are
     // raised (the header's `raise`).
@@ -206,7 +206,7 @@ impl KernelWriter<'_> {
             out.push_str(fma_suspect_wgsl(o.f32_subnormal_compares));
             out.push_str(dev_fma_wgsl(o.fma_flush_model));
             if self.guarded_fma {
-                out.push_str(TINY_PRELUDE);
+                out.push_str(&tiny_wgsl(self.coverage.threshold()));
             }
             if o.int64 {
                 out.push_str(F64_INT64_PRELUDE);

@@ -3,6 +3,7 @@
 //! analysis of the CFG IR, shared by the writer (speculate.rs) and the
 //! carried tests' analysis (coverage.rs).
 
+use super::magnitude;
 use crate::cfg::{BinOp, Inst, Reg, Stmt, TernOp, Val};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
@@ -130,45 +131,67 @@ pub(super) fn saved(region: &[Stmt]) -> Vec<Reg> {
 /// One test of a region's fast copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Test {
-    /// The value a register holds: zero or below 2⁻¹²⁶ in magnitude.
+    /// The value a register holds: zero or below the kernel's threshold
+    /// (`tiny`) in magnitude.
     Reg(Reg),
     /// A subnormal immediate: suspect at once.
     Always,
 }
 
-/// What a region's fast copy tests (each fma's result after it too).
+/// What a region's fast copy tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Plan {
     /// Per statement of the region, the tests before it.
     pub(super) pre: Vec<Vec<Test>>,
+    /// Per statement of the region, whether the value an fma leaves in its
+    /// destination is tested after it (false for other statements).
+    pub(super) post: Vec<bool>,
     /// The sites whose flags the region's starts from: those of the values
-    /// it took covered rather than testing them (coverage.rs).
+    /// it took covered rather than testing them, and of those its bounds
+    /// rest on (coverage.rs).
     pub(super) init: BTreeSet<u32>,
-    /// The registers that hold, at the region's end, a value it tested or
-    /// took covered: the same whatever was covered.
+    /// The registers that hold, at the region's end, a value with a bound of
+    /// at least the threshold (magnitude.rs): one it tested, took covered,
+    /// or bounded so. The same whatever was covered where the flags of
+    /// `init` are false.
     pub(super) tested: HashSet<Reg>,
 }
 
-/// The plan of `region`'s fast copy where `covered` holds before it: each
-/// fma's untested operands tested before it, its result after it; a value
-/// is tested once while it is held (an operand an earlier fma produced or an
-/// earlier test saw is not tested again), and one covered where the region
-/// starts is not tested (its sites' flags start the region's). An operand
-/// that is a product `x * k` by an immediate with |k| ≥ 1 ([`scaling`]) is
-/// tested through `x` while `x` holds the value multiplied: |x·k| ≥ |x| and
-/// rounding to nearest is monotone with 2⁻¹²⁶ a float, so a product below
-/// 2⁻¹²⁶ (or zero) has a factor below it (or zero) — one test then serves
+/// A register's bound (magnitude.rs) in a region, with the sites of the
+/// covered values it rests on.
+#[derive(Debug, Clone)]
+struct Bound {
+    exp: i32,
+    sites: BTreeSet<u32>,
+}
+
+/// The plan of `region`'s fast copy where `covered` holds before it and the
+/// tests let pass values of at least 2^`threshold` (`tiny`): an fma's
+/// operand is tested before it, and its result after it, only where its
+/// bound (magnitude.rs) is below 2⁻¹²⁶ — an operand no test, cover or rule
+/// bounds, or whose rules lost too much to cancellation; a tested value then
+/// has the threshold as its bound (a value is tested once while it is held).
+/// A covered value where the region starts has the threshold as its bound
+/// (its sites' flags start the region's where the region rests on it). An
+/// operand that is a product `x * k` by an immediate with |k| ≥ 1
+/// ([`scaling`]) is tested through `x` while `x` holds the value multiplied:
+/// the product's bound is then the threshold or more, and one test serves
 /// both (`lorenz_rk4`'s `β z` products of tested `z`).
-pub(super) fn plan(region: &[Stmt], covered: &Covered) -> Plan {
-    // Registers whose value now held has been tested.
-    let mut tested: HashSet<Reg> = HashSet::new();
-    // Registers the region has written (their cover is gone).
-    let mut written: HashSet<Reg> = HashSet::new();
+pub(super) fn plan(region: &[Stmt], covered: &Covered, threshold: i32) -> Plan {
+    let mut p = Planner {
+        covered,
+        threshold,
+        bound: HashMap::new(),
+        written: HashSet::new(),
+        took: HashSet::new(),
+        init: BTreeSet::new(),
+    };
     // Registers holding a product by a scaling immediate, with the factor
-    // register still holding the value multiplied.
-    let mut factor: HashMap<Reg, Reg> = HashMap::new();
+    // register still holding the value multiplied (and the immediate's
+    // bound).
+    let mut factor: HashMap<Reg, (Reg, i32)> = HashMap::new();
     let mut pre = Vec::with_capacity(region.len());
-    let mut init = BTreeSet::new();
+    let mut post = Vec::with_capacity(region.len());
     for s in region {
         let Inst::Tern {
             op: TernOp::FmaF32 { .. },
@@ -179,59 +202,202 @@ pub(super) fn plan(region: &[Stmt], covered: &Covered) -> Plan {
         } = s.inst
         else {
             pre.push(Vec::new());
-            for r in s.inst.dests() {
-                tested.remove(&r);
-                written.insert(r);
+            post.push(false);
+            let new = magnitude::of_stmt(s, |v| p.get(v).map(|b| b.exp));
+            let new = new.map(|exp| Bound {
+                exp,
+                sites: reads(s).iter().flat_map(|&r| p.sites(r)).collect(),
+            });
+            let dests = s.inst.dests();
+            for &r in &dests {
                 forget(&mut factor, r);
             }
-            if let Some((d, x)) = scaling(s) {
-                factor.insert(d, x);
+            p.write(s, &dests, new);
+            if let Some((d, x, k)) = scaling(s) {
+                factor.insert(d, (x, k));
             }
             continue;
         };
         let mut t = Vec::new();
-        for v in [a, b, c] {
-            match v {
-                Val::Reg(r) => {
-                    if tested.insert(r) {
-                        let x = factor.get(&r).copied().unwrap_or(r);
-                        if x == r || tested.insert(x) {
-                            match covered.get(&x).filter(|_| !written.contains(&x)) {
-                                Some(sites) => init.extend(sites),
-                                None => t.push(Test::Reg(x)),
+        let mut exps = [0; 3];
+        for (i, v) in [a, b, c].into_iter().enumerate() {
+            exps[i] = match v {
+                Val::Reg(r) => match p.get(v).filter(|b| b.exp >= magnitude::NORMAL) {
+                    Some(b) => {
+                        p.rest_on(r);
+                        b.exp
+                    }
+                    None => {
+                        // Tested through its factor where it is a scaling
+                        // product, else itself.
+                        match factor.get(&r).copied() {
+                            Some((x, k)) => {
+                                t.push(Test::Reg(x));
+                                p.set(x, threshold);
+                                p.set(r, magnitude::product(threshold, k));
+                            }
+                            None => {
+                                t.push(Test::Reg(r));
+                                p.set(r, threshold);
                             }
                         }
+                        p.bound[&r].exp
                     }
-                }
+                },
                 // A subnormal immediate is suspect at once; zero and
                 // normal ones never are.
                 Val::Imm(x) => {
-                    let mag = x as u32 & 0x7fff_ffff;
-                    if mag != 0 && mag < 0x0080_0000 {
+                    let e = magnitude::immediate(x as u32);
+                    if e < magnitude::NORMAL {
                         t.push(Test::Always);
                     }
+                    e
                 }
-            }
+            };
         }
         pre.push(t);
+        let exp = magnitude::fma(exps[0], exps[1], exps[2]);
+        let sites: BTreeSet<u32> = [a, b, c]
+            .into_iter()
+            .filter_map(|v| match v {
+                Val::Reg(r) => Some(p.sites(r)),
+                Val::Imm(_) => None,
+            })
+            .flatten()
+            .collect();
         forget(&mut factor, d);
-        tested.insert(d);
-        written.insert(d);
+        // The result tested where its bound is below 2⁻¹²⁶: the value then
+        // held (whether or not a guard let the fma run) passes the test.
+        let test = exp < magnitude::NORMAL;
+        post.push(test);
+        if test {
+            p.written.insert(d);
+            p.set(d, threshold);
+        } else {
+            p.write(s, &[d], Some(Bound { exp, sites }));
+        }
     }
-    Plan { pre, init, tested }
+    let tested: HashSet<Reg> = p
+        .bound
+        .iter()
+        .filter(|(_, b)| b.exp >= threshold)
+        .map(|(&r, _)| r)
+        .chain(p.took.iter().copied().filter(|r| !p.written.contains(r)))
+        .collect();
+    // What a later region takes covered rests on these sites too.
+    for r in &tested {
+        let s = p.sites(*r);
+        p.init.extend(s);
+    }
+    Plan {
+        pre,
+        post,
+        init: p.init,
+        tested,
+    }
+}
+
+/// The bounds of a region's registers as [`plan`] walks it.
+struct Planner<'a> {
+    covered: &'a Covered,
+    threshold: i32,
+    /// The bounds of the registers the region has written or tested.
+    bound: HashMap<Reg, Bound>,
+    /// Registers the region has written (their cover is gone).
+    written: HashSet<Reg>,
+    /// Covered registers whose cover the region used.
+    took: HashSet<Reg>,
+    /// The sites the region rests on.
+    init: BTreeSet<u32>,
+}
+
+impl Planner<'_> {
+    /// The bound of `v` here: an immediate's, a register's from the region
+    /// or its cover (the threshold), or none.
+    fn get(&self, v: Val) -> Option<Bound> {
+        match v {
+            Val::Imm(x) => Some(Bound {
+                exp: magnitude::immediate(x as u32),
+                sites: BTreeSet::new(),
+            }),
+            Val::Reg(r) => self.bound.get(&r).cloned().or_else(|| {
+                if self.written.contains(&r) {
+                    return None;
+                }
+                self.covered.get(&r).map(|sites| Bound {
+                    exp: self.threshold,
+                    sites: sites.clone(),
+                })
+            }),
+        }
+    }
+
+    /// The sites register `r`'s bound rests on.
+    fn sites(&self, r: Reg) -> BTreeSet<u32> {
+        self.get(Val::Reg(r)).map(|b| b.sites).unwrap_or_default()
+    }
+
+    /// The region rests on `r`'s bound: its sites join the region's flag.
+    fn rest_on(&mut self, r: Reg) {
+        if !self.bound.contains_key(&r)
+            && !self.written.contains(&r)
+            && self.covered.contains_key(&r)
+        {
+            self.took.insert(r);
+        }
+        let s = self.sites(r);
+        self.init.extend(s);
+    }
+
+    /// `r` tested: bound `exp`, resting on nothing.
+    fn set(&mut self, r: Reg, exp: i32) {
+        self.bound.insert(
+            r,
+            Bound {
+                exp,
+                sites: BTreeSet::new(),
+            },
+        );
+    }
+
+    /// `s` writes `dests`, the value `new` (where it writes one register):
+    /// under a guard, a register keeps the lower of its old and new bounds.
+    fn write(&mut self, s: &Stmt, dests: &[Reg], new: Option<Bound>) {
+        for &r in dests {
+            let old = if s.guard.is_some() {
+                self.get(Val::Reg(r))
+            } else {
+                None
+            };
+            let b = match (&new, old) {
+                (Some(n), _) if dests.len() == 1 && s.guard.is_none() => Some(n.clone()),
+                (Some(n), Some(o)) if dests.len() == 1 => Some(Bound {
+                    exp: n.exp.min(o.exp),
+                    sites: n.sites.union(&o.sites).copied().collect(),
+                }),
+                _ => None,
+            };
+            self.written.insert(r);
+            match b {
+                Some(b) => self.bound.insert(r, b),
+                None => self.bound.remove(&r),
+            };
+        }
+    }
 }
 
 /// `factor` after register `r` is written: neither a product held in `r`
 /// nor one whose factor `r` held is known any more.
-fn forget(factor: &mut HashMap<Reg, Reg>, r: Reg) {
+fn forget(factor: &mut HashMap<Reg, (Reg, i32)>, r: Reg) {
     factor.remove(&r);
-    factor.retain(|_, x| *x != r);
+    factor.retain(|_, (x, _)| *x != r);
 }
 
 /// Where `s` is an unguarded f32 product `x * k` (either order) by an
 /// immediate with |k| ≥ 1, and `x` is not its destination: (destination,
-/// `x`). Its result is below 2⁻¹²⁶ in magnitude only where `x` is.
-fn scaling(s: &Stmt) -> Option<(Reg, Reg)> {
+/// `x`, `k`'s bound). Its result is below 2⁻¹²⁶ in magnitude only where `x`
+/// is.
+fn scaling(s: &Stmt) -> Option<(Reg, Reg, i32)> {
     let Inst::Bin {
         op: BinOp::MulF32,
         d,
@@ -248,7 +414,8 @@ fn scaling(s: &Stmt) -> Option<(Reg, Reg)> {
         (Val::Reg(x), Val::Imm(k)) | (Val::Imm(k), Val::Reg(x)) => (x, k),
         _ => return None,
     };
-    (f32::from_bits(k as u32).abs() >= 1.0 && x != d).then_some((d, x))
+    let e = magnitude::immediate(k as u32);
+    (f32::from_bits(k as u32).abs() >= 1.0 && x != d).then_some((d, x, e))
 }
 
 #[cfg(test)]
@@ -356,6 +523,55 @@ mod tests {
             fma(21, r(20), r(1), r(1)),
         ];
         assert_eq!(regions(&rewritten, true), vec![0..4]);
+    }
+
+    #[test]
+    fn bounds_leave_out_the_tests_of_values_kept_normal() {
+        let r = Val::Reg;
+        let region = vec![
+            fma(4, r(1), r(2), r(3)),        // 0: r1..r3 tested; r4: 2^-80
+            add(5, 4, 4),                    // 1: r5: 2^-104
+            fma(6, r(5), r(5), Val::Imm(0)), // 2: r5 kept; r6: 2^-208, tested
+            fma(7, r(6), r(1), r(2)),        // 3: all kept; r7: 2^-80
+        ];
+        let p = plan(&region, &Covered::new(), -32);
+        assert_eq!(
+            p.pre,
+            vec![
+                vec![Test::Reg(1), Test::Reg(2), Test::Reg(3)],
+                vec![],
+                vec![],
+                vec![]
+            ]
+        );
+        assert_eq!(p.post, vec![false, false, true, false]);
+        // At the end, bounded by 2^-32: the tested r1, r2, r3 and r6.
+        let mut tested: Vec<Reg> = p.tested.iter().copied().collect();
+        tested.sort_unstable();
+        assert_eq!(tested, vec![1, 2, 3, 6]);
+        assert!(p.init.is_empty());
+        // At 2^-126 the first result needs its test, and so on.
+        let q = plan(&region, &Covered::new(), -126);
+        assert_eq!(q.post, vec![true, false, true, true]);
+        // A covered r1 is taken with its site's flag, and stays covered.
+        let covered = Covered::from([(1, BTreeSet::from([9]))]);
+        let c = plan(&region, &covered, -32);
+        assert_eq!(c.pre[0], vec![Test::Reg(2), Test::Reg(3)]);
+        assert_eq!(c.init, BTreeSet::from([9]));
+        assert!(c.tested.contains(&1));
+        // A subnormal immediate is suspect at once; a guarded fma keeps the
+        // lower of its old and new bounds (r8 unknown before: r9's operand
+        // r8 is tested).
+        let mut guarded = fma(8, r(1), r(1), r(1));
+        guarded.guard = Some((20, false));
+        let g = vec![
+            fma(4, r(1), Val::Imm(1), r(1)),
+            guarded,
+            fma(9, r(8), r(1), r(1)),
+        ];
+        let p = plan(&g, &Covered::new(), -32);
+        assert_eq!(p.pre[0], vec![Test::Reg(1), Test::Always]);
+        assert_eq!(p.pre[2], vec![Test::Reg(8)]);
     }
 
     #[test]

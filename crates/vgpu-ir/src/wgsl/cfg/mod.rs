@@ -54,6 +54,7 @@ mod float64_exact;
 mod fma_plan;
 mod fma_probe;
 mod half;
+mod magnitude;
 mod padded_smem;
 mod prelude;
 mod ranges;

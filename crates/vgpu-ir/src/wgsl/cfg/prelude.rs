@@ -447,12 +447,15 @@ pub(super) fn dev_fma_wgsl(flush_model: bool) -> &'static str {
 }
 
 /// The fast copy's test of a speculative region (speculate.rs): whether a
-/// value is zero or below 2⁻¹²⁶ in magnitude. Applied to each fma's
-/// operands and result, it takes every case `fma_suspect` takes, and zeros
-/// (one comparison; a device that reads subnormals as zero in comparisons
-/// still finds them).
-pub(super) const TINY_PRELUDE: &str =
-    "fn tiny(x: u32) -> bool { return abs(f(x)) < 1.17549435e-38f; }\n";
+/// value is zero or below 2^`threshold` in magnitude (−126 ≤ threshold:
+/// a value that passes is no subnormal, and has the threshold as its bound,
+/// magnitude.rs). One comparison; a device that reads subnormals as zero in
+/// comparisons still finds them. The threshold is written as the shortest
+/// decimal that reads back as the power of two.
+pub(super) fn tiny_wgsl(threshold: i32) -> String {
+    let t = 2f32.powi(threshold);
+    format!("fn tiny(x: u32) -> bool {{ return abs(f(x)) < {t:e}f; }}\n")
+}
 
 /// `fma_suspect(a, b, c, r)`, part of the f64 helpers: whether the device's
 /// fma `r` of `a`, `b`, `c` may differ from one rounding where the device

@@ -3,22 +3,26 @@
 //! statements from its first f32 fma to its last, without a store or an
 //! atomic (and in a checked kernel without a load), is written twice. First
 //! a fast copy whose fmas are the device's own (`dev_fma`), noting in a
-//! flag an fma operand or result that is zero or below 2⁻¹²⁶ in magnitude
-//! (`tiny`; a value is tested once while it is held: an operand that an
-//! earlier fma produced or an earlier test saw is not tested again, one
-//! an earlier region tested is taken with that region's flag instead
-//! (coverage.rs), and immediates are judged here); then, only where one
+//! flag a tested value that is zero or below the kernel's threshold 2^T in
+//! magnitude (`tiny`). An fma's operand or result is tested only where no
+//! bound (magnitude.rs) puts it at 2⁻¹²⁶ or above: bounds come from
+//! immediates, from passed tests (2^T, T ≥ −126 chosen per kernel by
+//! coverage.rs) and from the rules for sums, products and fmas; a value is
+//! tested once while it is held, one an earlier region tested or bounded is
+//! taken with that region's flag instead (coverage.rs). Then, only where one
 //! was noted, the
 //! registers the region reads before it writes them are restored and the
 //! region runs again with the in-place guard (`fma_native_f32`: the full
 //! test, and the exact emulation for a suspect fma). The guard then costs
-//! about a comparison per value and one branch per region rather than its
-//! full test and a branch per fma (`lorenz_rk4`'s step loop is one region).
+//! about a comparison per tested value and one branch per region rather than
+//! its full test and a branch per fma (`lorenz_rk4`'s step loop is one
+//! region).
 //!
-//! Why it is exact: the tests take every case `fma_suspect` takes (a zero
-//! immediate is no such case, a normal one neither), so where none was
-//! noted each fma's device result is what `fma_native_f32` returns and the
-//! fast copy computed the guarded form's values; otherwise the second run
+//! Why it is exact: where no test noted a value, every fma's operands and
+//! exact result are zero, infinite, NaN or at least 2⁻¹²⁶ in magnitude
+//! (their bounds), no case `fma_suspect` takes, so each fma's device result
+//! is what `fma_native_f32` returns and the fast copy computed the guarded
+//! form's values; otherwise the second run
 //! computes them from the region's inputs. The region has no
 //! side effect: barriers, warp operations and yields end blocks, stores and
 //! atomics end regions. A region's loads are read twice, which a program
@@ -94,7 +98,10 @@ impl KernelWriter<'_> {
         // a block the analysis did not reach: none).
         let (site, p) = match self.coverage.region(block, j) {
             Some((site, p)) => (Some(site), p.clone()),
-            None => (None, plan(region, &Covered::new())),
+            None => (
+                None,
+                plan(region, &Covered::new(), self.coverage.threshold()),
+            ),
         };
         let init: Vec<String> = p.init.iter().map(|s| format!("cov{s}")).collect();
         let init = if init.is_empty() {
@@ -142,7 +149,7 @@ impl KernelWriter<'_> {
     }
 
     /// The fast copy of region `n` onto `code` as `p` plans it: each fma's
-    /// tests before it, its result's after it.
+    /// tests before it, its result's after it where planned.
     fn fast_copy(
         &mut self,
         region: &[Stmt],
@@ -150,7 +157,7 @@ impl KernelWriter<'_> {
         n: u32,
         code: &mut String,
     ) -> Result<(), IrError> {
-        for (s, pre) in region.iter().zip(&p.pre) {
+        for ((s, pre), &post) in region.iter().zip(&p.pre).zip(&p.post) {
             let tests: Vec<String> = pre
                 .iter()
                 .map(|t| match t {
@@ -162,11 +169,14 @@ impl KernelWriter<'_> {
                 let _ = writeln!(code, "        sus{n} = sus{n} | {};", tests.join(" | "));
             }
             code.push_str(&self.pieces(s)?.concat());
-            if let Inst::Tern {
-                op: TernOp::FmaF32 { .. },
-                d,
-                ..
-            } = s.inst
+            if let (
+                true,
+                Inst::Tern {
+                    op: TernOp::FmaF32 { .. },
+                    d,
+                    ..
+                },
+            ) = (post, &s.inst)
             {
                 // Whether or not a guard let it run, the value now held.
                 let _ = writeln!(code, "        sus{n} = sus{n} | tiny(r{d});");
