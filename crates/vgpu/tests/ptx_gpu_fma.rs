@@ -520,6 +520,33 @@ fn bounds_keep_the_tests_of_cancellations() {
     );
 }
 
+/// Words loaded from shared memory are taken as tested where every store
+/// there tests its word and sets the workgroup's flag for a tiny one
+/// (vgpu-ir's wgsl/cfg/fma_plan.rs, `SMEM_SITE`): over the flushing fma
+/// model, `tests/kernels/smem_words.ptx` gives the interpreter's bits where
+/// a thread's neighbour stored a subnormal (`v·y + c` with `y` near 2¹⁰⁰:
+/// the flush would drop the product; fails without the stores' tests),
+/// and where every word is normal.
+#[test]
+fn words_from_shared_memory_are_tested_where_stored() {
+    let Some(k) = guarded_kernel("smem_words") else {
+        return;
+    };
+    let mut r = Rng(0xbb67_ae85_84ca_a73b);
+    // x, y, c: one block of subnormals among normals, one of normals.
+    let rows: Vec<[f32; 3]> = (0..512)
+        .map(|i| {
+            let x = if i < 256 && r.next32() % 8 == 0 {
+                scaled(&mut r, -149, -127)
+            } else {
+                scaled(&mut r, -20, 20)
+            };
+            [x, scaled(&mut r, 95, 110), scaled(&mut r, -2, 2)]
+        })
+        .collect();
+    rows_on_both_flushing(&k, "smem_words", &rows, &[], &["out"]);
+}
+
 /// Kernel `name` of `tests/kernels`, where the adapter has a guarded fma
 /// (SHADER_F64).
 fn guarded_kernel(name: &'static str) -> Option<Kernel> {

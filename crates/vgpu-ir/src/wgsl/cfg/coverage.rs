@@ -36,9 +36,11 @@
 //! them (`lorenz_rk4`'s state, carried from one step's region to the next,
 //! and its step sizes, tested once before the loop).
 
-use super::fma_plan::{plan, reads, regions, Covered, Plan};
+use super::fma_plan::{
+    plan, reads, regions, smem_word_load, smem_words_tested, Covered, Plan, SMEM_SITE,
+};
 use crate::cfg::shape::successors;
-use crate::cfg::{CfgKernel, Reg, Stmt, Term};
+use crate::cfg::{CfgKernel, Inst, Reg, Space, Stmt, Term};
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
 
@@ -64,6 +66,12 @@ pub(super) struct Coverage {
     /// The threshold `T` of the kernel's tests (`tiny`: zero or below 2^T),
     /// as an exponent.
     threshold: i32,
+    /// Whether words loaded from shared memory are covered by the
+    /// workgroup's flag ([`SMEM_SITE`]; fma_plan.rs's [`smem_words_tested`]).
+    smem: bool,
+    /// How many words the kernel's stores that may reach shared memory
+    /// write (each tested where the flag is read).
+    smem_stores: usize,
 }
 
 /// The thresholds tried per kernel (exponents; 2⁻¹²⁶ the smallest normal):
@@ -89,8 +97,23 @@ impl Coverage {
     /// 2^`threshold`.
     pub(super) fn of(k: &CfgKernel, checked: bool, threshold: i32) -> Coverage {
         let n = k.blocks.len();
+        let smem = smem_words_tested(k.blocks.iter().flat_map(|b| &b.stmts));
         let mut c = Coverage {
             threshold,
+            smem,
+            smem_stores: k
+                .blocks
+                .iter()
+                .flat_map(|b| &b.stmts)
+                .map(|s| match &s.inst {
+                    Inst::Store {
+                        space: Space::Shared | Space::Generic,
+                        src,
+                        ..
+                    } => src.len(),
+                    _ => 0,
+                })
+                .sum(),
             regions: k
                 .blocks
                 .iter()
@@ -167,6 +190,7 @@ impl Coverage {
             region_sites: self.region_sites,
             pretests: vec![None; self.pretests.len()],
             threshold: self.threshold,
+            smem_stores: self.smem_stores,
             ..Coverage::default()
         }
     }
@@ -182,7 +206,12 @@ impl Coverage {
             })
             .sum();
         let pre: usize = self.pretests.iter().flatten().map(|(_, r)| r.len()).sum();
-        planned + pre
+        let stores = if self.smem_read() {
+            self.smem_stores
+        } else {
+            0
+        };
+        planned + pre + stores
     }
 
     /// The threshold of the kernel's tests (an exponent: `tiny` is zero or
@@ -239,9 +268,14 @@ impl Coverage {
 
     /// `cov` through block `i`'s statements (its regions planned).
     fn block(&mut self, i: usize, stmts: &[Stmt], cov: &mut Covered) {
+        let smem = self.smem;
         let kill = |cov: &mut Covered, s: &Stmt| {
             for r in s.inst.dests() {
                 cov.remove(&r);
+                // A word from shared memory: its flag covers it.
+                if smem && smem_word_load(s) && s.guard.is_none() {
+                    cov.insert(r, BTreeSet::from([SMEM_SITE]));
+                }
             }
         };
         let mut at = 0;
@@ -249,7 +283,7 @@ impl Coverage {
             let r = self.regions[i][j].clone();
             stmts[at..r.start].iter().for_each(|s| kill(cov, s));
             let site = self.region_sites[i][j];
-            let p = plan(&stmts[r.clone()], cov, self.threshold);
+            let p = plan(&stmts[r.clone()], cov, self.threshold, self.smem);
             self.read.extend(&p.init);
             let before: BTreeSet<u32> = self.pretest_sites(cov);
             stmts[r.clone()].iter().for_each(|s| kill(cov, s));
@@ -274,7 +308,7 @@ impl Coverage {
     fn pretest_sites(&self, cov: &Covered) -> BTreeSet<u32> {
         cov.values()
             .flatten()
-            .filter(|&&s| s >= self.nregions)
+            .filter(|&&s| s >= self.nregions && s != SMEM_SITE)
             .copied()
             .collect()
     }
@@ -308,12 +342,30 @@ impl Coverage {
         self.is_read(*site).then_some((*site, regs.as_slice()))
     }
 
-    /// The flags' declarations (those read).
+    /// The flags' declarations (those read): private flags, and the
+    /// workgroup's flag of shared memory's words.
     pub(super) fn decls(&self) -> String {
         self.read
             .iter()
-            .map(|s| format!("var<private> cov{s}: bool;\n"))
+            .map(|&s| match s {
+                SMEM_SITE => "var<workgroup> smem_tiny: atomic<u32>;\n".to_string(),
+                s => format!("var<private> cov{s}: bool;\n"),
+            })
             .collect()
+    }
+
+    /// Whether some region reads the workgroup's flag of shared memory's
+    /// words: each store that may reach shared memory then tests its words.
+    pub(super) fn smem_read(&self) -> bool {
+        self.read.contains(&SMEM_SITE)
+    }
+
+    /// Site `s`'s flag as a WGSL expression.
+    pub(super) fn flag(s: u32) -> String {
+        match s {
+            SMEM_SITE => "(atomicLoad(&smem_tiny) != 0u)".into(),
+            s => format!("cov{s}"),
+        }
     }
 }
 

@@ -825,6 +825,17 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
                         Some((i, sfx)) => format!("wr_s{sfx}({i}, {});", self.v32(*v)),
                         None => format!("st_{sp}({t}, {size}u, {});", self.v64(*v)),
                     };
+                    // A word that may reach shared memory, where regions
+                    // take such words covered (coverage.rs): tested, before
+                    // it is stored.
+                    if self.coverage.smem_read() && matches!(space, Space::Shared | Space::Generic)
+                    {
+                        let _ = writeln!(
+                            code,
+                            "        if (tiny({})) {{ atomicOr(&smem_tiny, 1u); }}",
+                            self.v32(*v)
+                        );
+                    }
                     let _ = writeln!(code, "        {}", self.soft_guard("g_fcls == 0u", st));
                 }
                 code

@@ -4,13 +4,56 @@
 //! carried tests' analysis (coverage.rs).
 
 use super::magnitude;
-use crate::cfg::{BinOp, Inst, Reg, Stmt, TernOp, Val};
+use crate::cfg::{BinOp, Inst, Reg, Space, Stmt, TernOp, Val};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
 
 /// Registers holding a tested value, each with the sites (coverage.rs)
 /// that vouch for it.
 pub(super) type Covered = HashMap<Reg, BTreeSet<u32>>;
+
+/// The site (coverage.rs) of the workgroup's flag of the words stored into
+/// shared memory: where every store there tests its word (`tiny`, the flag
+/// set where one is tiny: [`smem_words_tested`]), a word loaded from there
+/// was stored tested or never stored (zero), so it has the threshold as its
+/// bound or the flag is set. The flag is never cleared.
+pub(super) const SMEM_SITE: u32 = u32::MAX;
+
+/// Whether `s` loads 4-byte words from shared memory.
+pub(super) fn smem_word_load(s: &Stmt) -> bool {
+    matches!(
+        s.inst,
+        Inst::Load {
+            space: Space::Shared,
+            size: 4,
+            ..
+        }
+    )
+}
+
+/// Whether kernel statements `stmts` can have their shared memory's words
+/// tested where they are stored ([`SMEM_SITE`]): every store that may reach
+/// shared memory (shared or generic) stores 4-byte words, no atomic may
+/// write there, and some 4-byte word is loaded from there. A word loaded
+/// then is one word one store wrote (or none did: zero).
+pub(super) fn smem_words_tested<'a>(stmts: impl IntoIterator<Item = &'a Stmt>) -> bool {
+    let mut loads = false;
+    for s in stmts {
+        match &s.inst {
+            Inst::Store {
+                space: Space::Shared | Space::Generic,
+                size,
+                ..
+            } if *size != 4 => return false,
+            Inst::Atom {
+                space: Space::Shared | Space::Generic,
+                ..
+            } => return false,
+            _ => loads |= smem_word_load(s),
+        }
+    }
+    loads
+}
 
 /// Whether `s` is an f32 fma.
 fn is_fma_f32(s: &Stmt) -> bool {
@@ -176,8 +219,10 @@ struct Bound {
 /// operand that is a product `x * k` by an immediate with |k| ≥ 1
 /// ([`scaling`]) is tested through `x` while `x` holds the value multiplied:
 /// the product's bound is then the threshold or more, and one test serves
-/// both (`lorenz_rk4`'s `β z` products of tested `z`).
-pub(super) fn plan(region: &[Stmt], covered: &Covered, threshold: i32) -> Plan {
+/// both (`lorenz_rk4`'s `β z` products of tested `z`). Where `smem`
+/// ([`smem_words_tested`]), a word loaded from shared memory has the
+/// threshold as its bound, resting on [`SMEM_SITE`].
+pub(super) fn plan(region: &[Stmt], covered: &Covered, threshold: i32, smem: bool) -> Plan {
     let mut p = Planner {
         covered,
         threshold,
@@ -211,6 +256,16 @@ pub(super) fn plan(region: &[Stmt], covered: &Covered, threshold: i32) -> Plan {
             let dests = s.inst.dests();
             for &r in &dests {
                 forget(&mut factor, r);
+            }
+            if smem && smem_word_load(s) {
+                for r in dests {
+                    let b = Bound {
+                        exp: threshold,
+                        sites: BTreeSet::from([SMEM_SITE]),
+                    };
+                    p.write(s, &[r], Some(b));
+                }
+                continue;
             }
             p.write(s, &dests, new);
             if let Some((d, x, k)) = scaling(s) {
@@ -534,7 +589,7 @@ mod tests {
             fma(6, r(5), r(5), Val::Imm(0)), // 2: r5 kept; r6: 2^-208, tested
             fma(7, r(6), r(1), r(2)),        // 3: all kept; r7: 2^-80
         ];
-        let p = plan(&region, &Covered::new(), -32);
+        let p = plan(&region, &Covered::new(), -32, false);
         assert_eq!(
             p.pre,
             vec![
@@ -551,11 +606,11 @@ mod tests {
         assert_eq!(tested, vec![1, 2, 3, 6]);
         assert!(p.init.is_empty());
         // At 2^-126 the first result needs its test, and so on.
-        let q = plan(&region, &Covered::new(), -126);
+        let q = plan(&region, &Covered::new(), -126, false);
         assert_eq!(q.post, vec![true, false, true, true]);
         // A covered r1 is taken with its site's flag, and stays covered.
         let covered = Covered::from([(1, BTreeSet::from([9]))]);
-        let c = plan(&region, &covered, -32);
+        let c = plan(&region, &covered, -32, false);
         assert_eq!(c.pre[0], vec![Test::Reg(2), Test::Reg(3)]);
         assert_eq!(c.init, BTreeSet::from([9]));
         assert!(c.tested.contains(&1));
@@ -569,7 +624,7 @@ mod tests {
             guarded,
             fma(9, r(8), r(1), r(1)),
         ];
-        let p = plan(&g, &Covered::new(), -32);
+        let p = plan(&g, &Covered::new(), -32, false);
         assert_eq!(p.pre[0], vec![Test::Reg(1), Test::Always]);
         assert_eq!(p.pre[2], vec![Test::Reg(8)]);
     }

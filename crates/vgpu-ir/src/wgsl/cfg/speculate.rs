@@ -34,6 +34,7 @@
 //! statements that fault); its checks are idempotent (a fault is recorded
 //! once, an uninitialised or racing read marked once).
 
+use super::coverage::Coverage;
 use super::fma_plan::{plan, saved, Covered, Plan, Test};
 use super::writer::KernelWriter;
 use crate::cfg::{Inst, Reg, Stmt, TernOp, Val};
@@ -100,10 +101,10 @@ impl KernelWriter<'_> {
             Some((site, p)) => (Some(site), p.clone()),
             None => (
                 None,
-                plan(region, &Covered::new(), self.coverage.threshold()),
+                plan(region, &Covered::new(), self.coverage.threshold(), false),
             ),
         };
-        let init: Vec<String> = p.init.iter().map(|s| format!("cov{s}")).collect();
+        let init: Vec<String> = p.init.iter().map(|&s| Coverage::flag(s)).collect();
         let init = if init.is_empty() {
             "false".to_string()
         } else {
