@@ -498,7 +498,10 @@ fn bounds_keep_the_tests_of_cancellations() {
             (r.next32() % 2048 + 1) as f32,
             (r.next32() % 1024 + 1) as f32,
         );
-        let ea = (r.next32() % 39) as i32 - 30;
+        // Down to 2^-47: d = a + c2 near 2^-70, whose square is subnormal
+        // (tested where the threshold is 2^-48: fails without the sum
+        // rule's 24); near 2^-25, d·d·d is (2^-32).
+        let ea = (r.next32() % 56) as i32 - 47;
         let eb = (r.next32() % 17) as i32 - 8;
         let a = (1.0 + i * u) * p(ea);
         let b = (1.0 + j * u) * p(eb);
@@ -524,8 +527,9 @@ fn bounds_keep_the_tests_of_cancellations() {
 /// there tests its word and sets the workgroup's flag for a tiny one
 /// (vgpu-ir's wgsl/cfg/fma_plan.rs, `SMEM_SITE`): over the flushing fma
 /// model, `tests/kernels/smem_words.ptx` gives the interpreter's bits where
-/// a thread's neighbour stored a subnormal (`v·y + c` with `y` near 2¹⁰⁰:
-/// the flush would drop the product; fails without the stores' tests),
+/// a thread's neighbour stored a subnormal (`v·y + c` with `y` near 2¹⁰⁰
+/// and `c` near 2⁻³⁵: the flush would drop the product; fails without the
+/// stores' tests),
 /// and where every word is normal.
 #[test]
 fn words_from_shared_memory_are_tested_where_stored() {
@@ -541,7 +545,7 @@ fn words_from_shared_memory_are_tested_where_stored() {
             } else {
                 scaled(&mut r, -20, 20)
             };
-            [x, scaled(&mut r, 95, 110), scaled(&mut r, -2, 2)]
+            [x, scaled(&mut r, 95, 110), scaled(&mut r, -40, -30)]
         })
         .collect();
     rows_on_both_flushing(&k, "smem_words", &rows, &[], &["out"]);

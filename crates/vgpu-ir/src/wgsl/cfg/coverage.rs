@@ -72,6 +72,9 @@ pub(super) struct Coverage {
     /// How many words the kernel's stores that may reach shared memory
     /// write (each tested where the flag is read).
     smem_stores: usize,
+    /// Whether an operand is tested through its source where that serves
+    /// (fma_plan.rs's [`plan`]).
+    sources: bool,
 }
 
 /// The thresholds tried per kernel (exponents; 2⁻¹²⁶ the smallest normal):
@@ -82,24 +85,25 @@ pub(super) const THRESHOLDS: [i32; 6] = [-126, -96, -64, -48, -40, -32];
 
 impl Coverage {
     /// The analysis of kernel `k`'s regions (`checked`: as fma_plan.rs's
-    /// [`regions`] takes it) at the one of [`THRESHOLDS`] that leaves the
-    /// fewest tests.
+    /// [`regions`] takes it) at the one of [`THRESHOLDS`], with operands
+    /// tested through their sources or not, that leaves the fewest tests.
     pub(super) fn best(k: &CfgKernel, checked: bool) -> Coverage {
         THRESHOLDS
             .iter()
-            .map(|&t| Coverage::of(k, checked, t))
-            .min_by_key(|c| (c.tests(), c.threshold))
+            .flat_map(|&t| [false, true].map(|src| Coverage::of(k, checked, t, src)))
+            .min_by_key(|c| (c.tests(), c.threshold, c.sources))
             .unwrap_or_default()
     }
 
     /// The analysis of kernel `k`'s regions (`checked`: as fma_plan.rs's
     /// [`regions`] takes it) where the tests let pass values of at least
-    /// 2^`threshold`.
-    pub(super) fn of(k: &CfgKernel, checked: bool, threshold: i32) -> Coverage {
+    /// 2^`threshold` (`sources`: as fma_plan.rs's [`plan`] takes it).
+    pub(super) fn of(k: &CfgKernel, checked: bool, threshold: i32, sources: bool) -> Coverage {
         let n = k.blocks.len();
         let smem = smem_words_tested(k.blocks.iter().flat_map(|b| &b.stmts));
         let mut c = Coverage {
             threshold,
+            sources,
             smem,
             smem_stores: k
                 .blocks
@@ -191,6 +195,7 @@ impl Coverage {
             pretests: vec![None; self.pretests.len()],
             threshold: self.threshold,
             smem_stores: self.smem_stores,
+            sources: self.sources,
             ..Coverage::default()
         }
     }
@@ -212,6 +217,12 @@ impl Coverage {
             0
         };
         planned + pre + stores
+    }
+
+    /// Whether operands are tested through their sources (fma_plan.rs's
+    /// [`plan`]).
+    pub(super) fn sources(&self) -> bool {
+        self.sources
     }
 
     /// The threshold of the kernel's tests (an exponent: `tiny` is zero or
@@ -283,7 +294,13 @@ impl Coverage {
             let r = self.regions[i][j].clone();
             stmts[at..r.start].iter().for_each(|s| kill(cov, s));
             let site = self.region_sites[i][j];
-            let p = plan(&stmts[r.clone()], cov, self.threshold, self.smem);
+            let p = plan(
+                &stmts[r.clone()],
+                cov,
+                self.threshold,
+                self.smem,
+                self.sources,
+            );
             self.read.extend(&p.init);
             let before: BTreeSet<u32> = self.pretest_sites(cov);
             stmts[r.clone()].iter().for_each(|s| kill(cov, s));

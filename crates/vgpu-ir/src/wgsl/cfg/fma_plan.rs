@@ -4,7 +4,7 @@
 //! carried tests' analysis (coverage.rs).
 
 use super::magnitude;
-use crate::cfg::{BinOp, Inst, Reg, Space, Stmt, TernOp, Val};
+use crate::cfg::{Inst, Reg, Space, Stmt, TernOp, Val};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
 
@@ -95,7 +95,10 @@ fn taint(s: &Stmt, tainted: &mut HashSet<Reg>) {
 }
 
 /// The regions of a block's statements: in each maximal run of speculable
-/// statements, its first f32 fma to its last (`checked`: the kernel is).
+/// statements that has an f32 fma, its start to its last fma (`checked`:
+/// the kernel is). The statements before the first fma are in it so that
+/// the values they compute have bounds there (magnitude.rs) and can be
+/// tested through their sources.
 pub(super) fn regions(stmts: &[Stmt], checked: bool) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut i = 0;
@@ -112,11 +115,8 @@ pub(super) fn regions(stmts: &[Stmt], checked: bool) -> Vec<Range<usize>> {
             i += 1;
         }
         let run = &stmts[start..i];
-        if let (Some(a), Some(b)) = (
-            run.iter().position(is_fma_f32),
-            run.iter().rposition(is_fma_f32),
-        ) {
-            out.push(start + a..start + b + 1);
+        if let Some(b) = run.iter().rposition(is_fma_f32) {
+            out.push(start..start + b + 1);
         }
     }
     out
@@ -216,13 +216,20 @@ struct Bound {
 /// has the threshold as its bound (a value is tested once while it is held).
 /// A covered value where the region starts has the threshold as its bound
 /// (its sites' flags start the region's where the region rests on it). An
-/// operand that is a product `x * k` by an immediate with |k| ≥ 1
-/// ([`scaling`]) is tested through `x` while `x` holds the value multiplied:
-/// the product's bound is then the threshold or more, and one test serves
-/// both (`lorenz_rk4`'s `β z` products of tested `z`). Where `smem`
-/// ([`smem_words_tested`]), a word loaded from shared memory has the
-/// threshold as its bound, resting on [`SMEM_SITE`].
-pub(super) fn plan(region: &[Stmt], covered: &Covered, threshold: i32, smem: bool) -> Plan {
+/// operand the region computed by a rule (a sum, product, …) from values
+/// still held is, where `sources`, tested through the one of them without a
+/// bound of the threshold where that bounds it at 2⁻¹²⁶ or above: one test
+/// then serves the operand and its source (`lorenz_rk4`'s `ρ − z`, tested
+/// through the loop-invariant `ρ`, which a pre-test then takes out of the
+/// loop). Where `smem` ([`smem_words_tested`]), a word loaded from shared
+/// memory has the threshold as its bound, resting on [`SMEM_SITE`].
+pub(super) fn plan(
+    region: &[Stmt],
+    covered: &Covered,
+    threshold: i32,
+    smem: bool,
+    sources: bool,
+) -> Plan {
     let mut p = Planner {
         covered,
         threshold,
@@ -231,10 +238,10 @@ pub(super) fn plan(region: &[Stmt], covered: &Covered, threshold: i32, smem: boo
         took: HashSet::new(),
         init: BTreeSet::new(),
     };
-    // Registers holding a product by a scaling immediate, with the factor
-    // register still holding the value multiplied (and the immediate's
-    // bound).
-    let mut factor: HashMap<Reg, (Reg, i32)> = HashMap::new();
+    // Registers holding a value a rule bounds (magnitude.rs's `of_stmt`),
+    // with the statement that computed it from registers still holding
+    // what it read.
+    let mut defs: HashMap<Reg, &Stmt> = HashMap::new();
     let mut pre = Vec::with_capacity(region.len());
     let mut post = Vec::with_capacity(region.len());
     for s in region {
@@ -255,7 +262,7 @@ pub(super) fn plan(region: &[Stmt], covered: &Covered, threshold: i32, smem: boo
             });
             let dests = s.inst.dests();
             for &r in &dests {
-                forget(&mut factor, r);
+                forget(&mut defs, r);
             }
             if smem && smem_word_load(s) {
                 for r in dests {
@@ -267,10 +274,14 @@ pub(super) fn plan(region: &[Stmt], covered: &Covered, threshold: i32, smem: boo
                 }
                 continue;
             }
-            p.write(s, &dests, new);
-            if let Some((d, x, k)) = scaling(s) {
-                factor.insert(d, (x, k));
+            // A statement a rule bounds, whatever its operands' bounds.
+            let ruled = magnitude::of_stmt(s, |_| Some(0)).is_some();
+            if let (&[d], true, None) = (&dests[..], ruled, s.guard) {
+                if !reads(s).contains(&d) {
+                    defs.insert(d, s);
+                }
             }
+            p.write(s, &dests, new);
             continue;
         };
         let mut t = Vec::new();
@@ -283,13 +294,14 @@ pub(super) fn plan(region: &[Stmt], covered: &Covered, threshold: i32, smem: boo
                         b.exp
                     }
                     None => {
-                        // Tested through its factor where it is a scaling
-                        // product, else itself.
-                        match factor.get(&r).copied() {
-                            Some((x, k)) => {
+                        // Tested through its source where that serves,
+                        // else itself.
+                        match defs.get(&r).filter(|_| sources).and_then(|d| p.via(d)) {
+                            Some((x, b)) => {
                                 t.push(Test::Reg(x));
                                 p.set(x, threshold);
-                                p.set(r, magnitude::product(threshold, k));
+                                p.bound.insert(r, b);
+                                p.rest_on(r);
                             }
                             None => {
                                 t.push(Test::Reg(r));
@@ -320,7 +332,7 @@ pub(super) fn plan(region: &[Stmt], covered: &Covered, threshold: i32, smem: boo
             })
             .flatten()
             .collect();
-        forget(&mut factor, d);
+        forget(&mut defs, d);
         // The result tested where its bound is below 2⁻¹²⁶: the value then
         // held (whether or not a guard let the fma run) passes the test.
         let test = exp < magnitude::NORMAL;
@@ -404,6 +416,29 @@ impl Planner<'_> {
         self.init.extend(s);
     }
 
+    /// Where `def` (a statement a rule bounds, whose registers still hold
+    /// what it read) has one source without a bound of the threshold, and
+    /// testing it would bound `def`'s value at 2⁻¹²⁶ or above: that source
+    /// and the bound.
+    fn via(&self, def: &Stmt) -> Option<(Reg, Bound)> {
+        let mut need: Vec<Reg> = reads(def)
+            .into_iter()
+            .filter(|&x| self.get(Val::Reg(x)).is_none_or(|b| b.exp < self.threshold))
+            .collect();
+        need.dedup();
+        let [x] = need[..] else { return None };
+        let exp = magnitude::of_stmt(def, |v| match v {
+            Val::Reg(y) if y == x => Some(self.threshold),
+            v => self.get(v).map(|b| b.exp),
+        })?;
+        let sites = reads(def)
+            .into_iter()
+            .filter(|&y| y != x)
+            .flat_map(|y| self.sites(y))
+            .collect();
+        (exp >= magnitude::NORMAL).then_some((x, Bound { exp, sites }))
+    }
+
     /// `r` tested: bound `exp`, resting on nothing.
     fn set(&mut self, r: Reg, exp: i32) {
         self.bound.insert(
@@ -441,36 +476,11 @@ impl Planner<'_> {
     }
 }
 
-/// `factor` after register `r` is written: neither a product held in `r`
-/// nor one whose factor `r` held is known any more.
-fn forget(factor: &mut HashMap<Reg, (Reg, i32)>, r: Reg) {
-    factor.remove(&r);
-    factor.retain(|_, (x, _)| *x != r);
-}
-
-/// Where `s` is an unguarded f32 product `x * k` (either order) by an
-/// immediate with |k| ≥ 1, and `x` is not its destination: (destination,
-/// `x`, `k`'s bound). Its result is below 2⁻¹²⁶ in magnitude only where `x`
-/// is.
-fn scaling(s: &Stmt) -> Option<(Reg, Reg, i32)> {
-    let Inst::Bin {
-        op: BinOp::MulF32,
-        d,
-        a,
-        b,
-    } = s.inst
-    else {
-        return None;
-    };
-    if s.guard.is_some() {
-        return None;
-    }
-    let (x, k) = match (a, b) {
-        (Val::Reg(x), Val::Imm(k)) | (Val::Imm(k), Val::Reg(x)) => (x, k),
-        _ => return None,
-    };
-    let e = magnitude::immediate(k as u32);
-    (f32::from_bits(k as u32).abs() >= 1.0 && x != d).then_some((d, x, e))
+/// `defs` after register `r` is written: neither a value held in `r` nor
+/// one computed from it is known any more.
+fn forget(defs: &mut HashMap<Reg, &Stmt>, r: Reg) {
+    defs.remove(&r);
+    defs.retain(|_, s| !reads(s).contains(&r));
 }
 
 #[cfg(test)]
@@ -531,10 +541,10 @@ mod tests {
     }
 
     #[test]
-    fn a_region_spans_first_to_last_fma_of_a_run_without_side_effects() {
+    fn a_region_spans_a_run_without_side_effects_to_its_last_fma() {
         let r = Val::Reg;
         let stmts = vec![
-            add(1, 2, 3),               // 0: before the first fma
+            add(1, 2, 3),               // 0: before the first fma: in
             fma(4, r(1), r(2), r(3)),   // 1
             add(5, 4, 4),               // 2
             fma(6, r(5), r(4), r(1)),   // 3
@@ -544,13 +554,13 @@ mod tests {
             load(10, 9),                // 7: r9 no fma of the run fed: stays
             fma(11, r(10), r(8), r(8)), // 8
             add(12, 11, 2),             // 9: fed by the fma at 8
-            load(13, 12),               // 10: its address fed: ends it where checked
+            load(13, 12), // 10: its address fed: ends it where checked (and starts the next)
             fma(14, r(13), r(2), r(2)), // 11
-            load(15, 2),                // 12: r2 was never fed: stays
+            load(15, 2),  // 12: r2 was never fed: stays
             fma(16, r(15), r(2), r(2)), // 13
         ];
-        assert_eq!(regions(&stmts, false), vec![1..4, 6..14]);
-        assert_eq!(regions(&stmts, true), vec![1..4, 6..9, 11..14]);
+        assert_eq!(regions(&stmts, false), vec![0..4, 6..14]);
+        assert_eq!(regions(&stmts, true), vec![0..4, 6..9, 10..14]);
         assert!(regions(&stmts[..1], true).is_empty());
         // A guarded load is judged by its guard too; an unguarded write of
         // an unfed value clears a register's taint, a guarded one does not.
@@ -561,7 +571,7 @@ mod tests {
             guarded.clone(),
             fma(21, r(20), r(1), r(1)),
         ];
-        assert_eq!(regions(&cleared, true), vec![0..1, 2..3]);
+        assert_eq!(regions(&cleared, true), vec![0..1, 1..3]);
         let mut reguarded = add(11, 2, 2);
         reguarded.guard = Some((3, false));
         let kept = vec![
@@ -570,7 +580,7 @@ mod tests {
             load(20, 11),
             fma(21, r(20), r(1), r(1)),
         ];
-        assert_eq!(regions(&kept, true), vec![0..1, 3..4]);
+        assert_eq!(regions(&kept, true), vec![0..1, 2..4]);
         let rewritten = vec![
             fma(11, r(1), r(1), r(1)),
             add(11, 2, 2),
@@ -589,7 +599,7 @@ mod tests {
             fma(6, r(5), r(5), Val::Imm(0)), // 2: r5 kept; r6: 2^-208, tested
             fma(7, r(6), r(1), r(2)),        // 3: all kept; r7: 2^-80
         ];
-        let p = plan(&region, &Covered::new(), -32, false);
+        let p = plan(&region, &Covered::new(), -32, false, true);
         assert_eq!(
             p.pre,
             vec![
@@ -606,11 +616,11 @@ mod tests {
         assert_eq!(tested, vec![1, 2, 3, 6]);
         assert!(p.init.is_empty());
         // At 2^-126 the first result needs its test, and so on.
-        let q = plan(&region, &Covered::new(), -126, false);
+        let q = plan(&region, &Covered::new(), -126, false, true);
         assert_eq!(q.post, vec![true, false, true, true]);
         // A covered r1 is taken with its site's flag, and stays covered.
         let covered = Covered::from([(1, BTreeSet::from([9]))]);
-        let c = plan(&region, &covered, -32, false);
+        let c = plan(&region, &covered, -32, false, true);
         assert_eq!(c.pre[0], vec![Test::Reg(2), Test::Reg(3)]);
         assert_eq!(c.init, BTreeSet::from([9]));
         assert!(c.tested.contains(&1));
@@ -624,7 +634,7 @@ mod tests {
             guarded,
             fma(9, r(8), r(1), r(1)),
         ];
-        let p = plan(&g, &Covered::new(), -32, false);
+        let p = plan(&g, &Covered::new(), -32, false, true);
         assert_eq!(p.pre[0], vec![Test::Reg(1), Test::Always]);
         assert_eq!(p.pre[2], vec![Test::Reg(8)]);
     }

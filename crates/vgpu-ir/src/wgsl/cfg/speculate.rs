@@ -101,7 +101,13 @@ impl KernelWriter<'_> {
             Some((site, p)) => (Some(site), p.clone()),
             None => (
                 None,
-                plan(region, &Covered::new(), self.coverage.threshold(), false),
+                plan(
+                    region,
+                    &Covered::new(),
+                    self.coverage.threshold(),
+                    false,
+                    self.coverage.sources(),
+                ),
             ),
         };
         let init: Vec<String> = p.init.iter().map(|&s| Coverage::flag(s)).collect();
