@@ -519,7 +519,7 @@ fn bounds_keep_the_tests_of_cancellations() {
         "bounded",
         &rows,
         &[],
-        &["r1", "r2", "r3", "r5", "r6", "r7"],
+        &["r1", "r2", "r3", "r5", "r6", "r7", "r0"],
     );
 }
 
