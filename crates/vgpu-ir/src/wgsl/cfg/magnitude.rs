@@ -87,10 +87,11 @@ pub(super) fn of_stmt(s: &Stmt, of: impl Fn(Val) -> Option<i32>) -> Option<i32> 
                 _ => None,
             }
         }
-        Inst::Un { op, a, .. } => match op {
-            UnOp::NegF32 | UnOp::AbsF32 | UnOp::Mov(32) => of(a),
-            _ => None,
-        },
+        Inst::Un {
+            op: UnOp::NegF32 | UnOp::AbsF32 | UnOp::Mov(32),
+            a,
+            ..
+        } => of(a),
         _ => None,
     }
 }
