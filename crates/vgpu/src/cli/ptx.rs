@@ -365,7 +365,7 @@ fn report_backend(r: &PtxRunner) {
     }
     if let Some(native) = r.native_fma_f32 {
         let how = if native && r.fma_f32_guarded {
-            "native, guarded (the device's fma, fused, may flush subnormals: a run of fmas meeting a zero or tiny value runs again with its suspect fmas emulated)"
+            "native, guarded (the device's fma, fused, may flush subnormals: a run of fmas where a value its bounds do not keep normal is zero or tiny runs again with its suspect fmas emulated)"
         } else if native {
             "native (the device's fma, fused)"
         } else {
