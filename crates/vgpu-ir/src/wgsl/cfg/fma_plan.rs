@@ -640,6 +640,48 @@ mod tests {
     }
 
     #[test]
+    fn shared_words_are_tested_where_stored_only_where_every_write_is_a_word() {
+        let at = |space, size| {
+            st(Inst::Store {
+                space,
+                size,
+                src: vec![Val::Reg(1)],
+                base: Val::Reg(2),
+                off: 0,
+            })
+        };
+        let mut ld = load(3, 2);
+        if let Inst::Load { space, .. } = &mut ld.inst {
+            *space = Space::Shared;
+        }
+        let words = [at(Space::Shared, 4), at(Space::Global, 2), ld.clone()];
+        assert!(smem_words_tested(&words));
+        // Nothing loaded from shared memory: nothing to take.
+        assert!(!smem_words_tested(&words[..2]));
+        // A byte store, to shared or generic memory, or an atomic there.
+        for other in [at(Space::Shared, 1), at(Space::Generic, 8)] {
+            assert!(!smem_words_tested(&[other, ld.clone()]));
+        }
+        let atom = st(Inst::Atom {
+            space: Space::Generic,
+            op: crate::cfg::AtomOp::Add,
+            d: None,
+            base: Val::Reg(2),
+            off: 0,
+            b: Val::Reg(1),
+            c: Val::Imm(0),
+        });
+        assert!(!smem_words_tested(&[atom, ld.clone()]));
+        // Such a load is bounded by the threshold, resting on the flag.
+        let region = vec![ld, fma(4, Val::Reg(3), Val::Reg(3), Val::Imm(0))];
+        let p = plan(&region, &Covered::new(), -32, true, false);
+        assert_eq!(p.pre[1], vec![]);
+        assert_eq!(p.init, BTreeSet::from([SMEM_SITE]));
+        let q = plan(&region, &Covered::new(), -32, false, false);
+        assert_eq!(q.pre[1], vec![Test::Reg(3)]);
+    }
+
+    #[test]
     fn the_registers_read_before_written_are_saved() {
         let r = Val::Reg;
         // r1 and r3 are read and then overwritten (saved); r2 only read; r4
