@@ -46,7 +46,7 @@ use std::ops::Range;
 
 /// The carried tests of a kernel: each region's plan and what the writer
 /// adds around it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Coverage {
     /// Per block, its regions (fma_plan.rs's [`regions`], found once).
     regions: Vec<Vec<Range<usize>>>,
@@ -88,27 +88,26 @@ impl Coverage {
     /// [`regions`] takes it) at the one of [`THRESHOLDS`], with operands
     /// tested through their sources or not, that leaves the fewest tests.
     pub(super) fn best(k: &CfgKernel, checked: bool) -> Coverage {
+        let base = Coverage::base(k, checked);
+        if base.nregions == 0 {
+            return base;
+        }
         THRESHOLDS
             .iter()
-            .flat_map(|&t| [false, true].map(|src| Coverage::of(k, checked, t, src)))
+            .flat_map(|&t| [false, true].map(|src| base.clone().analysed(k, t, src)))
             .min_by_key(|c| (c.tests(), c.threshold, c.sources))
-            .unwrap_or_default()
+            .unwrap_or(base)
     }
 
-    /// The analysis of kernel `k`'s regions (`checked`: as fma_plan.rs's
-    /// [`regions`] takes it) where the tests let pass values of at least
-    /// 2^`threshold` (`sources`: as fma_plan.rs's [`plan`] takes it).
-    pub(super) fn of(k: &CfgKernel, checked: bool, threshold: i32, sources: bool) -> Coverage {
+    /// What does not depend on the threshold: kernel `k`'s regions
+    /// (`checked`: as fma_plan.rs's [`regions`] takes it), their sites, and
+    /// what its stores to shared memory allow; no plan yet.
+    fn base(k: &CfgKernel, checked: bool) -> Coverage {
         let n = k.blocks.len();
-        let smem = smem_words_tested(k.blocks.iter().flat_map(|b| &b.stmts));
+        let stmts = || k.blocks.iter().flat_map(|b| &b.stmts);
         let mut c = Coverage {
-            threshold,
-            sources,
-            smem,
-            smem_stores: k
-                .blocks
-                .iter()
-                .flat_map(|b| &b.stmts)
+            smem: smem_words_tested(stmts()),
+            smem_stores: stmts()
                 .map(|s| match &s.inst {
                     Inst::Store {
                         space: Space::Shared | Space::Generic,
@@ -134,12 +133,20 @@ impl Coverage {
             next += r;
         }
         c.nregions = next;
-        if next == 0 {
-            return c;
-        }
+        c
+    }
+
+    /// `self` (from [`Coverage::base`] of kernel `k`, with regions) analysed
+    /// where the tests let pass values of at least 2^`threshold`
+    /// (`sources`: as fma_plan.rs's [`plan`] takes it).
+    fn analysed(mut self, k: &CfgKernel, threshold: i32, sources: bool) -> Coverage {
+        self.threshold = threshold;
+        self.sources = sources;
+        let c = &mut self;
+        let mut next = c.nregions;
         // Without pre-tests, then with those the loops' back edges ask for.
         let Some(exits) = c.fixpoint(k) else {
-            return c.uncovered();
+            return self.uncovered();
         };
         for (h, from) in back_edges(k) {
             let carried: Option<BTreeSet<Reg>> = from
@@ -179,9 +186,9 @@ impl Coverage {
             }
         }
         if c.fixpoint(k).is_none() {
-            return c.uncovered();
+            return self.uncovered();
         }
-        c
+        self
     }
 
     /// Without carried tests: each region planned alone (what the writer

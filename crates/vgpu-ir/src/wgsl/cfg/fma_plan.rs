@@ -258,7 +258,7 @@ pub(super) fn plan(
             let new = magnitude::of_stmt(s, |v| p.get(v).map(|b| b.exp));
             let new = new.map(|exp| Bound {
                 exp,
-                sites: reads(s).iter().flat_map(|&r| p.sites(r)).collect(),
+                sites: p.sites_of(s),
             });
             let dests = s.inst.dests();
             for &r in &dests {
@@ -324,14 +324,7 @@ pub(super) fn plan(
         }
         pre.push(t);
         let exp = magnitude::fma(exps[0], exps[1], exps[2]);
-        let sites: BTreeSet<u32> = [a, b, c]
-            .into_iter()
-            .filter_map(|v| match v {
-                Val::Reg(r) => Some(p.sites(r)),
-                Val::Imm(_) => None,
-            })
-            .flatten()
-            .collect();
+        let sites = p.sites_of(s);
         forget(&mut defs, d);
         // The result tested where its bound is below 2⁻¹²⁶: the value then
         // held (whether or not a guard let the fma run) passes the test.
@@ -402,6 +395,11 @@ impl Planner<'_> {
     /// The sites register `r`'s bound rests on.
     fn sites(&self, r: Reg) -> BTreeSet<u32> {
         self.get(Val::Reg(r)).map(|b| b.sites).unwrap_or_default()
+    }
+
+    /// The sites the bounds of the registers `s` reads rest on.
+    fn sites_of(&self, s: &Stmt) -> BTreeSet<u32> {
+        reads(s).into_iter().flat_map(|r| self.sites(r)).collect()
     }
 
     /// The region rests on `r`'s bound: its sites join the region's flag.
