@@ -26,6 +26,18 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
             loop-invariant step sizes gone from the loop's regions (what
             testing each value once per thread rather than once per region
             would save; inexact as written)
+  nowd      checked kernels: the watchdog gone (the step counts and each
+            loop's iteration bound; inexact only for a kernel that hangs)
+  noinit    checked kernels: the shared-memory initialisation check gone
+            (the marks of each store, the test of each read, the report at
+            each barrier and at the block's end; inexact only for a kernel
+            that reads unwritten shared memory)
+  noepi     checked kernels: the block's end without its two barriers (the
+            initialisation report and the earliest fault's publication; a
+            fault then goes unrecorded: the cost of the epilogue)
+  nogaddr   checked kernels: each global access's region check gone (its
+            byte offset used as given; inexact only for a kernel that strays)
+  nochk     nowd, noinit, noepi and nogaddr together
 """
 import os, re, sys
 
@@ -129,6 +141,60 @@ def noslow(t):
     return "\n".join(out)
 
 
+WATCH = [re.compile(r"^ *steps = steps \+ \d+u;$"),
+         re.compile(r"^ *if \(steps > words\[1\]\) \{ raise\(3u, .*\}$"),
+         re.compile(r"^ *it\d+ = it\d+ \+ 1u;$"),
+         re.compile(r"^ *if \(it\d+ > words\[1\] / \d+u\) \{ return; \}$")]
+
+
+def nowd(t):
+    if "if (steps > words[1])" not in t:
+        return None
+    return "\n".join(l for l in t.split("\n") if not any(w.match(l) for w in WATCH))
+
+
+AFTER_BAR = ("  if (!sh_full) {\n    let u = atomicLoad(&wg_uninit[sh_rp & 1u]);\n"
+             "    if (u != 0u) { sh_report(u); }\n    sh_rp = sh_rp ^ 1u;\n"
+             "    sh_full = atomicLoad(&wg_nfull) >= SH_WORDS;\n  }\n")
+
+
+def noinit(t):
+    if "fn sh_wr(" not in t:
+        return None
+    t = re.sub(r"^ *sh_wr\(t\d+, \d+u\);\n", "", t, flags=re.M)
+    t = re.sub(r"^ *sh_rd\(t\d+, \d+u, \d+u\);\n", "", t, flags=re.M)
+    t = t.replace(AFTER_BAR, "")
+    t = t.replace("if (wg_round < 0x10000u) {\n      for (var s = 0u; s < 2u;",
+                  "if (false) {\n      for (var s = 0u; s < 2u;")
+    return t
+
+
+EPI = re.compile(r"(  run_thread\(lid, cta, ncta, lidx\);\n)((?:.*\n)*?)\}\n")
+
+
+def noepi(t):
+    m = EPI.search(t)
+    if not m or "wg_fmin" not in m.group(2):
+        return None
+    return t[:m.end(1)] + "}\n" + t[m.end():]
+
+
+GA_HEAD = "fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<private, vec2<u32>>) -> u32 {\n"
+
+
+def nogaddr(t):
+    if GA_HEAD not in t:
+        return None
+    return t.replace(GA_HEAD, GA_HEAD + "  if (!opq) { return a.x - GB; }\n")
+
+
+def nochk(t):
+    for f in (nowd, noinit, noepi, nogaddr):
+        v = f(t)
+        t = v if v is not None else t
+    return t
+
+
 forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "mask_bare": lambda t: mask(bare(t)) if mask(t) and bare(t) else None,
          "gsplit": gsplit,
@@ -136,6 +202,8 @@ forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "nores": lambda t: split_tests(t, True, False),
          "noslow": noslow,
          "fold": fold,
+         "nowd": nowd, "noinit": noinit, "noepi": noepi,
+         "nogaddr": nogaddr, "nochk": nochk,
          "cover": cover if entry == "lorenz_rk4" else (lambda t: None)}
 for name, fn in forms.items():
     v = fn(src)

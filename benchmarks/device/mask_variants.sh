@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 27's WGSL variants (mask_variants.py) timed on the GPU: for
+# WGSL variants (mask_variants.py: session 27's, and session 29's of the
+# checks: nowd, noinit, noepi, nogaddr, nochk) timed on the GPU: for
 # matmul_tiled (MM x MM, default 4096, unchecked and checked),
 # reduce_sum_atomic (2^24, checked and unchecked) and lorenz_rk4 (N = LN,
 # default 2^23, unchecked) — MASK_SPECS, as entry:mode, chooses — the kernel
