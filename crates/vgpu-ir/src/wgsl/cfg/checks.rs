@@ -384,31 +384,42 @@ pub(super) fn raise_lidx_decl(soft: bool) -> String {
 }
 
 /// The end of a block whose faults do not end the thread ([`raise_decl`]'s
-/// `soft`), after every thread's run (`judge`: thread 0's judgement of the
-/// last interval's pending reads of unwritten shared memory, made after the
-/// end's count as after a barrier): the threads that faulted take the
-/// least time of their faults (`wg_fmin` holds its complement: 0 is none),
-/// and after a barrier those whose fault is that early record it. So the
-/// block's record is a fault of its earliest faulting interval, as the
-/// interpreter's first fault is.
+/// `soft`), after every thread's run: the threads that faulted take the
+/// least time of their faults (`wg_fmin` holds its complement: 0 is none)
+/// and, after one barrier, those whose fault is that early record it. So
+/// the block's record is a fault of its earliest faulting interval, as the
+/// interpreter's first fault is. `judge` (thread 0's judgement of the last
+/// interval's pending reads of unwritten shared memory, made after the
+/// end's count as after a barrier) runs only where no thread faulted: a
+/// fault it raises has the time `2·n − 1` of the end's interval, later than
+/// any fault raised in the run (at most `2·(n − 1)`), so it is the block's
+/// record only where there is no other, and thread 0 then records it at
+/// once — one barrier where a second one, after the judgement, would only
+/// ever let it lose.
 pub(super) fn soft_publish(judge: &str) -> String {
-    let judge = if judge.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "  if (lidx == 0u) {{ wg_round = 0u;{judge}
-  }}
-"
-        )
-    };
-    format!(
+    let record = "raise_t(g_fcls, g_fline, g_fa, lid3(g_ft));";
+    let mut s = String::from(
         "  g_nbar = g_nbar + 1u;
+  if (g_fcls != 0u) { atomicMax(&wg_fmin, ~g_fkey); }
   workgroupBarrier();
-{judge}  if (g_fcls != 0u) {{ atomicMax(&wg_fmin, ~g_fkey); }}
-  workgroupBarrier();
-  if (g_fcls != 0u && atomicLoad(&wg_fmin) == ~g_fkey) {{ raise_t(g_fcls, g_fline, g_fa, lid3(g_ft)); }}
+",
+    );
+    if judge.is_empty() {
+        s.push_str(&format!(
+            "  if (g_fcls != 0u && atomicLoad(&wg_fmin) == ~g_fkey) {{ {record} }}\n"
+        ));
+    } else {
+        s.push_str(&format!(
+            "  let fmin = atomicLoad(&wg_fmin);
+  if (fmin == 0u) {{
+    if (lidx == 0u) {{ wg_round = 0u;{judge}
+      if (g_fcls != 0u) {{ {record} }}
+    }}
+  }} else if (g_fcls != 0u && fmin == ~g_fkey) {{ {record} }}
 "
-    )
+        ));
+    }
+    s
 }
 
 /// Declarations of the global-memory initcheck (`initcheck`, as the

@@ -656,8 +656,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         let k = self.k;
         let bar_check = checks::barrier_check(k, self.o.checked);
         if self.soft {
-            // The block's earliest fault recorded, after the last
-            // interval's judgement (checks::soft_publish).
+            // The block's earliest fault recorded, or where there is none
+            // the last interval's judgement (checks::soft_publish).
             let judge = if self.shadow {
                 checks::uninit_judge()
             } else {
