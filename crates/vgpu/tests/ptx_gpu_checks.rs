@@ -309,25 +309,44 @@ fn a_loop_after_shared_memory_is_all_written_skips_its_notes() {
 
 /// Shared memory proven all written by the first barrier (vgpu-ir's
 /// written.rs: every thread stores at `4 · (tid & 63)` before it): no
-/// initialisation notes after it, and the interpreter's values on the GPU.
+/// initialisation notes after it and, since nothing reads shared memory
+/// before it, no initialisation check at all (no marks of the stores, no
+/// shadow bits); the interpreter's values on the GPU.
 /// Where the stores leave the odd words unwritten (word `2 · tid` of 128), the proof
 /// fails, the notes stay, and thread 1's read is the fault on both backends.
+/// Where each thread reads its word before storing it (`sh_cover_early`),
+/// the check stays for that read: thread 0's fault on both backends.
 #[test]
 fn shared_memory_proven_written_before_the_first_barrier_needs_no_notes() {
     let Some(m) = module() else { return };
     let c = cfg([2, 1, 1], [64, 1, 1]);
-    let notes = |entry: &str| {
+    let wgsl = |entry: &str| {
         let (_, ck) = vgpu::ptx::lower::lower_entry(&m, entry).expect("the kernel lowers");
         let o = CfgWgslOptions::plain([64, 1, 1], true);
         let no_race = CfgChecks {
             initcheck: false,
             race: false,
         };
-        let w = emit_cfg_wgsl_with(&ck, &o, no_race).expect("WGSL");
-        w.matches("sh_rd(t").count()
+        emit_cfg_wgsl_with(&ck, &o, no_race).expect("WGSL")
     };
+    let notes = |entry: &str| wgsl(entry).matches("sh_rd(t").count();
+    let marks = |entry: &str| wgsl(entry).matches("sh_wr(t").count();
     assert_eq!(notes("sh_cover_ok"), 0);
+    assert_eq!(marks("sh_cover_ok"), 0);
+    assert!(!wgsl("sh_cover_ok").contains("wg_init"));
     assert_eq!(notes("sh_cover_gap"), 1);
+    assert_eq!(marks("sh_cover_gap"), 1);
+    assert_eq!(notes("sh_cover_early"), 1);
+    assert_eq!(marks("sh_cover_early"), 1);
+    same_fault(
+        &m,
+        "sh_cover_early",
+        &c,
+        FaultClass::Uninitialized,
+        866,
+        [0, 0, 0],
+        [0, 0, 0],
+    );
     let cpu = launch(&m, BackendChoice::Cpu, false, "sh_cover_ok", &c, 64).expect("on the CPU");
     let gpu = launch(&m, BackendChoice::Gpu, false, "sh_cover_ok", &c, 64).expect("on the GPU");
     assert_eq!(gpu, cpu);

@@ -126,12 +126,18 @@ pub fn emit_cfg_wgsl_with(
                         k.shared_static + o.dyn_shared,
                     );
                 }
+                if !e.race && super::written::nothing_unwritten_read(k, &e.written_after) {
+                    e.shadow = false;
+                    e.written_after.clear();
+                }
             }
             let body = e.structured(&shape)?;
             e.soft &= body.is_some();
             if !e.soft {
-                // The state machine does not read it.
+                // The state machine does not read it, and checks every
+                // read of shared memory.
                 e.written_after.clear();
+                e.shadow = checks::shadow_check(k, o.checked);
             }
             body
         }
@@ -442,7 +448,7 @@ fn st_{n}(o: u32, size: u32, v: vec2<u32>) {{
         }
         out.push_str(&access::generic_prelude(k));
         let bar_check = checks::barrier_check(k, o.checked);
-        let shadow_check = checks::shadow_check(k, o.checked);
+        let shadow_check = self.shadow;
         if bar_check {
             out.push_str(&checks::barrier_decls(k));
         }

@@ -82,6 +82,34 @@ pub(super) fn written_after_first_barrier(
     before.into_iter().map(|b| !b).collect()
 }
 
+/// Whether, by `written_after` ([`written_after_first_barrier`] of `k`),
+/// the initialisation check has nothing to find anywhere: all of shared
+/// memory proven written by the first barrier and no block that may run
+/// before it reads shared memory (a load or an atomic, by a shared or a
+/// generic address). Its notes, marks and judgements are then left out of
+/// the kernel altogether (`reduce_sum_atomic`'s `sdata[tid] = …;
+/// __syncthreads();`).
+pub(super) fn nothing_unwritten_read(k: &CfgKernel, written_after: &[bool]) -> bool {
+    written_after.iter().any(|&w| w)
+        && k.blocks
+            .iter()
+            .zip(written_after)
+            .filter(|(_, &after)| !after)
+            .flat_map(|(b, _)| &b.stmts)
+            .all(|s| {
+                !matches!(
+                    s.inst,
+                    Inst::Load {
+                        space: Space::Shared | Space::Generic,
+                        ..
+                    } | Inst::Atom {
+                        space: Space::Shared | Space::Generic,
+                        ..
+                    }
+                )
+            })
+}
+
 /// The blocks reached from the entry, not entering `skip`, and (with
 /// `stop_at_barriers`) not going on past a barrier.
 fn reach(k: &CfgKernel, skip: Option<usize>, stop_at_barriers: bool) -> Vec<bool> {
