@@ -38,6 +38,13 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
   nogaddr   checked kernels: each global access's region check gone (its
             byte offset used as given; inexact only for a kernel that strays)
   nochk     nowd, noinit, noepi and nogaddr together
+  cheapemu  the emulated fma (`fma_f32`) gone from `fma_native_f32` (a
+            suspect result returned with its last bit flipped; inexact where
+            a case is suspect): what the emulation's code costs where it
+            never runs
+  devslow   each region's second run on the device's fma (`dev_fma` for
+            `fma_native_f32`; inexact on subnormals): the cost of the
+            second run's suspect tests and emulations, its copy kept
 """
 import os, re, sys
 
@@ -195,6 +202,21 @@ def nochk(t):
     return t
 
 
+EMU_CALL = "  if (fma_suspect(a, b, c, r)) { return fma_f32(a, b, c); }\n"
+
+
+def cheapemu(t):
+    if EMU_CALL not in t:
+        return None
+    return t.replace(EMU_CALL, "  if (fma_suspect(a, b, c, r)) { return r ^ 1u; }\n")
+
+
+def devslow(t):
+    if "fma_native_f32(r" not in t:
+        return None
+    return re.sub(r"fma_native_f32\((r\d+)", r"dev_fma(\1", t)
+
+
 forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "mask_bare": lambda t: mask(bare(t)) if mask(t) and bare(t) else None,
          "gsplit": gsplit,
@@ -204,6 +226,7 @@ forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "fold": fold,
          "nowd": nowd, "noinit": noinit, "noepi": noepi,
          "nogaddr": nogaddr, "nochk": nochk,
+         "cheapemu": cheapemu, "devslow": devslow,
          "cover": cover if entry == "lorenz_rk4" else (lambda t: None)}
 for name, fn in forms.items():
     v = fn(src)
