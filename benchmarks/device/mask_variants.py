@@ -45,6 +45,10 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
   devslow   each region's second run on the device's fma (`dev_fma` for
             `fma_native_f32`; inexact on subnormals): the cost of the
             second run's suspect tests and emulations, its copy kept
+  slowloop  each region's second run as a loop over its fmas: a `switch`
+            on the fma reached runs the statements up to the next fma, whose
+            operands one `fma_native_f32` call after the `switch` takes (one
+            emulation in the code, not one per fma; exact as generated)
 """
 import os, re, sys
 
@@ -217,6 +221,79 @@ def devslow(t):
     return re.sub(r"fma_native_f32\((r\d+)", r"dev_fma(\1", t)
 
 
+FMA_LINE = re.compile(r"^ *(r\d+) = fma_native_f32\((.*)\);$")
+
+
+def split_args(a):
+    out, depth, cur = [], 0, ""
+    for ch in a:
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch in "(<"
+        depth -= ch in ")>"
+        cur += ch
+    out.append(cur.strip())
+    return out
+
+
+def slowloop(t):
+    lines = t.split("\n")
+    out = []
+    i = 0
+    done = 0
+    while i < len(lines):
+        m = re.match(r"^( *)if \((sus(\d+))\) \{$", lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        depth = 0
+        j = i
+        while True:
+            depth += lines[j].count("{") - lines[j].count("}")
+            if depth == 0:
+                break
+            j += 1
+        body = lines[i + 1:j]
+        n = m.group(3)
+        fmas = [k for k, l in enumerate(body) if FMA_LINE.match(l)]
+        if len(fmas) < 2:
+            out.extend(lines[i:j + 1])
+            i = j + 1
+            continue
+        done += 1
+        res = [lines[i], f"        var fk{n} = 0u; var fa{n} = 0u; var fb{n} = 0u; var fc{n} = 0u; var fx{n} = 0u;",
+               "        loop {", f"        switch fk{n} {{"]
+        prev = 0
+        dst = None
+        for c, k in enumerate(fmas):
+            res.append(f"        case {c}u: {{")
+            if dst:
+                res.append(f"        {dst} = fx{n};")
+            res.extend(body[prev:k])
+            mm = FMA_LINE.match(body[k])
+            a, b, cc = split_args(mm.group(2))
+            res.append(f"        fa{n} = {a}; fb{n} = {b}; fc{n} = {cc};")
+            res.append("        }")
+            dst = mm.group(1)
+            prev = k + 1
+        res.append("        default: {")
+        res.append(f"        {dst} = fx{n};")
+        res.extend(body[prev:])
+        res.append("        }")
+        res.append("        }")
+        res.append(f"        if (fk{n} == {len(fmas)}u) {{ break; }}")
+        res.append(f"        fx{n} = fma_native_f32(fa{n}, fb{n}, fc{n});")
+        res.append(f"        fk{n} = fk{n} + 1u;")
+        res.append("        }")
+        res.append(lines[j])
+        out.extend(res)
+        i = j + 1
+    return "\n".join(out) if done else None
+
+
 forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "mask_bare": lambda t: mask(bare(t)) if mask(t) and bare(t) else None,
          "gsplit": gsplit,
@@ -226,7 +303,7 @@ forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "fold": fold,
          "nowd": nowd, "noinit": noinit, "noepi": noepi,
          "nogaddr": nogaddr, "nochk": nochk,
-         "cheapemu": cheapemu, "devslow": devslow,
+         "cheapemu": cheapemu, "devslow": devslow, "slowloop": slowloop,
          "cover": cover if entry == "lorenz_rk4" else (lambda t: None)}
 for name, fn in forms.items():
     v = fn(src)
