@@ -409,13 +409,13 @@ pub(super) fn soft_publish(judge: &str) -> String {
             "  if (g_fcls != 0u && atomicLoad(&wg_fmin) == ~g_fkey) {{ {record} }}\n"
         ));
     } else {
+        // Where no thread faulted (`fmin` 0), thread 0 alone may hold a
+        // fault after the judgement.
         s.push_str(&format!(
             "  let fmin = atomicLoad(&wg_fmin);
-  if (fmin == 0u) {{
-    if (lidx == 0u) {{ wg_round = 0u;{judge}
-      if (g_fcls != 0u) {{ {record} }}
-    }}
-  }} else if (g_fcls != 0u && fmin == ~g_fkey) {{ {record} }}
+  if (fmin == 0u && lidx == 0u) {{ wg_round = 0u;{judge}
+  }}
+  if (g_fcls != 0u && (fmin == 0u || fmin == ~g_fkey)) {{ {record} }}
 "
         ));
     }
