@@ -187,7 +187,7 @@ impl KernelWriter<'_> {
     /// operand's sign) as this kernel computes it: the guarded device `fma`
     /// (its bare form where `dev`, in a speculative region's fast copy), the
     /// device's where it is exact, else the emulation.
-    fn fma_f32(
+    pub(super) fn fma_f32(
         &self,
         a: &str,
         b: &str,

@@ -482,11 +482,12 @@ fn forget(defs: &mut HashMap<Reg, &Stmt>, r: Reg) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::cfg::{BinOp, Space};
 
-    fn st(inst: Inst) -> Stmt {
+    /// An unguarded statement (the test modules' builder).
+    pub(in crate::wgsl::cfg) fn st(inst: Inst) -> Stmt {
         Stmt {
             inst,
             guard: None,
@@ -494,7 +495,8 @@ mod tests {
         }
     }
 
-    fn fma(d: Reg, a: Val, b: Val, c: Val) -> Stmt {
+    /// `d = fma.rn.f32(a, b, c)`.
+    pub(in crate::wgsl::cfg) fn fma(d: Reg, a: Val, b: Val, c: Val) -> Stmt {
         st(Inst::Tern {
             op: TernOp::FmaF32 {
                 neg_ab: false,
@@ -507,7 +509,8 @@ mod tests {
         })
     }
 
-    fn add(d: Reg, a: Reg, b: Reg) -> Stmt {
+    /// `d = a + b` (f32).
+    pub(in crate::wgsl::cfg) fn add(d: Reg, a: Reg, b: Reg) -> Stmt {
         st(Inst::Bin {
             op: BinOp::AddF32,
             d,
@@ -516,7 +519,8 @@ mod tests {
         })
     }
 
-    fn load(d: Reg, base: Reg) -> Stmt {
+    /// `d = ld.global.u32 [base]`.
+    pub(in crate::wgsl::cfg) fn load(d: Reg, base: Reg) -> Stmt {
         st(Inst::Load {
             space: Space::Global,
             size: 4,

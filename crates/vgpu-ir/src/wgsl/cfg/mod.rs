@@ -58,6 +58,7 @@ mod magnitude;
 mod padded_smem;
 mod prelude;
 mod ranges;
+mod second_run;
 mod seeds;
 mod shadow_reads;
 mod speculate;

@@ -59,7 +59,7 @@ impl KernelWriter<'_> {
                 out.extend(self.pieces(&stmts[i])?);
                 i += 1;
             }
-            out.push(self.region(block, j, &stmts[r.clone()])?);
+            out.push(self.region(block, j, &stmts[r.clone()], r.start)?);
             i = r.end;
         }
         while i < stmts.len() {
@@ -89,9 +89,15 @@ impl KernelWriter<'_> {
         }
     }
 
-    /// One region's code: the fast copy, then the guarded one where the
-    /// fast copy noted a suspect fma.
-    fn region(&mut self, block: usize, j: usize, region: &[Stmt]) -> Result<String, IrError> {
+    /// One region's code (statements `start..` of block `block`): the fast
+    /// copy, then the guarded one where the fast copy noted a suspect fma.
+    fn region(
+        &mut self,
+        block: usize,
+        j: usize,
+        region: &[Stmt],
+        start: usize,
+    ) -> Result<String, IrError> {
         let n = self.tmp;
         self.tmp += 1;
         let saved = saved(region);
@@ -136,10 +142,7 @@ impl KernelWriter<'_> {
         for r in &saved {
             let _ = writeln!(code, "        r{r} = sv{n}_{r};");
         }
-        for s in region {
-            code.push_str(&self.pieces(s)?.concat());
-        }
-        code.push_str(&self.flush_reads());
+        code.push_str(&self.second_run(block, region, start, n)?);
         if let Some(s) = flag {
             let mut tested: Vec<Reg> = p.tested.iter().copied().collect();
             tested.sort_unstable();

@@ -1,0 +1,259 @@
+//! A speculative region's second run (speculate.rs), written so that the
+//! code it adds costs the fast copy little where it does not run.
+//!
+//! The second run computes each f32 fma with the in-place guard
+//! (`fma_native_f32`), whose exact emulation is inlined where it is called.
+//! With one call per fma, code that never runs where no test fired still
+//! raises the kernel's register demand: on an H100, `matmul_tiled`'s
+//! second run (16 fmas) made the kernel 57% slower than without it, though
+//! it never ran (docs/BENCHMARKS.md, session 29). Where a region has two
+//! unguarded fmas or more, its second run may instead be a loop over them:
+//! a `switch` on the fma reached (`fk`) runs the statements from the last
+//! fma's result (`fx`) to the next fma's operands (`fa`, `fb`, `fc`), and
+//! one `fma_native_f32` after the `switch` computes it. Each statement runs
+//! once, in order, as in the straight form; the emulation is written once.
+//!
+//! The loop form holds at its one call site every register live at any of
+//! the fmas, so it is taken only where those, all together, are no more
+//! than the ones live at the busiest fma ([`loop_form_fits`]): an
+//! accumulation such as `matmul_tiled`'s tile (the same few registers live
+//! at each fma) takes it; `lorenz_rk4`'s steps, whose live values change
+//! from fma to fma, keep the straight form (there the loop form measured
+//! 11% slower).
+
+use super::writer::{ExprWidth, KernelWriter};
+use crate::cfg::{CfgKernel, Inst, Reg, Stmt, Term, TernOp};
+use crate::error::IrError;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// The indices in `region` of its unguarded f32 fmas.
+fn fma_sites(region: &[Stmt]) -> Vec<usize> {
+    region
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            s.guard.is_none()
+                && matches!(
+                    s.inst,
+                    Inst::Tern {
+                        op: TernOp::FmaF32 { .. },
+                        ..
+                    }
+                )
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The registers of `region` live at each of the fma sites `fmas` (the
+/// fma's own operands excluded: the loop form holds them in `fa`, `fb`,
+/// `fc`): those whose next event after the fma, its own write included, is
+/// a read, and those with no event left that `live_out` says are read past
+/// the region. Where their union is no larger than the largest of them,
+/// the loop form adds no register ([module documentation](self)).
+pub(super) fn loop_form_fits(
+    region: &[Stmt],
+    fmas: &[usize],
+    live_out: impl Fn(Reg) -> bool,
+) -> bool {
+    let regs: BTreeSet<Reg> = region
+        .iter()
+        .flat_map(|s| super::fma_plan::reads(s).into_iter().chain(s.inst.dests()))
+        .collect();
+    let mut union = BTreeSet::new();
+    let mut most = 0;
+    for &i in fmas {
+        let live: BTreeSet<Reg> = regs
+            .iter()
+            .copied()
+            .filter(|&r| {
+                if region[i].inst.dests().contains(&r) {
+                    return false;
+                }
+                for s in &region[i + 1..] {
+                    if super::fma_plan::reads(s).contains(&r) {
+                        return true;
+                    }
+                    if s.guard.is_none() && s.inst.dests().contains(&r) {
+                        return false;
+                    }
+                }
+                live_out(r)
+            })
+            .collect();
+        most = most.max(live.len());
+        union.extend(live);
+    }
+    union.len() <= most
+}
+
+/// Whether register `r` may be read outside `range` of block `block` of
+/// `k`: by a statement elsewhere or a branch; any register, in a kernel
+/// with warp operations (their operands are not looked into).
+fn read_elsewhere(k: &CfgKernel, block: usize, range: (usize, usize), r: Reg) -> bool {
+    k.blocks.iter().enumerate().any(|(b, blk)| {
+        let term = match blk.term {
+            Term::Branch { p, .. } => p == r,
+            Term::Warp { .. } => true,
+            _ => false,
+        };
+        term || blk.stmts.iter().enumerate().any(|(i, s)| {
+            !(b == block && i >= range.0 && i < range.1) && super::fma_plan::reads(s).contains(&r)
+        })
+    })
+}
+
+impl KernelWriter<'_> {
+    /// The second run of region `n`, statements `start..` of block
+    /// `block` (its registers restored): straight, or a loop over its fmas
+    /// where that fits ([module documentation](self)).
+    pub(super) fn second_run(
+        &mut self,
+        block: usize,
+        region: &[Stmt],
+        start: usize,
+        n: u32,
+    ) -> Result<String, IrError> {
+        let fmas = fma_sites(region);
+        let k = self.k;
+        let range = (start, start + region.len());
+        let mut code = String::new();
+        if fmas.len() < 2 || !loop_form_fits(region, &fmas, |r| read_elsewhere(k, block, range, r))
+        {
+            for s in region {
+                code.push_str(&self.pieces(s)?.concat());
+            }
+            code.push_str(&self.flush_reads());
+            return Ok(code);
+        }
+        let _ = writeln!(
+            code,
+            "        var fk{n} = 0u; var fa{n} = 0u; var fb{n} = 0u; var fc{n} = 0u; var fx{n} = 0u;
+        loop {{
+        switch fk{n} {{"
+        );
+        let mut from = 0;
+        let mut last = None;
+        for (case, &i) in fmas.iter().enumerate() {
+            let Inst::Tern {
+                op: TernOp::FmaF32 { neg_ab, neg_c },
+                d,
+                a,
+                b,
+                c,
+            } = region[i].inst
+            else {
+                continue;
+            };
+            let _ = writeln!(code, "        case {case}u: {{");
+            code.push_str(&self.case_start(last, n, &region[from..i])?);
+            let neg = |x: bool| if x { " ^ 0x80000000u" } else { "" };
+            let _ = writeln!(
+                code,
+                "        fa{n} = {}{}; fb{n} = {}; fc{n} = {}{};
+        }}",
+                self.v32(a),
+                neg(neg_ab),
+                self.v32(b),
+                self.v32(c),
+                neg(neg_c)
+            );
+            last = Some(d);
+            from = i + 1;
+        }
+        code.push_str("        default: {\n");
+        code.push_str(&self.case_start(last, n, &region[from..])?);
+        let fma = self.fma_f32(
+            &format!("fa{n}"),
+            &format!("fb{n}"),
+            &format!("fc{n}"),
+            (false, false),
+            false,
+        );
+        let _ = writeln!(
+            code,
+            "        }}
+        }}
+        if (fk{n} == {}u) {{ break; }}
+        fx{n} = {fma};
+        fk{n} = fk{n} + 1u;
+        }}",
+            fmas.len()
+        );
+        Ok(code)
+    }
+
+    /// A case of [`Self::second_run`]'s `switch` after its opening: the
+    /// last fma's result (`fx`) in its register, then `stmts`, then the
+    /// initialisation notes still waiting (a note's temporaries are the
+    /// case's own).
+    fn case_start(&mut self, last: Option<Reg>, n: u32, stmts: &[Stmt]) -> Result<String, IrError> {
+        let mut code = String::new();
+        if let Some(d) = last {
+            let _ = writeln!(
+                code,
+                "        {}",
+                self.assign(d, format!("fx{n}"), ExprWidth::B32)
+            );
+        }
+        for s in stmts {
+            code.push_str(&self.pieces(s)?.concat());
+        }
+        code.push_str(&self.flush_reads());
+        Ok(code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fma_plan::tests::{add, fma, load};
+    use super::*;
+    use crate::cfg::Val;
+
+    /// `matmul_tiled`'s tile: each fma's factors loaded just before it from
+    /// the two row bases 1 and 2, the sum carried in register 10. The same
+    /// registers (the bases) are live at every fma: the loop form fits.
+    /// Where the bases are not read past the region, the last fma has none
+    /// live, and the union is still the busiest fma's.
+    #[test]
+    fn an_accumulation_fits_the_loop_form() {
+        let mut region = Vec::new();
+        for i in 0..4u32 {
+            region.push(load(20 + 2 * i, 1));
+            region.push(load(21 + 2 * i, 2));
+            region.push(fma(
+                10,
+                Val::Reg(20 + 2 * i),
+                Val::Reg(21 + 2 * i),
+                Val::Reg(10),
+            ));
+        }
+        let fmas = fma_sites(&region);
+        assert_eq!(fmas, [2, 5, 8, 11]);
+        assert!(loop_form_fits(&region, &fmas, |r| r == 10));
+        assert!(loop_form_fits(&region, &fmas, |r| r == 10 || r < 3));
+    }
+
+    /// Values that change from fma to fma: at the first fma 1, 3, 5 and 6
+    /// are live (read later in the region), at the second 5, 6, 7 and 8,
+    /// at the last none. Four at the busiest, six in all: the straight form
+    /// stays. Where registers 1 to 8 are read past the region, the last fma
+    /// holds all seven the others do, and the loop form fits.
+    #[test]
+    fn values_that_change_from_fma_to_fma_keep_the_straight_form() {
+        let region = vec![
+            load(5, 1),
+            load(6, 1),
+            fma(3, Val::Reg(1), Val::Reg(1), Val::Reg(1)),
+            load(7, 1),
+            load(8, 1),
+            fma(4, Val::Reg(3), Val::Reg(3), Val::Reg(3)),
+            add(9, 5, 6),
+            fma(11, Val::Reg(7), Val::Reg(8), Val::Reg(9)),
+        ];
+        let fmas = fma_sites(&region);
+        assert!(!loop_form_fits(&region, &fmas, |_| false));
+        assert!(loop_form_fits(&region, &fmas, |r| (1..=8).contains(&r)));
+    }
+}
