@@ -60,3 +60,26 @@ fn a_loops_regions_take_the_values_earlier_regions_tested() {
         assert!(from_flags >= 1, "checked {checked}: {from_flags} regions");
     }
 }
+
+/// A chain of fmas on one sum, its factors loaded first
+/// (`crates/vgpu/tests/kernels/fma_chain.ptx`): the registers live at its
+/// fmas together are those live at the first, so its second run is a loop
+/// over the four fmas with one emulation (wgsl/cfg/second_run.rs); the
+/// Lorenz step's, whose live values change from fma to fma, stays straight.
+#[test]
+fn a_chain_of_fmas_runs_again_as_a_loop() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vgpu/tests/kernels/fma_chain.ptx");
+    let text = std::fs::read_to_string(&p).expect("fma_chain.ptx");
+    let m = Module::parse(&text, "fma_chain.ptx").expect("parses");
+    let k = lower_entry(&m, "fma_chain").expect("lowers").1;
+    for checked in [false, true] {
+        let mut o = CfgWgslOptions::plain([256, 1, 1], checked);
+        o.f64 = true;
+        o.native_fma_f32 = true;
+        o.fma_flush_model = true;
+        let w = emit_cfg_wgsl(&k, &o).expect("WGSL");
+        assert_eq!(w.matches("switch fk").count(), 1, "{w}");
+        assert_eq!(w.matches("= fma_native_f32(").count(), 1, "{w}");
+        assert_eq!(lorenz(checked).matches("switch fk").count(), 0);
+    }
+}

@@ -551,6 +551,43 @@ fn words_from_shared_memory_are_tested_where_stored() {
     rows_on_both_flushing(&k, "smem_words", &rows, &[], &["out"]);
 }
 
+/// A region's second run as a loop over its fmas (vgpu-ir's
+/// wgsl/cfg/second_run.rs: `tests/kernels/fma_chain.ptx`, four fmas on one
+/// sum, is written so): over the flushing fma model it gives the
+/// interpreter's bits where the products are subnormal, where subnormal
+/// factors meet huge ones, where the terms cancel down to the subnormals
+/// (each row's second run runs, its suspect fmas on the one emulation in
+/// turn), and where every value is normal.
+#[test]
+fn a_second_run_as_a_loop_over_its_fmas_is_exact() {
+    let Some(k) = guarded_kernel("fma_chain") else {
+        return;
+    };
+    let mut r = Rng(0x3c6e_f372_fe94_f82b);
+    let rows: Vec<[f32; 8]> = (0..1024)
+        .map(|i| {
+            let mut v = [0f32; 8];
+            for j in 0..4 {
+                let (x, y) = match i % 4 {
+                    0 => (scaled(&mut r, -75, -60), scaled(&mut r, -75, -60)),
+                    1 => (scaled(&mut r, -149, -127), scaled(&mut r, 95, 110)),
+                    2 => (scaled(&mut r, -66, -60), scaled(&mut r, -66, -60)),
+                    _ => (scaled(&mut r, -20, 20), scaled(&mut r, -20, 20)),
+                };
+                v[2 * j] = x;
+                v[2 * j + 1] = y;
+            }
+            if i % 4 == 2 {
+                // The second term cancels the first but for its last bits.
+                v[2] = -v[0];
+                v[3] = f32::from_bits(v[1].to_bits() ^ 1);
+            }
+            v
+        })
+        .collect();
+    rows_on_both_flushing(&k, "fma_chain", &rows, &[], &["out"]);
+}
+
 /// Kernel `name` of `tests/kernels`, where the adapter has a guarded fma
 /// (SHADER_F64).
 fn guarded_kernel(name: &'static str) -> Option<Kernel> {
