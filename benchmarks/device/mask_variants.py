@@ -128,6 +128,17 @@ def split_tests(t, keep_ops, keep_res):
     return "\n".join(out)
 
 
+def block_end(lines, i):
+    """The index of the line closing the block that line i opens."""
+    depth = 0
+    j = i
+    while True:
+        depth += lines[j].count("{") - lines[j].count("}")
+        if depth == 0:
+            return j
+        j += 1
+
+
 def noslow(t):
     if "tiny(r" not in t:
         return None
@@ -137,13 +148,7 @@ def noslow(t):
     while i < len(lines):
         m = re.match(r"^( *)if \((sus\d+)\) \{$", lines[i])
         if m:
-            depth = 0
-            j = i
-            while True:
-                depth += lines[j].count("{") - lines[j].count("}")
-                if depth == 0:
-                    break
-                j += 1
+            j = block_end(lines, i)
             out.append(f"{m.group(1)}if ({m.group(2)}) {{ gmem[0] = 0u; }}")
             i = j + 1
             continue
@@ -249,13 +254,7 @@ def slowloop(t):
             out.append(lines[i])
             i += 1
             continue
-        depth = 0
-        j = i
-        while True:
-            depth += lines[j].count("{") - lines[j].count("}")
-            if depth == 0:
-                break
-            j += 1
+        j = block_end(lines, i)
         body = lines[i + 1:j]
         n = m.group(3)
         fmas = [k for k, l in enumerate(body) if FMA_LINE.match(l)]
