@@ -88,20 +88,26 @@ pub(super) fn loop_form_fits(
     union.len() <= most
 }
 
-/// Whether register `r` may be read outside `range` of block `block` of
-/// `k`: by a statement elsewhere or a branch; any register, in a kernel
-/// with warp operations (their operands are not looked into).
-fn read_elsewhere(k: &CfgKernel, block: usize, range: (usize, usize), r: Reg) -> bool {
-    k.blocks.iter().enumerate().any(|(b, blk)| {
-        let term = match blk.term {
-            Term::Branch { p, .. } => p == r,
-            Term::Warp { .. } => true,
-            _ => false,
-        };
-        term || blk.stmts.iter().enumerate().any(|(i, s)| {
-            !(b == block && i >= range.0 && i < range.1) && super::fma_plan::reads(s).contains(&r)
-        })
-    })
+/// The registers that may be read outside `range` of block `block` of
+/// `k`: by a statement elsewhere or a branch; `None` (any register) in a
+/// kernel with warp operations, whose operands are not looked into.
+fn read_elsewhere(k: &CfgKernel, block: usize, range: (usize, usize)) -> Option<BTreeSet<Reg>> {
+    let mut out = BTreeSet::new();
+    for (b, blk) in k.blocks.iter().enumerate() {
+        match blk.term {
+            Term::Branch { p, .. } => {
+                out.insert(p);
+            }
+            Term::Warp { .. } => return None,
+            _ => {}
+        }
+        for (i, s) in blk.stmts.iter().enumerate() {
+            if !(b == block && i >= range.0 && i < range.1) {
+                out.extend(super::fma_plan::reads(s));
+            }
+        }
+    }
+    Some(out)
 }
 
 impl KernelWriter<'_> {
@@ -119,8 +125,13 @@ impl KernelWriter<'_> {
         let k = self.k;
         let range = (start, start + region.len());
         let mut code = String::new();
-        if fmas.len() < 2 || !loop_form_fits(region, &fmas, |r| read_elsewhere(k, block, range, r))
-        {
+        let fits = fmas.len() >= 2 && {
+            let elsewhere = read_elsewhere(k, block, range);
+            loop_form_fits(region, &fmas, |r| {
+                elsewhere.as_ref().is_none_or(|e| e.contains(&r))
+            })
+        };
+        if !fits {
             for s in region {
                 code.push_str(&self.pieces(s)?.concat());
             }

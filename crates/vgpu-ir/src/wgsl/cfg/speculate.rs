@@ -13,7 +13,8 @@
 //! was noted, the
 //! registers the region reads before it writes them are restored and the
 //! region runs again with the in-place guard (`fma_native_f32`: the full
-//! test, and the exact emulation for a suspect fma). The guard then costs
+//! test, and the exact emulation for a suspect fma; written as
+//! second_run.rs says). The guard then costs
 //! about a comparison per tested value and one branch per region rather than
 //! its full test and a branch per fma (`lorenz_rk4`'s step loop is one
 //! region).
