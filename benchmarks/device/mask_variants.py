@@ -49,6 +49,10 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
             on the fma reached runs the statements up to the next fma, whose
             operands one `fma_native_f32` call after the `switch` takes (one
             emulation in the code, not one per fma; exact as generated)
+  mintree   each region's tests as one running minimum of the tested
+            magnitudes compared once with the threshold before `if (susN)`
+            (exact: a flushed subnormal is still below 2^T, a NaN is never
+            tiny and `min` keeps the other operand)
 """
 import os, re, sys
 
@@ -293,6 +297,40 @@ def slowloop(t):
     return "\n".join(out) if done else None
 
 
+TINY_FN = re.compile(r"fn tiny\(x: u32\) -> bool \{ return abs\(f\(x\)\) < ([0-9.e+-]+f); \}")
+TEST_LINE = re.compile(r"^( *)(sus\d+) = \2 \| (.*);$")
+
+
+def mintree(t):
+    m = TINY_FN.search(t)
+    if not m:
+        return None
+    thr = m.group(1)
+    out = []
+    for l in t.split("\n"):
+        d = re.match(r"^( *)var (sus(\d+)) = (.*);$", l)
+        if d:
+            out.append(l)
+            out.append(f"{d.group(1)}var mn{d.group(3)} = 3.4e38f;")
+            continue
+        tl = TEST_LINE.match(l)
+        if tl and "tiny(" in tl.group(3):
+            n = tl.group(2)[3:]
+            terms = [x.strip() for x in tl.group(3).split("|")]
+            regs = [re.fullmatch(r"tiny\((r\d+)\)", x) for x in terms]
+            if all(regs):
+                e = f"abs(f({regs[0].group(1)}))"
+                for r in regs[1:]:
+                    e = f"min({e}, abs(f({r.group(1)})))"
+                out.append(f"{tl.group(1)}mn{n} = min(mn{n}, {e});")
+                continue
+        i = re.match(r"^( *)if \((sus(\d+))\) \{$", l)
+        if i:
+            out.append(f"{i.group(1)}{i.group(2)} = {i.group(2)} | (mn{i.group(3)} < {thr});")
+        out.append(l)
+    return "\n".join(out)
+
+
 forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "mask_bare": lambda t: mask(bare(t)) if mask(t) and bare(t) else None,
          "gsplit": gsplit,
@@ -303,6 +341,7 @@ forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "nowd": nowd, "noinit": noinit, "noepi": noepi,
          "nogaddr": nogaddr, "nochk": nochk,
          "cheapemu": cheapemu, "devslow": devslow, "slowloop": slowloop,
+         "mintree": mintree,
          "cover": cover if entry == "lorenz_rk4" else (lambda t: None)}
 for name, fn in forms.items():
     v = fn(src)
