@@ -70,6 +70,18 @@ fn structured_when_checked(m: &Module, entry: &str, block: [u32; 3]) -> bool {
     w.contains("fn run_thread(") && !w.contains("switch pc")
 }
 
+/// The checked WGSL of `entry` at 64 threads a block, without the race
+/// check and the global-memory initcheck.
+fn checked_wgsl_64(m: &Module, entry: &str) -> String {
+    let (_, ck) = vgpu::ptx::lower::lower_entry(m, entry).expect("the kernel lowers");
+    let o = CfgWgslOptions::plain([64, 1, 1], true);
+    let no_race = CfgChecks {
+        initcheck: false,
+        race: false,
+    };
+    emit_cfg_wgsl_with(&ck, &o, no_race).expect("WGSL")
+}
+
 /// The fault of a launch that must fault.
 fn fault(r: Result<Vec<u8>, PtxError>, what: &str) -> Fault {
     match r {
@@ -275,13 +287,7 @@ fn the_count_of_written_shared_words_misses_no_unwritten_byte() {
 fn a_loop_after_shared_memory_is_all_written_skips_its_notes() {
     let Some(m) = module() else { return };
     let c = cfg([2, 1, 1], [64, 1, 1]);
-    let (_, ck) = vgpu::ptx::lower::lower_entry(&m, "sh_loop_ok").expect("the kernel lowers");
-    let o = CfgWgslOptions::plain([64, 1, 1], true);
-    let no_race = CfgChecks {
-        initcheck: false,
-        race: false,
-    };
-    let w = emit_cfg_wgsl_with(&ck, &o, no_race).expect("WGSL");
+    let w = checked_wgsl_64(&m, "sh_loop_ok");
     assert!(
         w.contains("if (sh_full) {"),
         "the loop is written twice:\n{w}"
@@ -320,15 +326,7 @@ fn a_loop_after_shared_memory_is_all_written_skips_its_notes() {
 fn shared_memory_proven_written_before_the_first_barrier_needs_no_notes() {
     let Some(m) = module() else { return };
     let c = cfg([2, 1, 1], [64, 1, 1]);
-    let wgsl = |entry: &str| {
-        let (_, ck) = vgpu::ptx::lower::lower_entry(&m, entry).expect("the kernel lowers");
-        let o = CfgWgslOptions::plain([64, 1, 1], true);
-        let no_race = CfgChecks {
-            initcheck: false,
-            race: false,
-        };
-        emit_cfg_wgsl_with(&ck, &o, no_race).expect("WGSL")
-    };
+    let wgsl = |entry: &str| checked_wgsl_64(&m, entry);
     let notes = |entry: &str| wgsl(entry).matches("sh_rd(t").count();
     let marks = |entry: &str| wgsl(entry).matches("sh_wr(t").count();
     assert_eq!(notes("sh_cover_ok"), 0);

@@ -56,7 +56,7 @@ pub(super) fn smem_words_tested<'a>(stmts: impl IntoIterator<Item = &'a Stmt>) -
 }
 
 /// Whether `s` is an f32 fma.
-fn is_fma_f32(s: &Stmt) -> bool {
+pub(super) fn is_fma_f32(s: &Stmt) -> bool {
     matches!(
         s.inst,
         Inst::Tern {

@@ -21,6 +21,7 @@
 //! from fma to fma, keep the straight form (there the loop form measured
 //! 11% slower).
 
+use super::fma_plan::{is_fma_f32, reads};
 use super::writer::{ExprWidth, KernelWriter};
 use crate::cfg::{CfgKernel, Inst, Reg, Stmt, Term, TernOp};
 use crate::error::IrError;
@@ -32,58 +33,45 @@ fn fma_sites(region: &[Stmt]) -> Vec<usize> {
     region
         .iter()
         .enumerate()
-        .filter(|(_, s)| {
-            s.guard.is_none()
-                && matches!(
-                    s.inst,
-                    Inst::Tern {
-                        op: TernOp::FmaF32 { .. },
-                        ..
-                    }
-                )
-        })
+        .filter(|(_, s)| s.guard.is_none() && is_fma_f32(s))
         .map(|(i, _)| i)
         .collect()
 }
 
 /// The registers of `region` live at each of the fma sites `fmas` (the
 /// fma's own operands excluded: the loop form holds them in `fa`, `fb`,
-/// `fc`): those whose next event after the fma, its own write included, is
-/// a read, and those with no event left that `live_out` says are read past
-/// the region. Where their union is no larger than the largest of them,
-/// the loop form adds no register ([module documentation](self)).
+/// `fc`; its result excluded: it is written there): those live after the
+/// fma, by one backward pass from the ones `live_out` says are read past
+/// the region (an unguarded write ends a register's life, a read starts
+/// it). Where their union is no larger than the largest of them, the loop
+/// form adds no register ([module documentation](self)).
 pub(super) fn loop_form_fits(
     region: &[Stmt],
     fmas: &[usize],
     live_out: impl Fn(Reg) -> bool,
 ) -> bool {
-    let regs: BTreeSet<Reg> = region
+    let mut live: BTreeSet<Reg> = region
         .iter()
-        .flat_map(|s| super::fma_plan::reads(s).into_iter().chain(s.inst.dests()))
+        .flat_map(|s| reads(s).into_iter().chain(s.inst.dests()))
+        .filter(|&r| live_out(r))
         .collect();
     let mut union = BTreeSet::new();
     let mut most = 0;
-    for &i in fmas {
-        let live: BTreeSet<Reg> = regs
-            .iter()
-            .copied()
-            .filter(|&r| {
-                if region[i].inst.dests().contains(&r) {
-                    return false;
-                }
-                for s in &region[i + 1..] {
-                    if super::fma_plan::reads(s).contains(&r) {
-                        return true;
-                    }
-                    if s.guard.is_none() && s.inst.dests().contains(&r) {
-                        return false;
-                    }
-                }
-                live_out(r)
-            })
-            .collect();
-        most = most.max(live.len());
-        union.extend(live);
+    for (i, s) in region.iter().enumerate().rev() {
+        if fmas.contains(&i) {
+            let mut at = live.clone();
+            for d in s.inst.dests() {
+                at.remove(&d);
+            }
+            most = most.max(at.len());
+            union.extend(at);
+        }
+        if s.guard.is_none() {
+            for d in s.inst.dests() {
+                live.remove(&d);
+            }
+        }
+        live.extend(reads(s));
     }
     union.len() <= most
 }
@@ -103,7 +91,7 @@ fn read_elsewhere(k: &CfgKernel, block: usize, range: (usize, usize)) -> Option<
         }
         for (i, s) in blk.stmts.iter().enumerate() {
             if !(b == block && i >= range.0 && i < range.1) {
-                out.extend(super::fma_plan::reads(s));
+                out.extend(reads(s));
             }
         }
     }
