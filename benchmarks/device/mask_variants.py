@@ -38,6 +38,39 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
   nogaddr   checked kernels: each global access's region check gone (its
             byte offset used as given; inexact only for a kernel that strays)
   nochk     nowd, noinit, noepi and nogaddr together
+  wdlet     checked kernels: the watchdog's limit (and each barrier loop's
+            limit on its iterations, the limit divided) read once per thread
+            into a `let` before the code (exact)
+  noit      checked kernels: the barrier loops' iteration bound gone (the
+            step counts and their tests kept; inexact only for a kernel
+            that hangs)
+  notest    checked kernels: the step counts' tests gone (the counts and
+            the barrier loops' iteration bounds kept; inexact only for a
+            kernel that hangs)
+  hdronly   checked kernels: the steps counted at loop headers only (each
+            header's count kept, every other block's gone: a lower bound
+            of the thread's instructions; a hang still faults)
+  hdrepi    hdronly and epibar
+  wdnote    checked kernels: the watchdog's fault noted (its line and, where
+            faults do not end the thread, its time) in place of raise(),
+            taken as the thread's fault after run_thread returns (exact: a
+            fault raised after the note is later)
+  wdsel     checked kernels: the watchdog's test in a loop with barriers a
+            branchless select of the line into the note (wdnote elsewhere;
+            not exact: a later fault's record is not kept out)
+  wdexit    checked kernels: the watchdog's tests out of the loops (after
+            each loop's closing line; inexact: a hang is not caught)
+  wdvre     wdnote and vreloop
+  sel3      checked kernels (session 30's raise_if): the branchless raise
+            selecting only g_fcls, g_fline and g_fkey, g_ft set to the
+            thread's own index at its start (exact: g_fa and g_ft are
+            their first values while g_fcls is 0)
+  sel1      checked kernels (raise_if): the watchdog noted in g_wd and
+            g_wdk by select, taken as the thread's fault after run_thread
+            returns (stores after it not held back)
+  epibar    checked kernels: the block's end without its barrier, each
+            faulting thread recording its fault (the earliest of the block
+            not chosen: inexact only for a kernel that faults)
   cheapemu  the emulated fma (`fma_f32`) gone from `fma_native_f32` (a
             suspect result returned with its last bit flipped; inexact where
             a case is suspect): what the emulation's code costs where it
@@ -49,6 +82,20 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
             on the fma reached runs the statements up to the next fma, whose
             operands one `fma_native_f32` call after the `switch` takes (one
             emulation in the code, not one per fma; exact as generated)
+  reloop    each region's straight second run (not the loop form) run
+            again until no fma is left to emulate: its fmas the device's
+            own, a suspect one (`fma_suspect`) taken from the emulated
+            values found so far or, the first new one, noted; after the
+            copy, the noted fma emulated once (`fma_f32`, one call in the
+            code) and the copy run again from the restored inputs (exact:
+            the registers live as in the fast copy, the emulation out of it)
+  vloop     a loop without barriers whose body holds a region with a
+            straight second run, written twice: the first copy without the
+            second run (a suspect region restores its inputs and leaves the
+            loop), the second after it, entered only then, each region of it
+            run guarded from the start (exact: the cold code out of the hot
+            loop)
+  vreloop   vloop of reloop
   mintree   each region's tests as one running minimum of the tested
             magnitudes compared once with the threshold before `if (susN)`
             (exact: a flushed subnormal is still below 2^T, a NaN is never
@@ -215,6 +262,134 @@ def nochk(t):
     return t
 
 
+IT_TEST = re.compile(r"words\[1\] / (\d+)u")
+
+
+def wdlet(t):
+    if "if (steps > words[1])" not in t:
+        return None
+    head = "fn run_thread(lid: vec3<u32>, cta: vec3<u32>, ncta: vec3<u32>, lidx: u32) {\n"
+    if head not in t:
+        return None
+    divs = sorted(set(IT_TEST.findall(t)), key=int)
+    lets = "  let wdl = words[1];\n" + "".join(f"  let wdl{d} = wdl / {d}u;\n" for d in divs)
+    t = IT_TEST.sub(lambda m: f"wdl{m.group(1)}", t)
+    t = t.replace("if (steps > words[1])", "if (steps > wdl)")
+    return t.replace(head, head + lets, 1)
+
+
+def noit(t):
+    if "it" not in t or not re.search(r"^ *it\d+ = it\d+ \+ 1u;$", t, re.M):
+        return None
+    return "\n".join(l for l in t.split("\n") if not any(w.match(l) for w in WATCH[2:]))
+
+
+def notest(t):
+    if "if (steps > words[1])" not in t:
+        return None
+    return "\n".join(l for l in t.split("\n") if not WATCH[1].match(l))
+
+
+def hdronly(t):
+    if "if (steps > words[1])" not in t:
+        return None
+    ls = t.split("\n")
+    keep = [l for i, l in enumerate(ls)
+            if not (WATCH[0].match(l) and not (i + 1 < len(ls) and WATCH[1].match(ls[i + 1])))]
+    return "\n".join(keep)
+
+
+WD_TEST = re.compile(r"^( *)if \(steps > words\[1\]\) \{ raise\(3u, (\d+)u, vec2<u32>\(0u, 0u\)\); *(.*)\}$")
+RUN_CALL = "  run_thread(lid, cta, ncta, lidx);\n"
+
+
+def wdnote(t, sel=False):
+    if "if (steps > words[1])" not in t or RUN_CALL not in t:
+        return None
+    soft = "var<private> g_nbar: u32;" in t
+    key = "2u * g_nbar" if soft else "0u"
+    out = []
+    for l in t.split("\n"):
+        m = WD_TEST.match(l)
+        if m:
+            ind, line, exit_ = m.group(1), m.group(2), m.group(3).strip()
+            if sel and not exit_:
+                out.append(f"{ind}g_wd = select(g_wd, {line}u, (steps > words[1]) & (g_wd == 0u));")
+            else:
+                out.append(f"{ind}if (steps > words[1]) {{ wd_note({line}u); {exit_} }}")
+            continue
+        out.append(l)
+    t = "\n".join(out)
+    decl = ("var<private> g_wd: u32;\nvar<private> g_wdk: u32;\n"
+            f"fn wd_note(line: u32) {{ if (g_wd == 0u && g_fcls == 0u) {{ g_wd = line; g_wdk = {key}; }} }}\n")
+    take = ("  if (g_wd != 0u) { g_fcls = 3u; g_fline = g_wd; g_fa = vec2<u32>(0u, 0u);"
+            + (" g_ft = lidx; g_fkey = g_wdk;" if soft else "") + " }\n")
+    t = t.replace(RUN_CALL, RUN_CALL + take, 1)
+    return t.replace("fn raise(", decl + "fn raise(", 1)
+
+
+def wdexit(t):
+    if "if (steps > words[1])" not in t:
+        return None
+    ls = t.split("\n")
+    moved = {}
+    keep = []
+    for i, l in enumerate(ls):
+        if WD_TEST.match(l):
+            # the enclosing loop's closing line
+            k = i
+            while k >= 0 and ls[k].strip() != "loop {":
+                k -= 1
+            if k >= 0:
+                moved.setdefault(block_end(ls, k), []).append(WD_TEST.sub(r"\1if (steps > words[1]) { raise(3u, \2u, vec2<u32>(0u, 0u)); }", l))
+                continue
+        keep.append((i, l))
+    out = []
+    for i, l in keep:
+        out.append(l)
+        out.extend(moved.get(i, []))
+    return "\n".join(out)
+
+
+RAISE_IF = re.compile(r"fn raise_if\(c: bool, cls: u32, line: u32, a: vec2<u32>\) \{\n(?:.*\n)*?\}\n")
+
+
+def sel3(t):
+    m = RAISE_IF.search(t)
+    if not m:
+        return None
+    ft = re.search(r"g_ft = select\(g_ft, (.*), w\);", m.group(0)).group(1)
+    body = ("fn raise_if(c: bool, cls: u32, line: u32, a: vec2<u32>) {\n  let w = c & (g_fcls == 0u);\n"
+            "  g_fline = select(g_fline, line, w); g_fkey = select(g_fkey, 2u * g_nbar, w);\n"
+            "  g_fcls = select(g_fcls, cls, w);\n}\n")
+    t = t[:m.start()] + body + t[m.end():]
+    return t.replace("  g_lid = lid;\n", f"  g_lid = lid;\n  g_ft = {ft};\n", 1)
+
+
+def sel1(t):
+    m = RAISE_IF.search(t)
+    if not m or RUN_CALL not in t:
+        return None
+    body = ("var<private> g_wd: u32;\nvar<private> g_wdk: u32;\n"
+            "fn raise_if(c: bool, cls: u32, line: u32, a: vec2<u32>) {\n"
+            "  let w = c & (g_fcls == 0u) & (g_wd == 0u);\n"
+            "  g_wd = select(g_wd, line, w); g_wdk = select(g_wdk, 2u * g_nbar, w);\n}\n")
+    t = t[:m.start()] + body + t[m.end():]
+    take = ("  if (g_wd != 0u) { g_fcls = 3u; g_fline = g_wd; g_fa = vec2<u32>(0u, 0u);"
+            " g_ft = lidx; g_fkey = g_wdk; }\n")
+    return t.replace(RUN_CALL, RUN_CALL + take, 1)
+
+
+EPI_BAR = ("  if (g_fcls != 0u) { atomicMax(&wg_fmin, ~g_fkey); }\n  workgroupBarrier();\n"
+           "  if (g_fcls != 0u && atomicLoad(&wg_fmin) == ~g_fkey) {")
+
+
+def epibar(t):
+    if EPI_BAR not in t:
+        return None
+    return t.replace(EPI_BAR, "  if (g_fcls != 0u) {")
+
+
 EMU_CALL = "  if (fma_suspect(a, b, c, r)) { return fma_f32(a, b, c); }\n"
 
 
@@ -297,6 +472,97 @@ def slowloop(t):
     return "\n".join(out) if done else None
 
 
+def reloop(t):
+    if "fma_native_f32(r" not in t:
+        return None
+    lines = t.split("\n")
+    out = []
+    i = 0
+    found = False
+    while i < len(lines):
+        m = re.match(r"^( *)if \((sus(\d+))\) \{$", lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        j = block_end(lines, i)
+        body = lines[i + 1:j]
+        if not any(FMA_LINE.match(l) for l in body) or any("switch" in l for l in body):
+            out.extend(lines[i:j + 1])
+            i = j + 1
+            continue
+        found = True
+        n = m.group(3)
+        ind = m.group(1)
+        nf = sum(1 for l in body if FMA_LINE.match(l))
+        out.append(lines[i])
+        out.append(f"{ind}var dn{n} = 0u; var ov{n}: array<u32, {nf}>;")
+        out.append(f"{ind}var pd{n} = 0u; var pa{n} = 0u; var pb{n} = 0u; var pc{n} = 0u;")
+        out.append(f"{ind}loop {{")
+        out.append(f"{ind}pd{n} = 0xffffffffu;")
+        k = 0
+        for l in body:
+            fm = FMA_LINE.match(l)
+            if not fm:
+                out.append(l)
+                continue
+            a, b, c = split_args(fm.group(2))
+            r = fm.group(1)
+            out.append(f"{ind}{{ let qa = {a}; let qb = {b}; let qc = {c}; var qd = dev_fma(qa, qb, qc);")
+            out.append(f"{ind}if (fma_suspect(qa, qb, qc, qd)) {{ if ({k}u < dn{n}) {{ qd = ov{n}[{k}]; }} "
+                       f"else if (pd{n} == 0xffffffffu) {{ pd{n} = {k}u; pa{n} = qa; pb{n} = qb; pc{n} = qc; }} }}")
+            out.append(f"{ind}{r} = qd; }}")
+            k += 1
+        out.append(f"{ind}if (pd{n} == 0xffffffffu) {{ break; }}")
+        out.append(f"{ind}ov{n}[min(pd{n}, {nf - 1}u)] = fma_f32(pa{n}, pb{n}, pc{n}); dn{n} = pd{n} + 1u;")
+        out.append(f"{ind}}}")
+        out.append(lines[j])
+        i = j + 1
+    return "\n".join(out) if found else None
+
+
+def vloop(t):
+    lines = t.split("\n")
+    for i, l in enumerate(lines):
+        if l.strip() != "loop {":
+            continue
+        j = block_end(lines, i)
+        body = lines[i + 1:j]
+        if any("Barrier" in x for x in body) or any("switch" in x for x in body):
+            continue
+        fast, slow, found, k = [], [], False, 0
+        while k < len(body):
+            m = re.match(r"^( *)if \((sus\d+)\) \{$", body[k])
+            if not m:
+                fast.append(body[k])
+                slow.append(re.sub(r"^( *)var (sus\d+) = .*;$", r"\1var \2 = true;", body[k]))
+                k += 1
+                continue
+            e = i + 1 + k
+            end = block_end(lines, e) - (i + 1)
+            inner = body[k + 1:end]
+            if not any("fma_native_f32" in x or "fma_suspect(" in x for x in inner):
+                fast.extend(body[k:end + 1])
+                slow.extend(body[k:end + 1])
+                k = end + 1
+                continue
+            found = True
+            restores = [x for x in inner if re.match(r"^ *r\d+ = sv\d+_\d+;$", x)]
+            fast.append(body[k])
+            fast.extend(restores)
+            fast.append("        vslow = true; break;")
+            fast.append(lines[i + 1 + end])
+            slow.extend(body[k:end + 1])
+            k = end + 1
+        if not found:
+            continue
+        ind = re.match(r"^( *)", l).group(1)
+        new = ([f"{ind}var vslow = false;", l] + fast + [lines[j]] +
+               [f"{ind}if (vslow) {{", l] + slow + [lines[j], f"{ind}}}"])
+        return "\n".join(lines[:i] + new + lines[j + 1:])
+    return None
+
+
 TINY_FN = re.compile(r"fn tiny\(x: u32\) -> bool \{ return abs\(f\(x\)\) < ([0-9.e+-]+f); \}")
 TEST_LINE = re.compile(r"^( *)(sus\d+) = \2 \| (.*);$")
 
@@ -340,8 +606,16 @@ forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "fold": fold,
          "nowd": nowd, "noinit": noinit, "noepi": noepi,
          "nogaddr": nogaddr, "nochk": nochk,
+         "wdlet": wdlet, "noit": noit, "notest": notest, "epibar": epibar,
+         "hdronly": hdronly, "sel3": sel3, "sel1": sel1,
+         "wdnote": wdnote, "wdsel": lambda t: wdnote(t, True), "wdexit": wdexit,
+         "wdvre": lambda t: wdnote(vloop(reloop(t))) if reloop(t) and vloop(reloop(t)) else None,
+         "hdrepi": lambda t: epibar(hdronly(t)) if hdronly(t) and epibar(t) else None,
          "cheapemu": cheapemu, "devslow": devslow, "slowloop": slowloop,
          "mintree": mintree,
+         "reloop": reloop,
+         "vloop": vloop,
+         "vreloop": lambda t: vloop(reloop(t)) if reloop(t) else None,
          "cover": cover if entry == "lorenz_rk4" else (lambda t: None)}
 for name, fn in forms.items():
     v = fn(src)
