@@ -246,6 +246,10 @@ fn a_checked_kernel_with_uniform_barriers_is_structured_and_faults_go_on() {
         w.contains("it1 = it1 + 1u;") && w.contains("if (it1 > words[1] / "),
         "{w}"
     );
+    // The loop's watchdog raises without a branch.
+    assert!(w.contains("raise_if(steps > words[1], 3u, "), "{w}");
+    assert!(w.contains("  g_ft = lidx;\n  run_thread("), "{w}");
+    assert!(!w.contains("if (steps > words[1])"), "{w}");
     assert!(w.contains("if (g_fcls == 0u) { st_"), "{w}");
     // Each barrier, then its release's uninitialised-read verdict between it
     // and a second; the block's end, one barrier after which the earliest

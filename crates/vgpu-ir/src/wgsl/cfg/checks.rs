@@ -355,6 +355,14 @@ fn raise(cls: u32, line: u32, a: vec2<u32>) {{
     g_ft = g_lid.x + {bx}u * (g_lid.y + {by}u * g_lid.z); g_fkey = 2u * g_nbar;
   }}
 }}
+// raise of a fault without an address where c holds, without a branch (the
+// watchdog of a loop through barriers, watchdog.rs): while g_fcls is 0,
+// g_fa is still zero and g_ft this thread's index (set before run_thread).
+fn raise_if(c: bool, cls: u32, line: u32) {{
+  let w = c & (g_fcls == 0u);
+  g_fline = select(g_fline, line, w); g_fkey = select(g_fkey, 2u * g_nbar, w);
+  g_fcls = select(g_fcls, cls, w);
+}}
 {lid3}"
     )
 }

@@ -506,9 +506,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             },
         );
         if let Some(body) = structured {
+            // Where faults do not end the thread, the faulting thread's
+            // index is its own until a check judging for another sets it
+            // (`raise_if` selects only the other fields).
+            let ft = if self.soft { "  g_ft = lidx;\n" } else { "" };
             let _ = writeln!(
                 self.out,
-                "  if (pc == {RET}u) {{ return; }}\n  run_thread(lid, cta, ncta, lidx);"
+                "  if (pc == {RET}u) {{ return; }}\n{ft}  run_thread(lid, cta, ncta, lidx);"
             );
             self.epilogue(false);
             self.out.push_str("}\n");

@@ -247,7 +247,8 @@ impl KernelWriter<'_> {
     /// thread reaches; a loop with barriers every thread runs alike, so a
     /// count of its iterations, the same in all, ends the thread once every
     /// thread has faulted (each iteration counts at least the header's
-    /// instructions).
+    /// instructions); its fault is raised there without a branch
+    /// ([`KernelWriter::watchdog_branchless`]).
     fn structured_watchdog(&self, w: &Writing, i: usize) -> String {
         let header = w.shape.loops[i].is_some();
         if !(self.soft && header) {
@@ -259,7 +260,7 @@ impl KernelWriter<'_> {
         let n = self.k.blocks[i].stmts.len() + 1;
         format!(
             "{}        it{i} = it{i} + 1u;\n        if (it{i} > words[{}] / {n}u) {{ return; }}\n",
-            self.watchdog_exiting(i, true, ""),
+            self.watchdog_branchless(i),
             meta::WATCHDOG
         )
     }

@@ -5,13 +5,18 @@
 //! loops with barriers add a count of iterations alike in every thread
 //! (structured.rs).
 //!
-//! Its tests are a quarter of checked `reduce_sum_atomic`'s time on the H100
-//! and 4 ms of checked `matmul_tiled`'s (session 24, `check_variants`
+//! Its tests were a quarter of checked `reduce_sum_atomic`'s time on the
+//! H100 and 4 ms of checked `matmul_tiled`'s (session 24, `check_variants`
 //! `nosteps`); a loop with barriers that only noted the fault and took it at
 //! the block's end, later faults kept out by a test in `raise` (0e8ffde,
 //! 9b13186), made `reduce_sum_atomic` faster (0.318–0.346 ms against 0.366)
 //! but `matmul_tiled` slower (59.6–60.4 ms against 54.1), so the fault is
-//! raised where the count passes the limit.
+//! raised where the count passes the limit. In a loop with barriers whose
+//! threads go on after a fault, it is raised without a branch (`raise_if`,
+//! checks.rs: three of the record's fields selected): the branch cost
+//! `matmul_tiled` 3.8 of its 34.9 ms and `reduce_sum_atomic` 0.020 of 0.266
+//! (session 30, `mask_variants` `sel3`; selecting all five fields took back
+//! 3.5 ms and nothing).
 
 use super::writer::{KernelWriter, EXIT};
 use super::{fault, meta};
@@ -31,13 +36,40 @@ impl KernelWriter<'_> {
         if !self.o.checked {
             return String::new();
         }
-        let b = &self.k.blocks[i];
-        let n = b.stmts.len() + 1;
+        let n = self.k.blocks[i].stmts.len() + 1;
         if !header {
             return format!("        steps = steps + {n}u;\n");
         }
-        let line = b
-            .stmts
+        format!(
+            "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ raise({}u, {}u, vec2<u32>(0u, 0u)); {exit} }}\n",
+            meta::WATCHDOG,
+            fault::CLASS_WATCHDOG,
+            self.header_line(i)
+        )
+    }
+
+    /// The watchdog at the start of loop header `i` where its fault neither
+    /// ends the thread nor leaves the loop (a loop through barriers in the
+    /// structured form whose threads go on after a fault): the count, and
+    /// the fault raised without a branch (`raise_if`, checks.rs).
+    pub(super) fn watchdog_branchless(&self, i: usize) -> String {
+        if !self.o.checked {
+            return String::new();
+        }
+        let n = self.k.blocks[i].stmts.len() + 1;
+        format!(
+            "        steps = steps + {n}u;\n        raise_if(steps > words[{}], {}u, {}u);\n",
+            meta::WATCHDOG,
+            fault::CLASS_WATCHDOG,
+            self.header_line(i)
+        )
+    }
+
+    /// The PTX line a watchdog fault at block `i` names: its first
+    /// statement's, or its terminator's where that has one.
+    fn header_line(&self, i: usize) -> u32 {
+        let b = &self.k.blocks[i];
+        b.stmts
             .first()
             .map(|s| s.line)
             .or(match b.term {
@@ -46,11 +78,6 @@ impl KernelWriter<'_> {
                 }
                 _ => None,
             })
-            .unwrap_or(0);
-        format!(
-            "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ raise({}u, {line}u, vec2<u32>(0u, 0u)); {exit} }}\n",
-            meta::WATCHDOG,
-            fault::CLASS_WATCHDOG
-        )
+            .unwrap_or(0)
     }
 }
