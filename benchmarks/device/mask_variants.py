@@ -65,6 +65,12 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
             selecting only g_fcls, g_fline and g_fkey, g_ft set to the
             thread's own index at its start (exact: g_fa and g_ft are
             their first values while g_fcls is 0)
+  norec     checked kernels where faults do not end the thread: the fault
+            record's details gone (raise sets only g_fcls; line, address,
+            thread and time stay zero; inexact for a kernel that faults):
+            what keeping them live costs
+  keyonly   norec with the time kept (g_fkey: the block's earliest fault
+            still chosen)
   sel1      checked kernels (raise_if): the watchdog noted in g_wd and
             g_wdk by select, taken as the thread's fault after run_thread
             returns (stores after it not held back)
@@ -385,6 +391,21 @@ def sel1(t):
     return t.replace(RUN_CALL, RUN_CALL + take, 1)
 
 
+def norec(t, key=False):
+    if "fn raise_if(" not in t:
+        return None
+    kk = " g_fkey = 2u * g_nbar;" if key else ""
+    t = re.sub(r"(fn raise\(cls: u32, line: u32, a: vec2<u32>\) \{\n  if \(g_fcls == 0u\) \{\n)(?:.*\n){2}",
+               lambda m: m.group(1) + f"    g_fcls = cls;{kk}\n", t, count=1)
+    ks = " g_fkey = select(g_fkey, 2u * g_nbar, w);" if key else ""
+    t = re.sub(r"(fn raise_if\(c: bool, cls: u32, line: u32\) \{\n  let w = .*\n)(?:.*\n){2}",
+               lambda m: m.group(1) + f"  g_fcls = select(g_fcls, cls, w);{ks}\n", t, count=1)
+    kl = " g_fkey = 2u * g_nbar - 1u;" if key else ""
+    t = re.sub(r"(fn raise_lidx\(cls: u32, line: u32, t: u32\) \{\n  if \(g_fcls == 0u\) \{\n)(?:.*\n)",
+               lambda m: m.group(1) + f"    g_fcls = cls;{kl}\n", t, count=1)
+    return t
+
+
 EPI_BAR = ("  if (g_fcls != 0u) { atomicMax(&wg_fmin, ~g_fkey); }\n  workgroupBarrier();\n"
            "  if (g_fcls != 0u && atomicLoad(&wg_fmin) == ~g_fkey) {")
 
@@ -613,6 +634,7 @@ forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "nogaddr": nogaddr, "nochk": nochk,
          "wdlet": wdlet, "noit": noit, "notest": notest, "epibar": epibar,
          "hdronly": hdronly, "sel3": sel3, "sel1": sel1,
+         "norec": norec, "keyonly": lambda t: norec(t, True),
          "wdnote": wdnote, "wdsel": lambda t: wdnote(t, True), "wdexit": wdexit,
          "wdvre": lambda t: wdnote(vloop(reloop(t))) if reloop(t) and vloop(reloop(t)) else None,
          "hdrepi": lambda t: epibar(hdronly(t)) if hdronly(t) and epibar(t) else None,

@@ -700,3 +700,26 @@ fn the_watchdog_ends_loops_in_checked_kernels_with_barriers() {
         }
     }
 }
+
+/// A halving loop through a barrier (vgpu-ir's wgsl/cfg/bounded.rs) ends
+/// on its own: its checked WGSL counts its instructions but tests no
+/// watchdog and keeps no iteration count, and it runs to the interpreter's
+/// bytes; the same loop shifting arithmetically keeps the watchdog.
+#[test]
+fn a_halving_loop_needs_no_watchdog_test() {
+    let Some(m) = module() else { return };
+    let w = checked_wgsl_64(&m, "soft_halving");
+    assert!(w.contains("fn run_thread("), "{w}");
+    assert!(w.contains("steps = steps + "), "{w}");
+    assert!(!w.contains("raise_if(steps"), "{w}");
+    assert!(!w.contains("if (steps > words[1])"), "{w}");
+    assert!(!w.contains("var it"), "{w}");
+    let w = checked_wgsl_64(&m, "soft_halving_s");
+    assert!(w.contains("raise_if(steps > words[1], 3u, "), "{w}");
+    assert!(w.contains("var it"), "{w}");
+    let c = cfg([1, 1, 1], [64, 1, 1]);
+    let cpu = launch(&m, BackendChoice::Cpu, false, "soft_halving", &c, 1).expect("CPU");
+    let gpu = launch(&m, BackendChoice::Gpu, false, "soft_halving", &c, 1).expect("GPU");
+    assert_eq!(cpu, 2016u32.to_le_bytes(), "the interpreter's sum");
+    assert_eq!(gpu, cpu, "the GPU's sum");
+}

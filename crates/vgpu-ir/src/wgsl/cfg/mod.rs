@@ -44,6 +44,7 @@
 mod access;
 mod atomic_probe;
 mod bits;
+mod bounded;
 mod checks;
 mod coverage;
 mod emit;

@@ -38,6 +38,7 @@
 //! blocks (or, for lavapipe's nesting limit, [`MAX_NESTING`]), the kernel
 //! keeps the state machine.
 
+use super::bounded;
 use super::writer::{KernelWriter, EXIT};
 use super::CfgWgslOptions;
 use super::{checks, fault, meta};
@@ -105,6 +106,9 @@ struct Writing<'s> {
     barrier_unjudged: String,
     /// Whether each block is the header of a loop that holds a barrier.
     barrier_loop: Vec<bool>,
+    /// Whether each block is the header of a loop its own code ends within
+    /// a few iterations (bounded.rs), which the watchdog does not test.
+    bounded: Vec<bool>,
 }
 
 impl Writing<'_> {
@@ -145,8 +149,11 @@ impl KernelWriter<'_> {
                 })
             })
             .collect();
+        let bounded: Vec<bool> = (0..k.blocks.len())
+            .map(|h| self.o.checked && bounded::halving_bound(k, shape, h).is_some())
+            .collect();
         if self.soft {
-            for (h, _) in barrier_loop.iter().enumerate().filter(|(_, &b)| b) {
+            for h in (0..k.blocks.len()).filter(|&h| barrier_loop[h] && !bounded[h]) {
                 let _ = writeln!(self.out, "  var it{h}: u32 = 0u;");
             }
         }
@@ -160,6 +167,7 @@ impl KernelWriter<'_> {
             barrier: self.barrier_code(global_exchange(self.k, shape)),
             barrier_unjudged: self.barrier_unjudged(global_exchange(self.k, shape)),
             barrier_loop,
+            bounded,
         };
         let fits = self.seq(&mut w, 0, None, None, false)?;
         self.out.push_str("}\n");
@@ -250,7 +258,9 @@ impl KernelWriter<'_> {
     /// instructions); its fault is raised there without a branch
     /// ([`KernelWriter::watchdog_branchless`]).
     fn structured_watchdog(&self, w: &Writing, i: usize) -> String {
-        let header = w.shape.loops[i].is_some();
+        // A loop that ends on its own within a few iterations only counts
+        // (bounded.rs).
+        let header = w.shape.loops[i].is_some() && !w.bounded[i];
         if !(self.soft && header) {
             return self.watchdog(i, header);
         }

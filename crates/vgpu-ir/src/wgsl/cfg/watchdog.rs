@@ -3,7 +3,8 @@
 //! count passes the launch's limit (`meta::WATCHDOG`), tested at loop
 //! headers, which every endless execution passes. The structured form's
 //! loops with barriers add a count of iterations alike in every thread
-//! (structured.rs).
+//! (structured.rs). A loop its own code ends within a few iterations (a
+//! halving loop, bounded.rs) only counts: nothing there can run forever.
 //!
 //! Its tests were a quarter of checked `reduce_sum_atomic`'s time on the
 //! H100 and 4 ms of checked `matmul_tiled`'s (session 24, `check_variants`
