@@ -1,21 +1,27 @@
 //! Loops whose own code ends them within a few iterations, which the
 //! watchdog need not test (watchdog.rs): the tree reduction's halving loop,
-//! `for (s = n / 2; s > 0; s >>= 1)`, whose one latch continues only while
-//! a register is nonzero and shifts that register right (unsigned, by an
+//! `for (s = n / 2; s > 0; s >>= 1)`, whose one latch goes on only while a
+//! register is nonzero and shifts that register right (unsigned, by an
 //! immediate of at least 1) before testing it, and nothing else in the loop
-//! (no statement, no warp operation) writes it. Each iteration that goes on halves it at least once, so a
-//! `b`-bit register lets at most `b` iterations go on: the header is reached
-//! at most `b + 1` times whatever the loop's other code does, and a thread
-//! that faulted and skips its loads (the structured form's soft checks)
-//! halves it alike, since no load writes it.
+//! (no statement, no warp operation) writes it. Each iteration that goes on
+//! halves it at least once, so a `b`-bit register lets at most `b`
+//! iterations go on: the header is reached at most `b + 1` times whatever
+//! the loop's other code does, and a thread that faulted and skips its loads
+//! (the structured form's soft checks) halves it alike, since no load
+//! writes it.
 
 use crate::cfg::shape::Shape;
 use crate::cfg::{BinOp, CfgKernel, ICmp, Inst, Term, Val};
 
-/// The most times the header `h` of a loop of `shape` is reached on one
-/// entry, where the loop is a halving loop (module documentation); `None`
-/// for any other block.
-pub(super) fn halving_bound(k: &CfgKernel, shape: &Shape, h: usize) -> Option<u32> {
+/// Whether block `h` is the header of a halving loop of `shape` (module
+/// documentation), reached at most 33 times (65 for a 64-bit register) on
+/// one entry.
+pub(super) fn is_halving_loop(k: &CfgKernel, shape: &Shape, h: usize) -> bool {
+    halving(k, shape, h).is_some()
+}
+
+/// [`is_halving_loop`], `Some(())` where it is.
+fn halving(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
     let lp = shape.loops.get(h)?.as_ref()?;
     let mut latches = (0..k.blocks.len()).filter(|&b| {
         lp.body[b]
@@ -89,5 +95,5 @@ pub(super) fn halving_bound(k: &CfgKernel, shape: &Shape, h: usize) -> Option<u3
         Inst::Bin { op: BinOp::ShrU(w), a: Val::Reg(a), b: Val::Imm(c), .. }
             if a == v && w == bits && c >= 1
     );
-    (halves && def.guard.is_none() && db == l && di < si).then_some(u32::from(bits) + 1)
+    (halves && def.guard.is_none() && db == l && di < si).then_some(())
 }

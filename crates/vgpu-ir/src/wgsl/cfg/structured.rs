@@ -150,7 +150,7 @@ impl KernelWriter<'_> {
             })
             .collect();
         let bounded: Vec<bool> = (0..k.blocks.len())
-            .map(|h| self.o.checked && bounded::halving_bound(k, shape, h).is_some())
+            .map(|h| self.o.checked && bounded::is_halving_loop(k, shape, h))
             .collect();
         if self.soft {
             for h in (0..k.blocks.len()).filter(|&h| barrier_loop[h] && !bounded[h]) {
