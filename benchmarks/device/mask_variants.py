@@ -196,22 +196,36 @@ def block_end(lines, i):
         j += 1
 
 
+SUS_IF = re.compile(r"^( *)if \((sus(\d+))\) \{$")
+
+
+def second_runs(t, rewrite):
+    """Each region's second run `if (susN) { ... }` of `t` as `rewrite(m,
+    body)` returns it (m: the opening line's match, body: the lines inside;
+    None: kept as it is); None where no run was rewritten."""
+    lines = t.split("\n")
+    out, i, done = [], 0, 0
+    while i < len(lines):
+        m = SUS_IF.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        j = block_end(lines, i)
+        new = rewrite(m, lines[i + 1:j])
+        if new is None:
+            out.extend(lines[i:j + 1])
+        else:
+            out.extend(new)
+            done += 1
+        i = j + 1
+    return "\n".join(out) if done else None
+
+
 def noslow(t):
     if "tiny(r" not in t:
         return None
-    lines = t.split("\n")
-    out = []
-    i = 0
-    while i < len(lines):
-        m = re.match(r"^( *)if \((sus\d+)\) \{$", lines[i])
-        if m:
-            j = block_end(lines, i)
-            out.append(f"{m.group(1)}if ({m.group(2)}) {{ gmem[0] = 0u; }}")
-            i = j + 1
-            continue
-        out.append(lines[i])
-        i += 1
-    return "\n".join(out)
+    return second_runs(t, lambda m, body: [f"{m.group(1)}if ({m.group(2)}) {{ gmem[0] = 0u; }}"])
 
 
 WATCH = [re.compile(r"^ *steps = steps \+ \d+u;$"),
@@ -449,26 +463,12 @@ def split_args(a):
 
 
 def slowloop(t):
-    lines = t.split("\n")
-    out = []
-    i = 0
-    done = 0
-    while i < len(lines):
-        m = re.match(r"^( *)if \((sus(\d+))\) \{$", lines[i])
-        if not m:
-            out.append(lines[i])
-            i += 1
-            continue
-        j = block_end(lines, i)
-        body = lines[i + 1:j]
+    def rewrite(m, body):
         n = m.group(3)
         fmas = [k for k, l in enumerate(body) if FMA_LINE.match(l)]
         if len(fmas) < 2:
-            out.extend(lines[i:j + 1])
-            i = j + 1
-            continue
-        done += 1
-        res = [lines[i], f"        var fk{n} = 0u; var fa{n} = 0u; var fb{n} = 0u; var fc{n} = 0u; var fx{n} = 0u;",
+            return None
+        res = [m.group(0), f"        var fk{n} = 0u; var fa{n} = 0u; var fb{n} = 0u; var fc{n} = 0u; var fx{n} = 0u;",
                "        loop {", f"        switch fk{n} {{"]
         prev = 0
         dst = None
@@ -486,46 +486,25 @@ def slowloop(t):
         res.append("        default: {")
         res.append(f"        {dst} = fx{n};")
         res.extend(body[prev:])
-        res.append("        }")
-        res.append("        }")
-        res.append(f"        if (fk{n} == {len(fmas)}u) {{ break; }}")
-        res.append(f"        fx{n} = fma_native_f32(fa{n}, fb{n}, fc{n});")
-        res.append(f"        fk{n} = fk{n} + 1u;")
-        res.append("        }")
-        res.append(lines[j])
-        out.extend(res)
-        i = j + 1
-    return "\n".join(out) if done else None
+        res += ["        }", "        }", f"        if (fk{n} == {len(fmas)}u) {{ break; }}",
+                f"        fx{n} = fma_native_f32(fa{n}, fb{n}, fc{n});", f"        fk{n} = fk{n} + 1u;",
+                "        }", m.group(1) + "}"]
+        return res
+    return second_runs(t, rewrite)
 
 
 def reloop(t):
     if "fma_native_f32(r" not in t:
         return None
-    lines = t.split("\n")
-    out = []
-    i = 0
-    found = False
-    while i < len(lines):
-        m = re.match(r"^( *)if \((sus(\d+))\) \{$", lines[i])
-        if not m:
-            out.append(lines[i])
-            i += 1
-            continue
-        j = block_end(lines, i)
-        body = lines[i + 1:j]
+
+    def rewrite(m, body):
         if not any(FMA_LINE.match(l) for l in body) or any("switch" in l for l in body):
-            out.extend(lines[i:j + 1])
-            i = j + 1
-            continue
-        found = True
-        n = m.group(3)
-        ind = m.group(1)
+            return None
+        n, ind = m.group(3), m.group(1)
         nf = sum(1 for l in body if FMA_LINE.match(l))
-        out.append(lines[i])
-        out.append(f"{ind}var dn{n} = 0u; var ov{n}: array<u32, {nf}>;")
-        out.append(f"{ind}var pd{n} = 0u; var pa{n} = 0u; var pb{n} = 0u; var pc{n} = 0u;")
-        out.append(f"{ind}loop {{")
-        out.append(f"{ind}pd{n} = 0xffffffffu;")
+        out = [m.group(0), f"{ind}var dn{n} = 0u; var ov{n}: array<u32, {nf}>;",
+               f"{ind}var pd{n} = 0u; var pa{n} = 0u; var pb{n} = 0u; var pc{n} = 0u;",
+               f"{ind}loop {{", f"{ind}pd{n} = 0xffffffffu;"]
         k = 0
         for l in body:
             fm = FMA_LINE.match(l)
@@ -542,9 +521,9 @@ def reloop(t):
         out.append(f"{ind}if (pd{n} == 0xffffffffu) {{ break; }}")
         out.append(f"{ind}ov{n}[min(pd{n}, {nf - 1}u)] = fma_f32(pa{n}, pb{n}, pc{n}); dn{n} = pd{n} + 1u;")
         out.append(f"{ind}}}")
-        out.append(lines[j])
-        i = j + 1
-    return "\n".join(out) if found else None
+        out.append(ind + "}")
+        return out
+    return second_runs(t, rewrite)
 
 
 def vloop(t):
