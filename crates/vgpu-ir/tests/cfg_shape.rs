@@ -286,7 +286,12 @@ fn a_checked_loop_without_barriers_is_structured_with_its_watchdog() {
     let w = emit_cfg_wgsl(&k, &plain_options(true)).unwrap();
     validate(&w, false);
     assert!(w.contains("fn run_thread("), "{w}");
-    assert!(w.contains("if (steps > words[1]) { raise(3u"), "{w}");
+    // The fault ends the thread: its line noted, recorded at the end.
+    assert!(w.contains("if (steps > words[1]) { g_wd = "), "{w}");
+    assert!(
+        w.contains("if (g_wd != 0u) { g_fcls = 3u; g_fline = g_wd;"),
+        "{w}"
+    );
     assert!(!w.contains("pc = 4294967295u; break;"), "{w}");
 }
 

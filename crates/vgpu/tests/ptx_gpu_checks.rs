@@ -723,3 +723,32 @@ fn a_halving_loop_needs_no_watchdog_test() {
     assert_eq!(cpu, 2016u32.to_le_bytes(), "the interpreter's sum");
     assert_eq!(gpu, cpu, "the GPU's sum");
 }
+
+/// The watchdog where a fault ends the thread (a kernel without barriers in
+/// the structured form): thread 5 spins, and both backends report a
+/// watchdog fault of block 0, the GPU thread 5's.
+#[test]
+fn the_watchdog_ends_a_spinning_thread_without_barriers() {
+    let Some(m) = module() else { return };
+    assert!(structured_when_checked(&m, "spin", [64, 1, 1]));
+    let w = checked_wgsl_64(&m, "spin");
+    assert!(w.contains("if (steps > words[1]) { g_wd = "), "{w}");
+    let opts = ExecOptions {
+        check: true,
+        watchdog: 20_000,
+        ..ExecOptions::default()
+    };
+    let c = cfg([1, 1, 1], [64, 1, 1]);
+    let cpu = fault(
+        launch_with(&m, BackendChoice::Cpu, "spin", &c, 1, &opts, false),
+        "spin",
+    );
+    let gpu = fault(
+        launch_with(&m, BackendChoice::Gpu, "spin", &c, 1, &opts, false),
+        "spin",
+    );
+    assert_eq!(cpu.class, FaultClass::Watchdog, "on the CPU: {cpu}");
+    assert_eq!(gpu.class, FaultClass::Watchdog, "on the GPU: {gpu}");
+    assert_eq!((gpu.block, gpu.thread), ([0, 0, 0], [5, 0, 0]), "{gpu}");
+    assert_eq!(gpu.line, cpu.line, "the loop's line on both");
+}

@@ -17,7 +17,9 @@
 //! checks.rs: three of the record's fields selected): the branch cost
 //! `matmul_tiled` 3.8 of its 34.9 ms and `reduce_sum_atomic` 0.020 of 0.266
 //! (session 30, `mask_variants` `sel3`; selecting all five fields took back
-//! 3.5 ms and nothing).
+//! 3.5 ms and nothing). Where the fault ends the thread, its line is noted
+//! (`g_wd`) and recorded at the thread's end: raising it in the loop cost
+//! checked `lorenz_rk4` 0.45 of its 20.30 ms (session 30, `wdnote`).
 
 use super::writer::{KernelWriter, EXIT};
 use super::{fault, meta};
@@ -40,6 +42,16 @@ impl KernelWriter<'_> {
         let n = self.k.blocks[i].stmts.len() + 1;
         if !header {
             return format!("        steps = steps + {n}u;\n");
+        }
+        if exit == EXIT && !self.soft {
+            // The fault ends the thread, none came before it: its line is
+            // noted and taken into the record at the thread's end (emit.rs,
+            // `epilogue`) rather than raised in the loop.
+            return format!(
+                "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ g_wd = {}u; {exit} }}\n",
+                meta::WATCHDOG,
+                self.header_line(i)
+            );
         }
         format!(
             "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ raise({}u, {}u, vec2<u32>(0u, 0u)); {exit} }}\n",
