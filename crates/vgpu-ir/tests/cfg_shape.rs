@@ -289,7 +289,7 @@ fn a_checked_loop_without_barriers_is_structured_with_its_watchdog() {
     // The fault ends the thread: its line noted, recorded at the end.
     assert!(w.contains("if (steps > words[1]) { g_wd = "), "{w}");
     assert!(
-        w.contains("if (g_wd != 0u) { g_fcls = 3u; g_fline = g_wd;"),
+        w.contains("if (g_wd != 0u) { g_fcls = 3u; g_fline = g_wd - 1u;"),
         "{w}"
     );
     assert!(!w.contains("pc = 4294967295u; break;"), "{w}");

@@ -751,4 +751,15 @@ fn the_watchdog_ends_a_spinning_thread_without_barriers() {
     assert_eq!(gpu.class, FaultClass::Watchdog, "on the GPU: {gpu}");
     assert_eq!((gpu.block, gpu.thread), ([0, 0, 0], [5, 0, 0]), "{gpu}");
     assert_eq!(gpu.line, cpu.line, "the loop's line on both");
+    // A loop of one branch (a header without statements): still a fault.
+    let gpu = fault(
+        launch_with(&m, BackendChoice::Gpu, "spin_bare", &c, 1, &opts, false),
+        "spin_bare",
+    );
+    assert_eq!(
+        gpu.class,
+        FaultClass::Watchdog,
+        "spin_bare on the GPU: {gpu}"
+    );
+    assert_eq!((gpu.block, gpu.thread), ([0, 0, 0], [5, 0, 0]), "{gpu}");
 }

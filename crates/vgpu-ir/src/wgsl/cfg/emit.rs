@@ -261,8 +261,8 @@ var<private> g_blin: u32;
 var<private> g_fcls: u32;
 var<private> g_fline: u32;
 var<private> g_fa: vec2<u32>;
-// The line of the watchdog fault that ended this thread, where faults end
-// the thread (watchdog.rs), taken into the record at its end.
+// The line plus one of the watchdog fault that ended this thread, where
+// faults end the thread (watchdog.rs), taken into the record at its end.
 var<private> g_wd: u32;
 // Never true (the watchdog word is below 2^31); the f64 helpers select on it
 // to keep values opaque to the shader compiler's algebra.
@@ -682,10 +682,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         if self.o.checked {
             // The thread's fault, recorded before its round is judged.
             // A watchdog fault ended the thread with no fault before it
-            // (one would have ended it): its address word is still zero.
+            // (one would have ended it): its address word is still zero;
+            // `g_wd` holds its line plus one.
             let _ = write!(
                 self.out,
-                "  if (g_wd != 0u) {{ g_fcls = {}u; g_fline = g_wd; g_wd = 0u; }}
+                "  if (g_wd != 0u) {{ g_fcls = {}u; g_fline = g_wd - 1u; g_wd = 0u; }}
   if (g_fcls != 0u) {{ raise_t(g_fcls, g_fline, g_fa, g_lid); g_fcls = 0u; }}\n",
                 fault::CLASS_WATCHDOG
             );

@@ -44,13 +44,14 @@ impl KernelWriter<'_> {
             return format!("        steps = steps + {n}u;\n");
         }
         if exit == EXIT && !self.soft {
-            // The fault ends the thread, none came before it: its line is
+            // The fault ends the thread, none came before it: its line (plus
+            // one, never zero: a header without statements names line 0) is
             // noted and taken into the record at the thread's end (emit.rs,
             // `epilogue`) rather than raised in the loop.
             return format!(
                 "        steps = steps + {n}u;\n        if (steps > words[{}]) {{ g_wd = {}u; {exit} }}\n",
                 meta::WATCHDOG,
-                self.header_line(i)
+                self.header_line(i) + 1
             );
         }
         format!(
