@@ -328,8 +328,19 @@ WD_TEST = re.compile(r"^( *)if \(steps > words\[1\]\) \{ raise\(3u, (\d+)u, vec2
 RUN_CALL = "  run_thread(lid, cta, ncta, lidx);\n"
 
 
+# The variants' own note of the watchdog (v_wd, v_wdk: the tree has its own
+# g_wd since 13bee50), taken as the thread's fault after run_thread returns.
+NOTE_VARS = "var<private> v_wd: u32;\nvar<private> v_wdk: u32;\n"
+
+
+def take_note(t, soft):
+    take = ("  if (v_wd != 0u) { g_fcls = 3u; g_fline = v_wd; g_fa = vec2<u32>(0u, 0u);"
+            + (" g_ft = lidx; g_fkey = v_wdk;" if soft else "") + " }\n")
+    return t.replace(RUN_CALL, RUN_CALL + take, 1)
+
+
 def wdnote(t, sel=False):
-    if "if (steps > words[1])" not in t or RUN_CALL not in t:
+    if "if (steps > words[1]) { raise(3u" not in t or RUN_CALL not in t:
         return None
     soft = "var<private> g_nbar: u32;" in t
     key = "2u * g_nbar" if soft else "0u"
@@ -339,17 +350,14 @@ def wdnote(t, sel=False):
         if m:
             ind, line, exit_ = m.group(1), m.group(2), m.group(3).strip()
             if sel and not exit_:
-                out.append(f"{ind}g_wd = select(g_wd, {line}u, (steps > words[1]) & (g_wd == 0u));")
+                out.append(f"{ind}v_wd = select(v_wd, {line}u, (steps > words[1]) & (v_wd == 0u));")
             else:
                 out.append(f"{ind}if (steps > words[1]) {{ wd_note({line}u); {exit_} }}")
             continue
         out.append(l)
-    t = "\n".join(out)
-    decl = ("var<private> g_wd: u32;\nvar<private> g_wdk: u32;\n"
-            f"fn wd_note(line: u32) {{ if (g_wd == 0u && g_fcls == 0u) {{ g_wd = line; g_wdk = {key}; }} }}\n")
-    take = ("  if (g_wd != 0u) { g_fcls = 3u; g_fline = g_wd; g_fa = vec2<u32>(0u, 0u);"
-            + (" g_ft = lidx; g_fkey = g_wdk;" if soft else "") + " }\n")
-    t = t.replace(RUN_CALL, RUN_CALL + take, 1)
+    t = take_note("\n".join(out), soft)
+    decl = NOTE_VARS + (f"fn wd_note(line: u32) {{ if (v_wd == 0u && g_fcls == 0u) "
+                        f"{{ v_wd = line; v_wdk = {key}; }} }}\n")
     return t.replace("fn raise(", decl + "fn raise(", 1)
 
 
@@ -395,14 +403,10 @@ def sel1(t):
     m = RAISE_IF.search(t)
     if not m or RUN_CALL not in t:
         return None
-    body = ("var<private> g_wd: u32;\nvar<private> g_wdk: u32;\n"
-            "fn raise_if(c: bool, cls: u32, line: u32, a: vec2<u32>) {\n"
-            "  let w = c & (g_fcls == 0u) & (g_wd == 0u);\n"
-            "  g_wd = select(g_wd, line, w); g_wdk = select(g_wdk, 2u * g_nbar, w);\n}\n")
-    t = t[:m.start()] + body + t[m.end():]
-    take = ("  if (g_wd != 0u) { g_fcls = 3u; g_fline = g_wd; g_fa = vec2<u32>(0u, 0u);"
-            " g_ft = lidx; g_fkey = g_wdk; }\n")
-    return t.replace(RUN_CALL, RUN_CALL + take, 1)
+    body = (NOTE_VARS + "fn raise_if(c: bool, cls: u32, line: u32, a: vec2<u32>) {\n"
+            "  let w = c & (g_fcls == 0u) & (v_wd == 0u);\n"
+            "  v_wd = select(v_wd, line, w); v_wdk = select(v_wdk, 2u * g_nbar, w);\n}\n")
+    return take_note(t[:m.start()] + body + t[m.end():], True)
 
 
 def norec(t, key=False):
