@@ -10,8 +10,8 @@
 use crate::{AtomicF32Path, Binding, FmaF32Path, GpuError, KernelCache, KernelSpec};
 use vgpu_ir::cfg::{reserved_smem, CfgKernel};
 use vgpu_ir::wgsl::cfg::{
-    binds_f32_atomic_view, check_workgroup_bytes, emit_cfg_wgsl_with, fault, initcheck_binding,
-    meta, race_workgroup_bytes, warp_exchange_bytes, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
+    binds_f32_atomic_view, check_workgroup_bytes, emit_cfg_kernel, fault, initcheck_binding, meta,
+    race_workgroup_bytes, warp_exchange_bytes, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
 };
 
 /// Whether kernels are written in structured form where their shape allows
@@ -487,7 +487,8 @@ pub fn run_cfg_kernel(
         initcheck: ginit.is_some(),
         race,
     };
-    let wgsl = emit_cfg_wgsl_with(k, &opts, checks).map_err(|e| launch_err(k, e.to_string()))?;
+    let emitted = emit_cfg_kernel(k, &opts, checks).map_err(|e| launch_err(k, e.to_string()))?;
+    let wgsl = emitted.text;
     dump_wgsl(k, &wgsl)?;
     let wgsl = load_wgsl(k)?.unwrap_or(wgsl);
     let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
@@ -496,10 +497,13 @@ pub fn run_cfg_kernel(
         .keep_f32_subnormals();
     // SAFETY: a checked kernel's watchdog counts its steps at every loop
     // header of the PTX and ends the thread (or its loop) past the launch's
-    // limit; the prelude's own loops are counted, or retry an atomic
-    // compare-and-swap that another thread's success ends (vgpu-ir's
-    // wgsl/cfg: `watchdog`).
-    let spec = if opts.checked {
+    // limit; an unchecked kernel's loops are bounded only where each ends
+    // itself (vgpu-ir's wgsl/cfg: `bounded`, `CfgWgsl::loops_end`). The
+    // prelude's own loops are counted, or retry an atomic compare-and-swap
+    // that another thread's success ends (vgpu-ir's wgsl/cfg: `watchdog`).
+    // WGSL loaded in place of the generated (VGPU_LOAD_WGSL) keeps the
+    // generated kernel's promise.
+    let spec = if opts.checked || emitted.loops_end {
         unsafe { spec.with_loops_bounded() }
     } else {
         spec

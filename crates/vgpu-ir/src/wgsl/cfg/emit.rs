@@ -73,6 +73,32 @@ pub fn emit_cfg_wgsl_with(
     o: &CfgWgslOptions,
     c: CfgChecks,
 ) -> Result<String, IrError> {
+    emit_cfg_kernel(k, o, c).map(|w| w.text)
+}
+
+/// A kernel's WGSL ([`emit_cfg_kernel`]) and what is known of its loops.
+#[derive(Debug, Clone)]
+pub struct CfgWgsl {
+    /// The WGSL.
+    pub text: String,
+    /// Whether every loop of the kernel ends itself within `2^b` iterations
+    /// of a `b`-bit register (a halving or a counted loop; bounded.rs),
+    /// written in structured form, whose only other loops are the
+    /// prelude's, which count to a bound or retry an atomic
+    /// compare-and-swap that another thread's success ends: the GPU
+    /// compiler need not bound them.
+    pub loops_end: bool,
+}
+
+/// [`emit_cfg_wgsl_with`], with what is known of the kernel's loops.
+///
+/// # Errors
+/// As [`emit_cfg_wgsl`].
+pub fn emit_cfg_kernel(
+    k: &CfgKernel,
+    o: &CfgWgslOptions,
+    c: CfgChecks,
+) -> Result<CfgWgsl, IrError> {
     check_cfg_wgsl(k, o)?;
     let shared = (k.shared_static as u64) + (o.dyn_shared as u64);
     if reserved_smem(shared).1 > u32::MAX as u64 / 2 {
@@ -115,6 +141,7 @@ pub fn emit_cfg_wgsl_with(
     }
     // The structured form first: whether it applies decides how faults are
     // raised (the header's `raise`).
+    let mut loops_end = false;
     let body = match super::structured::shape(k, o) {
         Some(shape) => {
             e.soft = o.checked && k.has_barriers();
@@ -133,6 +160,7 @@ pub fn emit_cfg_wgsl_with(
             }
             let body = e.structured(&shape)?;
             e.soft &= body.is_some();
+            loops_end = body.is_some() && super::bounded::every_loop_ends(k, &shape);
             if !e.soft {
                 // The state machine does not read it, and checks every
                 // read of shared memory.
@@ -151,7 +179,10 @@ pub fn emit_cfg_wgsl_with(
         let caches = e.site_caches();
         e.out.push_str(&caches);
     }
-    Ok(e.out)
+    Ok(CfgWgsl {
+        text: e.out,
+        loops_end,
+    })
 }
 
 /// The words of shared memory a kernel with `shared` bytes indexes without

@@ -76,7 +76,7 @@ use crate::error::IrError;
 pub use atomic_probe::atomic_add_f32_probe_wgsl;
 pub use checks::check_workgroup_bytes;
 pub use checks::{race_check_applies, race_workgroup_bytes};
-pub use emit::{emit_cfg_wgsl, emit_cfg_wgsl_with, fma_guarded};
+pub use emit::{emit_cfg_kernel, emit_cfg_wgsl, emit_cfg_wgsl_with, fma_guarded, CfgWgsl};
 pub use fma_probe::fma_probe_wgsl;
 pub use subnormal_probe::f32_subnormal_probe_wgsl;
 pub use warp::warp_exchange_bytes;
