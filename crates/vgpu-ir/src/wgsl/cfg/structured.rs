@@ -39,6 +39,7 @@
 //! keeps the state machine.
 
 use super::bounded;
+use super::watchdog::AfterFault;
 use super::writer::{KernelWriter, EXIT};
 use super::CfgWgslOptions;
 use super::{checks, fault, meta};
@@ -265,7 +266,7 @@ impl KernelWriter<'_> {
             return self.watchdog(i, header);
         }
         if !w.barrier_loop[i] {
-            return self.watchdog_exiting(i, true, "break;");
+            return self.watchdog_then(i, true, AfterFault::LeaveLoop);
         }
         let n = self.k.blocks[i].stmts.len() + 1;
         format!(

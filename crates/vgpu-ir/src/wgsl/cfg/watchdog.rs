@@ -25,17 +25,25 @@ use super::writer::{KernelWriter, EXIT};
 use super::{fault, meta};
 use crate::cfg::Term;
 
+/// Where a watchdog fault goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AfterFault {
+    /// The thread ends (`EXIT`).
+    EndThread,
+    /// The loop is left (`break;`), the thread going on.
+    LeaveLoop,
+}
+
 impl KernelWriter<'_> {
     /// The watchdog's code at the start of block `i` of a checked kernel: it
     /// counts instructions (each block's statements and its terminator) and
     /// is checked at loop headers, which every endless execution passes.
     pub(super) fn watchdog(&self, i: usize, header: bool) -> String {
-        self.watchdog_exiting(i, header, EXIT)
+        self.watchdog_then(i, header, AfterFault::EndThread)
     }
 
-    /// [`Self::watchdog`] with `exit` as the statement that follows a
-    /// watchdog fault.
-    pub(super) fn watchdog_exiting(&self, i: usize, header: bool, exit: &str) -> String {
+    /// [`Self::watchdog`] going on as `after` says after a watchdog fault.
+    pub(super) fn watchdog_then(&self, i: usize, header: bool, after: AfterFault) -> String {
         if !self.o.checked {
             return String::new();
         }
@@ -43,7 +51,11 @@ impl KernelWriter<'_> {
         if !header {
             return format!("        steps = steps + {n}u;\n");
         }
-        if exit == EXIT && !self.soft {
+        let exit = match after {
+            AfterFault::EndThread => EXIT,
+            AfterFault::LeaveLoop => "break;",
+        };
+        if after == AfterFault::EndThread && !self.soft {
             // The fault ends the thread, none came before it: its line (plus
             // one, never zero: a header without statements names line 0) is
             // noted and taken into the record at the thread's end (emit.rs,
