@@ -1,8 +1,9 @@
-//! Which lowered kernels' loops all end within a few iterations (vgpu-ir's
+//! Which lowered kernels' loops end themselves (vgpu-ir's
 //! wgsl/cfg/bounded.rs, `CfgWgsl::loops_end`), so that their unchecked
-//! WGSL is not bounded by the GPU compiler: `reduce_sum_atomic`'s halving
-//! loop, not the counted loops of `lorenz_rk4` and `matmul_tiled`, and
-//! small halving loops beside near misses that may not end.
+//! WGSL need not be bounded by the GPU compiler: nvcc's loops of the
+//! benchmark kernels (`lorenz_rk4` counts `n − (n & 1)` down by 2,
+//! `matmul_tiled` counts tiles up by 1, `reduce_sum_atomic` halves), and
+//! small loops, each beside a near miss that may not end.
 
 use std::path::Path;
 use vgpu_ir::wgsl::cfg::{emit_cfg_kernel, CfgChecks, CfgWgslOptions};
@@ -23,8 +24,8 @@ fn loops_end(text: &str, entry: &str) -> bool {
     emit_cfg_kernel(&k, &o, c).expect("WGSL").loops_end
 }
 
-/// A kernel `t` of one parameter `n` (`%r8`) whose loop (`body`, entered
-/// with `%r1`, the count, set by `init`) adds `%r1` into `%r9`, stored to
+/// A kernel `t` of one parameter `n` whose loop (`body`, entered with
+/// `%r1`, the count, set by `init`) adds `%r1` into `%r9`, stored to
 /// `p_x`.
 fn kernel(init: &str, body: &str) -> String {
     format!(
@@ -44,15 +45,13 @@ fn ends(init: &str, body: &str) -> bool {
 }
 
 #[test]
-fn the_benchmark_kernels_loops_end_where_they_halve() {
+fn the_benchmark_kernels_loops_end_themselves() {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ptx-cases/kernels.ptx");
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    assert!(loops_end(&text, "reduce_sum_atomic"));
-    // Counted loops: they end, but are left to naga's bounds.
-    assert!(!loops_end(&text, "lorenz_rk4"));
-    assert!(!loops_end(&text, "matmul_tiled"));
-    // No loop at all.
-    assert!(loops_end(&text, "saxpy"));
+    // And one without loops.
+    for entry in ["lorenz_rk4", "matmul_tiled", "reduce_sum_atomic", "saxpy"] {
+        assert!(loops_end(&text, entry), "{entry}");
+    }
 }
 
 #[test]
@@ -81,27 +80,98 @@ fn a_halving_loop_ends_and_its_near_misses_do_not() {
     assert!(!halving(
         "\tsetp.eq.s32 %p2, %r9, 7;\n\t@%p2 shr.u32 %r1, %r1, 1;\n\tsetp.ne.u32 %p1, %r1, 0;\n\t@%p1 bra $L_top;"
     ));
-    // A count up by one: it ends, but is not a halving loop.
+}
+
+#[test]
+fn a_loop_counted_up_by_one_to_a_bound_ends() {
+    let up = |cmp: &str| {
+        ends(
+            "\tmov.u32 %r1, 0;",
+            &format!("\tadd.s32 %r1, %r1, 1;\n\tsetp.{cmp}.s32 %p1, %r1, %r8;\n\t@%p1 bra $L_top;"),
+        )
+    };
+    assert!(up("lt"));
+    assert!(up("ne"));
+    // `i <= n` never fails for n = INT_MAX.
+    assert!(!up("le"));
+    // `i >= n` holds forever for n = INT_MIN.
+    assert!(!up("ge"));
+    // The test negated at the branch: the loop goes on while `!(i >= n)`.
+    assert!(ends(
+        "\tmov.u32 %r1, 0;",
+        "\tadd.s32 %r1, %r1, 1;\n\tsetp.ge.u32 %p1, %r1, %r8;\n\t@!%p1 bra $L_top;"
+    ));
+    // Down by one while above the bound, with the bound on the left.
+    assert!(ends(
+        "\tmov.u32 %r1, %r8;",
+        "\tsub.s32 %r1, %r1, 1;\n\tsetp.lt.s32 %p1, %r8, %r1;\n\t@%p1 bra $L_top;"
+    ));
+}
+
+#[test]
+fn a_loop_stepping_by_more_than_one_ends_only_where_it_meets_its_bound() {
+    // Up by 2 while below n: may wrap past INT_MAX.
     assert!(!ends(
         "\tmov.u32 %r1, 0;",
-        "\tadd.s32 %r1, %r1, 1;\n\tsetp.lt.s32 %p1, %r1, %r8;\n\t@%p1 bra $L_top;"
+        "\tadd.s32 %r1, %r1, 2;\n\tsetp.lt.s32 %p1, %r1, %r8;\n\t@%p1 bra $L_top;"
+    ));
+    let down2 = |init: &str| {
+        ends(
+            init,
+            "\tadd.s32 %r1, %r1, -2;\n\tsetp.ne.s32 %p1, %r1, 0;\n\t@%p1 bra $L_top;",
+        )
+    };
+    // nvcc's unrolled count, n − (n & 1): even, so counting down by 2 meets 0.
+    assert!(down2("\tand.b32 %r2, %r8, 1;\n\tsub.s32 %r1, %r8, %r2;"));
+    // n itself may be odd.
+    assert!(!down2("\tmov.u32 %r1, %r8;"));
+    // The low bit of another register.
+    assert!(!down2("\tand.b32 %r2, %r9, 1;\n\tsub.s32 %r1, %r8, %r2;"));
+    // The mask taken after the subtraction reads a register not yet set.
+    assert!(!down2("\tsub.s32 %r1, %r8, %r2;\n\tand.b32 %r2, %r8, 1;"));
+    // n shifted left, and a multiple of 2 masked.
+    assert!(down2("\tshl.b32 %r1, %r8, 1;"));
+    assert!(down2("\tand.b32 %r1, %r8, -2;"));
+    assert!(!down2("\tand.b32 %r1, %r8, -3;"));
+    // Down by 4 from a multiple of 2 only.
+    assert!(!ends(
+        "\tand.b32 %r1, %r8, -2;",
+        "\tadd.s32 %r1, %r1, -4;\n\tsetp.ne.s32 %p1, %r1, 0;\n\t@%p1 bra $L_top;"
+    ));
+}
+
+#[test]
+fn a_loop_whose_count_or_bound_changes_elsewhere_is_not_proven() {
+    // The bound moves with the count.
+    assert!(!ends(
+        "\tmov.u32 %r1, 0;",
+        "\tadd.s32 %r8, %r8, 1;\n\tadd.s32 %r1, %r1, 1;\n\tsetp.lt.s32 %p1, %r1, %r8;\n\t@%p1 bra $L_top;"
+    ));
+    // The count is written twice.
+    assert!(!ends(
+        "\tmov.u32 %r1, 0;",
+        "\tadd.s32 %r1, %r1, 1;\n\tadd.s32 %r1, %r1, 1;\n\tsetp.lt.s32 %p1, %r1, %r8;\n\t@%p1 bra $L_top;"
+    ));
+    // The step only on some iterations.
+    assert!(!ends(
+        "\tmov.u32 %r1, 0;",
+        "\tsetp.eq.s32 %p2, %r9, 7;\n\t@%p2 add.s32 %r1, %r1, 1;\n\tsetp.lt.s32 %p1, %r1, %r8;\n\t@%p1 bra $L_top;"
     ));
 }
 
 #[test]
 fn nested_loops_end_where_each_does() {
-    let nested = |inner: &str| {
+    let nested = |inner_cmp: &str| {
         let text = kernel(
             "\tmov.u32 %r1, 64;",
             &format!(
-                "\tmov.u32 %r3, %r8;\n$L_in:\n\tadd.s32 %r9, %r9, %r3;\n{inner}\n\t@%p2 bra $L_in;\n\
+                "\tmov.u32 %r3, 0;\n$L_in:\n\tadd.s32 %r9, %r9, %r3;\n\tadd.s32 %r3, %r3, 1;\n\
+                 \tsetp.{inner_cmp}.u32 %p2, %r3, %r1;\n\t@%p2 bra $L_in;\n\
                  \tshr.u32 %r1, %r1, 1;\n\tsetp.ne.u32 %p1, %r1, 0;\n\t@%p1 bra $L_top;"
             ),
         );
         loops_end(&text, "t")
     };
-    assert!(nested("\tshr.u32 %r3, %r3, 1;\n\tsetp.ne.u32 %p2, %r3, 0;"));
-    assert!(!nested(
-        "\tshr.s32 %r3, %r3, 1;\n\tsetp.ne.u32 %p2, %r3, 0;"
-    ));
+    assert!(nested("lt"));
+    assert!(!nested("le"));
 }

@@ -40,6 +40,9 @@ pub struct Shape {
     /// For a loop header, the loop: its blocks and its exit block (`None`:
     /// it is left only by returning).
     pub loops: Vec<Option<Loop>>,
+    /// Each block's immediate dominator (the entry block's is itself;
+    /// `None`: the entry does not reach the block).
+    pub idom: Vec<Option<BlockId>>,
     /// Whether each branch block's predicate may differ between the threads
     /// of one block (only meaningful for blocks ending in a branch).
     pub divergent_branch: Vec<bool>,
@@ -167,11 +170,26 @@ impl Shape {
             succs,
             ipdom,
             loops,
+            idom: idom.iter().map(|d| d.map(|d| d as BlockId)).collect(),
             divergent_branch: vec![false; n],
             divergent_block: vec![false; n],
         };
         shape.divergence(k);
         Ok(shape)
+    }
+
+    /// Whether every path from the entry to block `b` passes block `a` (`a`
+    /// dominates itself).
+    pub fn dominates(&self, a: BlockId, mut b: BlockId) -> bool {
+        loop {
+            if a == b {
+                return true;
+            }
+            match self.idom.get(b as usize).copied().flatten() {
+                Some(p) if p != b => b = p,
+                _ => return false,
+            }
+        }
     }
 
     /// The blocks of the region a branch at `b` opens: those reachable from

@@ -1,27 +1,36 @@
-//! Loops whose own code ends them within a few iterations, which the
-//! watchdog need not test (watchdog.rs): the tree reduction's halving loop,
-//! `for (s = n / 2; s > 0; s >>= 1)`, whose one latch goes on only while a
-//! register is nonzero and shifts that register right (unsigned, by an
-//! immediate of at least 1) before testing it, and nothing else in the loop
-//! (no statement, no warp operation) writes it. Each iteration that goes on
-//! halves it at least once, so a `b`-bit register lets at most `b`
-//! iterations go on: the header is reached at most `b + 1` times whatever
-//! the loop's other code does, and a thread that faulted and skips its loads
-//! (the structured form's soft checks) halves it alike, since no load
-//! writes it.
+//! Loops whose own code ends them. Two kinds:
 //!
-//! An unchecked kernel in structured form whose every loop is a halving
-//! loop ([`every_loop_ends`]) is compiled without the GPU compiler's own
-//! loop bounds (naga's `force_loop_bounding`, a 64-bit count in every
-//! loop): 12% of unchecked `reduce_sum_atomic` on the H100 (session 26).
-//! Counted loops (`i += 1` to `i < n`, nvcc's unrolled `n − (n & 1)` down
-//! by 2) end too, but without naga's bounds `lorenz_rk4` and
-//! `matmul_tiled` ran slower there (30.3 → 43.3 and 40.1 → 47.9 ms
-//! unchecked): their proof (3942d23) is kept out until it is measured on
-//! the current tree.
+//! - **Halving loops**, which the watchdog need not test (watchdog.rs): the
+//!   tree reduction's `for (s = n / 2; s > 0; s >>= 1)`, whose one latch
+//!   goes on only while a register is nonzero and shifts that register
+//!   right (unsigned, by an immediate of at least 1) before testing it, and
+//!   nothing else in the loop (no statement, no warp operation) writes it.
+//!   Each iteration that goes on halves it at least once, so a `b`-bit
+//!   register lets at most `b` iterations go on: the header is reached at
+//!   most `b + 1` times whatever the loop's other code does, and a thread
+//!   that faulted and skips its loads (the structured form's soft checks)
+//!   halves it alike, since no load writes it.
+//! - **Counted loops**, which end within `2^b` iterations but may run
+//!   long: the one latch steps a `b`-bit register `i` by a constant `s`
+//!   (its one definition in the loop, unguarded) and goes on while
+//!   `i < n` with `s = 1`, while `i > n` with `s = −1`, or while `i ≠ n`
+//!   where `s = 2^j·m` (`m` odd) and `i − n` is a multiple of `2^j` on
+//!   entry; `n` an immediate or a register the loop does not write. The
+//!   values `i` takes then reach `n` (or pass it, for `<` and `>`, without
+//!   wrapping) before they repeat. A multiple of `2^j` is known by
+//!   [`low_bits_zero`]: nvcc's unrolled loops count `n − (n & (2^j − 1))`
+//!   down by `2^j`.
+//!
+//! An unchecked kernel in structured form whose every loop ends itself
+//! ([`every_loop_ends`]) lets the GPU compiler drop its own loop bounds
+//! (naga's `force_loop_bounding`, a 64-bit count in every loop): on the
+//! H100 unchecked `lorenz_rk4` went from 21.06 to 20.43 ms, `matmul_tiled`
+//! from 23.75 to 23.25 and `reduce_sum_atomic` from 0.1662 to 0.1564
+//! (session 31; in session 26's tree the same change had slowed the first
+//! two).
 
-use crate::cfg::shape::Shape;
-use crate::cfg::{BinOp, CfgKernel, ICmp, Inst, Term, Val};
+use crate::cfg::shape::{Loop, Shape};
+use crate::cfg::{BinOp, BlockId, CfgKernel, ICmp, Inst, Reg, Stmt, Term, UnOp, Val};
 
 /// Whether block `h` is the header of a halving loop of `shape` (module
 /// documentation), reached at most 33 times (65 for a 64-bit register) on
@@ -30,15 +39,34 @@ pub(super) fn is_halving_loop(k: &CfgKernel, shape: &Shape, h: usize) -> bool {
     halving(k, shape, h).is_some()
 }
 
-/// Whether every loop of `shape` is a halving loop, so that each reaches
-/// its header at most 65 times on one entry.
+/// Whether every loop of `shape` is a halving or a counted loop (module
+/// documentation), so that each ends within `2^b` iterations of its entry.
 pub(super) fn every_loop_ends(k: &CfgKernel, shape: &Shape) -> bool {
-    (0..k.blocks.len())
-        .all(|h| shape.loops.get(h).is_none_or(|l| l.is_none()) || halving(k, shape, h).is_some())
+    (0..k.blocks.len()).all(|h| {
+        shape.loops.get(h).is_none_or(|l| l.is_none())
+            || halving(k, shape, h).is_some()
+            || counted(k, shape, h).is_some()
+    })
 }
 
-/// [`is_halving_loop`], `Some(())` where it is.
-fn halving(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
+/// A loop's one latch and the test that decides whether it goes on: the
+/// loop goes on while `a cmp b` on `bits` bits (signed or not: neither
+/// kind of loop depends on it); the test
+/// is the latch's statement `si`.
+struct LatchTest<'a> {
+    lp: &'a Loop,
+    latch: usize,
+    si: usize,
+    cmp: ICmp,
+    bits: u8,
+    a: Val,
+    b: Val,
+}
+
+/// The test of loop `h`'s one latch, if the latch ends in a branch whose
+/// other target leaves the loop and its predicate is last set there by an
+/// unguarded integer comparison.
+fn latch_test<'a>(k: &CfgKernel, shape: &'a Shape, h: usize) -> Option<LatchTest<'a>> {
     let lp = shape.loops.get(h)?.as_ref()?;
     let mut latches = (0..k.blocks.len()).filter(|&b| {
         lp.body[b]
@@ -47,10 +75,10 @@ fn halving(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
                 .get(b)
                 .is_some_and(|s| s.iter().any(|&t| t as usize == h))
     });
-    let (Some(l), None) = (latches.next(), latches.next()) else {
+    let (Some(latch), None) = (latches.next(), latches.next()) else {
         return None;
     };
-    let blk = &k.blocks[l];
+    let blk = &k.blocks[latch];
     let Term::Branch { p, neg, then, els } = blk.term else {
         return None;
     };
@@ -63,8 +91,6 @@ fn halving(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
     } else {
         return None;
     };
-    // The predicate's last definition in the latch: `v != 0` where the loop
-    // goes on while it holds, `v == 0` where it leaves then.
     let (si, setp) = blk
         .stmts
         .iter()
@@ -73,23 +99,54 @@ fn halving(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
         .find(|(_, s)| s.inst.dests().contains(&p))?;
     let Inst::Bin {
         op: BinOp::SetpInt { cmp, bits, .. },
-        a: Val::Reg(v),
-        b: Val::Imm(0),
+        a,
+        b,
         ..
     } = setp.inst
     else {
         return None;
     };
-    let goes_on_while_nonzero = match cmp {
-        ICmp::Ne => on_true,
-        ICmp::Eq => !on_true,
-        _ => false,
-    };
-    if setp.guard.is_some() || !goes_on_while_nonzero {
+    if setp.guard.is_some() {
         return None;
     }
-    // `v`'s one definition in the loop: an unguarded `v = v >> c`, c ≥ 1,
-    // in the latch before the test, at the test's width.
+    let cmp = if on_true { cmp } else { negated(cmp) };
+    Some(LatchTest {
+        lp,
+        latch,
+        si,
+        cmp,
+        bits,
+        a,
+        b,
+    })
+}
+
+/// The comparison that holds exactly where `c` does not.
+fn negated(c: ICmp) -> ICmp {
+    match c {
+        ICmp::Eq => ICmp::Ne,
+        ICmp::Ne => ICmp::Eq,
+        ICmp::Lt => ICmp::Ge,
+        ICmp::Ge => ICmp::Lt,
+        ICmp::Le => ICmp::Gt,
+        ICmp::Gt => ICmp::Le,
+    }
+}
+
+/// `c` with its operands swapped.
+fn swapped(c: ICmp) -> ICmp {
+    match c {
+        ICmp::Lt => ICmp::Gt,
+        ICmp::Gt => ICmp::Lt,
+        ICmp::Le => ICmp::Ge,
+        ICmp::Ge => ICmp::Le,
+        c => c,
+    }
+}
+
+/// The one statement of loop `lp` that writes `v` (its block and index), if
+/// exactly one does and no warp operation of the loop writes it.
+fn sole_def<'k>(k: &'k CfgKernel, lp: &Loop, v: Reg) -> Option<(usize, usize, &'k Stmt)> {
     let mut defs = k
         .blocks
         .iter()
@@ -97,20 +154,275 @@ fn halving(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
         .filter(|&(b, _)| lp.body[b])
         .flat_map(|(b, blk)| blk.stmts.iter().enumerate().map(move |(i, s)| (b, i, s)))
         .filter(|(_, _, s)| s.inst.dests().contains(&v));
-    let (Some((db, di, def)), None) = (defs.next(), defs.next()) else {
+    let (Some(def), None) = (defs.next(), defs.next()) else {
         return None;
     };
-    // Nor does a warp operation of the loop write it.
-    let warp_writes = k.blocks.iter().enumerate().any(|(b, blk)| {
+    (!warp_writes(k, lp, v)).then_some(def)
+}
+
+/// Whether a statement or warp operation of loop `lp` writes `v`.
+fn written_in(k: &CfgKernel, lp: &Loop, v: Reg) -> bool {
+    warp_writes(k, lp, v)
+        || k.blocks
+            .iter()
+            .enumerate()
+            .any(|(b, blk)| lp.body[b] && blk.stmts.iter().any(|s| s.inst.dests().contains(&v)))
+}
+
+/// Whether a warp operation of loop `lp` writes `v`.
+fn warp_writes(k: &CfgKernel, lp: &Loop, v: Reg) -> bool {
+    k.blocks.iter().enumerate().any(|(b, blk)| {
         lp.body[b] && matches!(&blk.term, Term::Warp { op, .. } if op.dsts().any(|d| d == v))
-    });
-    if warp_writes {
+    })
+}
+
+/// [`is_halving_loop`], `Some(())` where it is.
+fn halving(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
+    let t = latch_test(k, shape, h)?;
+    // `v != 0` where the loop goes on while it holds.
+    let (ICmp::Ne, Val::Reg(v), Val::Imm(0)) = (t.cmp, t.a, t.b) else {
         return None;
-    }
+    };
+    // `v`'s one definition in the loop: an unguarded `v = v >> c`, c ≥ 1,
+    // in the latch before the test, at the test's width.
+    let (db, di, def) = sole_def(k, t.lp, v)?;
     let halves = matches!(
         def.inst,
         Inst::Bin { op: BinOp::ShrU(w), a: Val::Reg(a), b: Val::Imm(c), .. }
-            if a == v && w == bits && c >= 1
+            if a == v && w == t.bits && c >= 1
     );
-    (halves && def.guard.is_none() && db == l && di < si).then_some(())
+    (halves && def.guard.is_none() && db == t.latch && di < t.si).then_some(())
+}
+
+/// The bits of a `bits`-bit value.
+fn masked(x: u64, bits: u8) -> u64 {
+    if bits >= 64 {
+        x
+    } else {
+        x & ((1u64 << bits) - 1)
+    }
+}
+
+/// Whether loop `h` is a counted loop (module documentation), `Some(())`
+/// where it is.
+fn counted(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
+    let t = latch_test(k, shape, h)?;
+    let bits = t.bits;
+    // The stepped register `i` and the bound `n`, which the loop does not
+    // write.
+    let fixed = |v: Val| match v {
+        Val::Reg(r) => !written_in(k, t.lp, r),
+        Val::Imm(_) => true,
+    };
+    let (i, n, cmp) = match (t.a, t.b) {
+        (Val::Reg(i), n) if fixed(n) => (i, n, t.cmp),
+        (n, Val::Reg(i)) if fixed(n) => (i, n, swapped(t.cmp)),
+        _ => return None,
+    };
+    // `i`'s one definition in the loop: `i = i ± c` in the latch, unguarded,
+    // at the test's width.
+    let (db, _, def) = sole_def(k, t.lp, i)?;
+    if db != t.latch || def.guard.is_some() {
+        return None;
+    }
+    let step = match def.inst {
+        Inst::Bin {
+            op: BinOp::Add(w),
+            a: Val::Reg(a),
+            b: Val::Imm(c),
+            ..
+        }
+        | Inst::Bin {
+            op: BinOp::Add(w),
+            a: Val::Imm(c),
+            b: Val::Reg(a),
+            ..
+        } if a == i && w == bits => masked(c, bits),
+        Inst::Bin {
+            op: BinOp::Sub(w),
+            a: Val::Reg(a),
+            b: Val::Imm(c),
+            ..
+        } if a == i && w == bits => masked(c.wrapping_neg(), bits),
+        _ => return None,
+    };
+    let minus_one = masked(u64::MAX, bits);
+    match cmp {
+        ICmp::Lt if step == 1 => Some(()),
+        ICmp::Gt if step == minus_one => Some(()),
+        ICmp::Ne if step != 0 => {
+            let j = step.trailing_zeros();
+            if j == 0 {
+                return Some(());
+            }
+            let zero = low_bits_zero(k, shape, j);
+            let n_ok = match n {
+                Val::Imm(c) => masked(c, bits).trailing_zeros() >= j,
+                Val::Reg(r) => zero.get(r as usize).copied().unwrap_or(false),
+            };
+            (n_ok && zero.get(i as usize).copied().unwrap_or(false)).then_some(())
+        }
+        _ => None,
+    }
+}
+
+/// For each register, whether its low `j` bits are zero at every point of
+/// every run (registers start at zero): the largest set of registers whose
+/// every definition keeps the property given that its operands in the set
+/// have it (an induction over the run's steps).
+fn low_bits_zero(k: &CfgKernel, shape: &Shape, j: u32) -> Vec<bool> {
+    let mut ok = vec![true; k.regs.len()];
+    // Warp operations' results are not followed.
+    for blk in &k.blocks {
+        if let Term::Warp { op, .. } = &blk.term {
+            for d in op.dsts() {
+                if let Some(x) = ok.get_mut(d as usize) {
+                    *x = false;
+                }
+            }
+        }
+    }
+    loop {
+        let mut changed = false;
+        for (b, blk) in k.blocks.iter().enumerate() {
+            for (si, s) in blk.stmts.iter().enumerate() {
+                let ds = s.inst.dests();
+                if ds
+                    .iter()
+                    .all(|&d| !ok.get(d as usize).copied().unwrap_or(false))
+                {
+                    continue;
+                }
+                let keeps = ds.len() == 1 && keeps_low_zero(k, shape, &ok, j, b, si, &s.inst);
+                if !keeps {
+                    for d in ds {
+                        if let Some(x) = ok.get_mut(d as usize) {
+                            changed |= *x;
+                            *x = false;
+                        }
+                    }
+                }
+            }
+        }
+        if !changed {
+            return ok;
+        }
+    }
+}
+
+/// Whether `inst` (statement `si` of block `b`) gives a value whose low
+/// `j` bits are zero when its register operands marked in `ok` have them.
+fn keeps_low_zero(
+    k: &CfgKernel,
+    shape: &Shape,
+    ok: &[bool],
+    j: u32,
+    b: usize,
+    si: usize,
+    inst: &Inst,
+) -> bool {
+    let zero = |v: Val| match v {
+        Val::Imm(c) => c.trailing_zeros() >= j,
+        Val::Reg(r) => ok.get(r as usize).copied().unwrap_or(false),
+    };
+    match *inst {
+        Inst::Un {
+            op: UnOp::Mov(_),
+            a,
+            ..
+        } => zero(a),
+        Inst::Bin {
+            op: BinOp::Add(_) | BinOp::Or(_) | BinOp::Xor(_),
+            a,
+            b: c,
+            ..
+        } => zero(a) && zero(c),
+        Inst::Bin {
+            op: BinOp::And(_) | BinOp::MulLo(_),
+            a,
+            b: c,
+            ..
+        } => zero(a) || zero(c),
+        Inst::Bin {
+            op: BinOp::Shl(_),
+            a,
+            b: Val::Imm(c),
+            ..
+        } => zero(a) || c >= j as u64,
+        Inst::Bin {
+            op: BinOp::Shl(_),
+            a,
+            ..
+        } => zero(a),
+        Inst::Bin {
+            op: BinOp::Sub(w),
+            a,
+            b: c,
+            ..
+        } => (zero(a) && zero(c)) || minus_low_bits(k, shape, j, b, si, w, a, c),
+        _ => false,
+    }
+}
+
+/// Whether `a − c` (statement `si` of block `b`, on `w` bits) is nvcc's
+/// `x − (x & m)` with the low `j` bits of `m` set: `c`'s one definition
+/// is the unguarded `c = x & m`, `x` has at most one definition, unguarded,
+/// neither lies in a loop, and `x`'s comes before `c`'s and `c`'s before
+/// the subtraction on every path (dominance), so that both read the same
+/// `x`.
+#[allow(clippy::too_many_arguments)]
+fn minus_low_bits(
+    k: &CfgKernel,
+    shape: &Shape,
+    j: u32,
+    b: usize,
+    si: usize,
+    w: u8,
+    a: Val,
+    c: Val,
+) -> bool {
+    let (Val::Reg(x), Val::Reg(c)) = (a, c) else {
+        return false;
+    };
+    let defs = |r: Reg| -> Vec<(usize, usize, &Stmt)> {
+        k.blocks
+            .iter()
+            .enumerate()
+            .flat_map(|(bb, blk)| blk.stmts.iter().enumerate().map(move |(i, s)| (bb, i, s)))
+            .filter(|(_, _, s)| s.inst.dests().contains(&r))
+            .collect()
+    };
+    let in_loop = |bb: usize| shape.loops.iter().flatten().any(|l| l.body[bb]);
+    let before = |(b1, i1): (usize, usize), (b2, i2): (usize, usize)| {
+        if b1 == b2 {
+            i1 < i2
+        } else {
+            shape.dominates(b1 as BlockId, b2 as BlockId)
+        }
+    };
+    let warp_written = |r: Reg| {
+        k.blocks
+            .iter()
+            .any(|blk| matches!(&blk.term, Term::Warp { op, .. } if op.dsts().any(|d| d == r)))
+    };
+    let cd = defs(c);
+    let [(cb, ci, cdef)] = cd[..] else {
+        return false;
+    };
+    let masks = matches!(
+        cdef.inst,
+        Inst::Bin { op: BinOp::And(cw), a: Val::Reg(ax), b: Val::Imm(m), .. }
+            if ax == x && cw >= w && masked(m, j as u8).trailing_ones() >= j
+    );
+    if !masks || cdef.guard.is_some() || in_loop(cb) || !before((cb, ci), (b, si)) {
+        return false;
+    }
+    if warp_written(x) || warp_written(c) {
+        return false;
+    }
+    match defs(x)[..] {
+        [] => true,
+        [(xb, xi, xdef)] => xdef.guard.is_none() && !in_loop(xb) && before((xb, xi), (cb, ci)),
+        _ => false,
+    }
 }

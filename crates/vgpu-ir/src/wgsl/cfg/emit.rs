@@ -81,11 +81,12 @@ pub fn emit_cfg_wgsl_with(
 pub struct CfgWgsl {
     /// The WGSL.
     pub text: String,
-    /// Whether every loop of the kernel ends itself within a few
-    /// iterations (a halving loop; bounded.rs), written in structured form,
-    /// whose only other loops are the prelude's, which count to a bound or
-    /// retry an atomic compare-and-swap that another thread's success ends:
-    /// the GPU compiler need not bound them.
+    /// Whether every loop of the kernel ends itself within `2^b` iterations
+    /// of a `b`-bit register (a halving or a counted loop; bounded.rs),
+    /// written in structured form, whose only other loops are the
+    /// prelude's, which count to a bound or retry an atomic
+    /// compare-and-swap that another thread's success ends: the GPU
+    /// compiler need not bound them.
     pub loops_end: bool,
 }
 
