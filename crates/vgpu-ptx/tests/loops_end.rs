@@ -48,8 +48,15 @@ fn ends(init: &str, body: &str) -> bool {
 fn the_benchmark_kernels_loops_end_themselves() {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ptx-cases/kernels.ptx");
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    // And one without loops.
-    for entry in ["lorenz_rk4", "matmul_tiled", "reduce_sum_atomic", "saxpy"] {
+    // matmul_naive's main loop counts `n − r` down by 4, `r = n & 3` the
+    // remainder loop's count afterwards; and one kernel without loops.
+    for entry in [
+        "lorenz_rk4",
+        "matmul_tiled",
+        "reduce_sum_atomic",
+        "matmul_naive",
+        "saxpy",
+    ] {
         assert!(loops_end(&text, entry), "{entry}");
     }
 }
@@ -129,6 +136,14 @@ fn a_loop_stepping_by_more_than_one_ends_only_where_it_meets_its_bound() {
     assert!(!down2("\tand.b32 %r2, %r9, 1;\n\tsub.s32 %r1, %r8, %r2;"));
     // The mask taken after the subtraction reads a register not yet set.
     assert!(!down2("\tsub.s32 %r1, %r8, %r2;\n\tand.b32 %r2, %r8, 1;"));
+    // The mask's register written again between the mask and the subtraction.
+    assert!(!down2(
+        "\tand.b32 %r2, %r8, 1;\n\tadd.s32 %r2, %r2, 1;\n\tsub.s32 %r1, %r8, %r2;"
+    ));
+    // ... or after the subtraction only: the mask still holds there.
+    assert!(down2(
+        "\tand.b32 %r2, %r8, 1;\n\tsub.s32 %r1, %r8, %r2;\n\tadd.s32 %r2, %r2, 1;"
+    ));
     // n shifted left, and a multiple of 2 masked.
     assert!(down2("\tshl.b32 %r1, %r8, 1;"));
     assert!(down2("\tand.b32 %r1, %r8, -2;"));

@@ -365,11 +365,13 @@ fn keeps_low_zero(
 }
 
 /// Whether `a − c` (statement `si` of block `b`, on `w` bits) is nvcc's
-/// `x − (x & m)` with the low `j` bits of `m` set: `c`'s one definition
-/// is the unguarded `c = x & m`, `x` has at most one definition, unguarded,
-/// neither lies in a loop, and `x`'s comes before `c`'s and `c`'s before
-/// the subtraction on every path (dominance), so that both read the same
-/// `x`.
+/// `x − (x & m)` with the low `j` bits of `m` set: a definition of `c` is
+/// the unguarded `c = x & m`, outside loops, before the subtraction on
+/// every path (dominance), and no other definition of `c` lies on a path
+/// from it to the subtraction (nvcc reuses the register as the remainder
+/// loop's count after the main loop); `x` has at most one definition,
+/// unguarded, outside loops, before `c`'s on every path, so that both read
+/// the same `x`.
 #[allow(clippy::too_many_arguments)]
 fn minus_low_bits(
     k: &CfgKernel,
@@ -405,24 +407,47 @@ fn minus_low_bits(
             .iter()
             .any(|blk| matches!(&blk.term, Term::Warp { op, .. } if op.dsts().any(|d| d == r)))
     };
-    let cd = defs(c);
-    let [(cb, ci, cdef)] = cd[..] else {
-        return false;
-    };
-    let masks = matches!(
-        cdef.inst,
-        Inst::Bin { op: BinOp::And(cw), a: Val::Reg(ax), b: Val::Imm(m), .. }
-            if ax == x && cw >= w && masked(m, j as u8).trailing_ones() >= j
-    );
-    if !masks || cdef.guard.is_some() || in_loop(cb) || !before((cb, ci), (b, si)) {
-        return false;
-    }
     if warp_written(x) || warp_written(c) {
         return false;
     }
-    match defs(x)[..] {
-        [] => true,
-        [(xb, xi, xdef)] => xdef.guard.is_none() && !in_loop(xb) && before((xb, xi), (cb, ci)),
-        _ => false,
-    }
+    // Whether some path runs from position `p` to position `q`.
+    let reaches = |(b1, i1): (usize, usize), (b2, i2): (usize, usize)| {
+        if b1 == b2 && i1 < i2 {
+            return true;
+        }
+        let mut seen = vec![false; k.blocks.len()];
+        let mut stack: Vec<usize> = shape.succs[b1].iter().map(|&t| t as usize).collect();
+        while let Some(t) = stack.pop() {
+            if t == b2 {
+                return true;
+            }
+            if !std::mem::replace(&mut seen[t], true) {
+                stack.extend(shape.succs[t].iter().map(|&u| u as usize));
+            }
+        }
+        false
+    };
+    let xd = defs(x);
+    let cd = defs(c);
+    cd.iter().any(|&(cb, ci, cdef)| {
+        let masks = matches!(
+            cdef.inst,
+            Inst::Bin { op: BinOp::And(cw), a: Val::Reg(ax), b: Val::Imm(m), .. }
+                if ax == x && cw >= w && masked(m, j as u8).trailing_ones() >= j
+        );
+        let alone = cd.iter().all(|&(ob, oi, _)| {
+            (ob, oi) == (cb, ci) || !(reaches((cb, ci), (ob, oi)) && reaches((ob, oi), (b, si)))
+        });
+        let x_fixed = match xd[..] {
+            [] => true,
+            [(xb, xi, xdef)] => xdef.guard.is_none() && !in_loop(xb) && before((xb, xi), (cb, ci)),
+            _ => false,
+        };
+        masks
+            && cdef.guard.is_none()
+            && !in_loop(cb)
+            && before((cb, ci), (b, si))
+            && alone
+            && x_fixed
+    })
 }
