@@ -87,7 +87,7 @@ impl Shape {
                 preds[t as usize].push(i as BlockId);
             }
         }
-        let reach = reachable_from(&succs, 0);
+        let reach = reachable_from(&succs, &[0]);
         // Post-dominators over the reachable blocks, node n the exit.
         let exits: Vec<usize> = (0..n)
             .filter(|&i| reach[i] && succs[i].is_empty())
@@ -118,16 +118,11 @@ impl Shape {
             .iter()
             .map(|s| s.iter().map(|&x| x as usize).collect())
             .collect();
-        let idom = idoms(&fsuccs, 0);
-        let dominates = |a: usize, mut b: usize| loop {
-            if a == b {
-                return true;
-            }
-            match idom[b] {
-                Some(p) if p != b => b = p,
-                _ => return false,
-            }
-        };
+        let idom: Vec<Option<BlockId>> = idoms(&fsuccs, 0)
+            .iter()
+            .map(|d| d.map(|d| d as BlockId))
+            .collect();
+        let dominates = |a: usize, b: usize| dominates_in(&idom, a as BlockId, b as BlockId);
         if retreating_edges(&fsuccs)
             .into_iter()
             .any(|(u, h)| !dominates(h, u))
@@ -170,7 +165,7 @@ impl Shape {
             succs,
             ipdom,
             loops,
-            idom: idom.iter().map(|d| d.map(|d| d as BlockId)).collect(),
+            idom,
             divergent_branch: vec![false; n],
             divergent_block: vec![false; n],
         };
@@ -180,16 +175,14 @@ impl Shape {
 
     /// Whether every path from the entry to block `b` passes block `a` (`a`
     /// dominates itself).
-    pub fn dominates(&self, a: BlockId, mut b: BlockId) -> bool {
-        loop {
-            if a == b {
-                return true;
-            }
-            match self.idom.get(b as usize).copied().flatten() {
-                Some(p) if p != b => b = p,
-                _ => return false,
-            }
-        }
+    pub fn dominates(&self, a: BlockId, b: BlockId) -> bool {
+        dominates_in(&self.idom, a, b)
+    }
+
+    /// Whether a path of at least one edge leads from block `a` to block
+    /// `b` (`a` itself only through a cycle).
+    pub fn reaches_after(&self, a: BlockId, b: BlockId) -> bool {
+        reachable_from(&self.succs, &self.succs[a as usize])[b as usize]
     }
 
     /// The blocks of the region a branch at `b` opens: those reachable from
@@ -296,7 +289,7 @@ impl Shape {
 
     /// Whether block `from` or a block it reaches is one `pick` picks.
     fn reaches(&self, from: BlockId, pick: impl Fn(BlockId) -> bool) -> bool {
-        let after = reachable_from(&self.succs, from);
+        let after = reachable_from(&self.succs, &[from]);
         (0..after.len()).any(|x| after[x] && pick(x as BlockId))
     }
 }
@@ -319,10 +312,10 @@ fn inst_varies(i: &Inst, varying: &[bool]) -> bool {
     }
 }
 
-/// Which blocks `from` reaches (itself included).
-fn reachable_from(succs: &[Vec<BlockId>], from: BlockId) -> Vec<bool> {
+/// Which blocks the blocks `from` reach (themselves included).
+fn reachable_from(succs: &[Vec<BlockId>], from: &[BlockId]) -> Vec<bool> {
     let mut seen = vec![false; succs.len()];
-    let mut stack = vec![from];
+    let mut stack = from.to_vec();
     while let Some(b) = stack.pop() {
         if !seen[b as usize] {
             seen[b as usize] = true;
@@ -330,6 +323,20 @@ fn reachable_from(succs: &[Vec<BlockId>], from: BlockId) -> Vec<bool> {
         }
     }
     seen
+}
+
+/// Whether `a` dominates `b` in the dominator tree `idom` (each block's
+/// immediate dominator, the root's itself).
+fn dominates_in(idom: &[Option<BlockId>], a: BlockId, mut b: BlockId) -> bool {
+    loop {
+        if a == b {
+            return true;
+        }
+        match idom.get(b as usize).copied().flatten() {
+            Some(p) if p != b => b = p,
+            _ => return false,
+        }
+    }
 }
 
 /// Immediate dominators of a graph from `root` (Cooper, Harvey and

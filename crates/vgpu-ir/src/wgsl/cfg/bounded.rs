@@ -29,6 +29,7 @@
 //! (session 31; in session 26's tree the same change had slowed the first
 //! two).
 
+use super::ranges::msk;
 use crate::cfg::shape::{Loop, Shape};
 use crate::cfg::{BinOp, BlockId, CfgKernel, ICmp, Inst, Reg, Stmt, Term, UnOp, Val};
 
@@ -147,13 +148,7 @@ fn swapped(c: ICmp) -> ICmp {
 /// The one statement of loop `lp` that writes `v` (its block and index), if
 /// exactly one does and no warp operation of the loop writes it.
 fn sole_def<'k>(k: &'k CfgKernel, lp: &Loop, v: Reg) -> Option<(usize, usize, &'k Stmt)> {
-    let mut defs = k
-        .blocks
-        .iter()
-        .enumerate()
-        .filter(|&(b, _)| lp.body[b])
-        .flat_map(|(b, blk)| blk.stmts.iter().enumerate().map(move |(i, s)| (b, i, s)))
-        .filter(|(_, _, s)| s.inst.dests().contains(&v));
+    let mut defs = defs_of(k, v).filter(|&(b, _, _)| lp.body[b]);
     let (Some(def), None) = (defs.next(), defs.next()) else {
         return None;
     };
@@ -162,11 +157,16 @@ fn sole_def<'k>(k: &'k CfgKernel, lp: &Loop, v: Reg) -> Option<(usize, usize, &'
 
 /// Whether a statement or warp operation of loop `lp` writes `v`.
 fn written_in(k: &CfgKernel, lp: &Loop, v: Reg) -> bool {
-    warp_writes(k, lp, v)
-        || k.blocks
-            .iter()
-            .enumerate()
-            .any(|(b, blk)| lp.body[b] && blk.stmts.iter().any(|s| s.inst.dests().contains(&v)))
+    warp_writes(k, lp, v) || defs_of(k, v).any(|(b, _, _)| lp.body[b])
+}
+
+/// The statements of `k` that write `v`: their block, index and statement.
+fn defs_of(k: &CfgKernel, v: Reg) -> impl Iterator<Item = (usize, usize, &Stmt)> {
+    k.blocks
+        .iter()
+        .enumerate()
+        .flat_map(|(b, blk)| blk.stmts.iter().enumerate().map(move |(i, s)| (b, i, s)))
+        .filter(move |(_, _, s)| s.inst.dests().contains(&v))
 }
 
 /// Whether a warp operation of loop `lp` writes `v`.
@@ -192,15 +192,6 @@ fn halving(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
             if a == v && w == t.bits && c >= 1
     );
     (halves && def.guard.is_none() && db == t.latch && di < t.si).then_some(())
-}
-
-/// The bits of a `bits`-bit value.
-fn masked(x: u64, bits: u8) -> u64 {
-    if bits >= 64 {
-        x
-    } else {
-        x & ((1u64 << bits) - 1)
-    }
 }
 
 /// Whether loop `h` is a counted loop (module documentation), `Some(())`
@@ -237,16 +228,16 @@ fn counted(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
             a: Val::Imm(c),
             b: Val::Reg(a),
             ..
-        } if a == i && w == bits => masked(c, bits),
+        } if a == i && w == bits => c & msk(bits),
         Inst::Bin {
             op: BinOp::Sub(w),
             a: Val::Reg(a),
             b: Val::Imm(c),
             ..
-        } if a == i && w == bits => masked(c.wrapping_neg(), bits),
+        } if a == i && w == bits => c.wrapping_neg() & msk(bits),
         _ => return None,
     };
-    let minus_one = masked(u64::MAX, bits);
+    let minus_one = msk(bits);
     match cmp {
         ICmp::Lt if step == 1 => Some(()),
         ICmp::Gt if step == minus_one => Some(()),
@@ -257,7 +248,7 @@ fn counted(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
             }
             let zero = low_bits_zero(k, shape, j);
             let n_ok = match n {
-                Val::Imm(c) => masked(c, bits).trailing_zeros() >= j,
+                Val::Imm(c) => (c & msk(bits)).trailing_zeros() >= j,
                 Val::Reg(r) => zero.get(r as usize).copied().unwrap_or(false),
             };
             (n_ok && zero.get(i as usize).copied().unwrap_or(false)).then_some(())
@@ -386,14 +377,6 @@ fn minus_low_bits(
     let (Val::Reg(x), Val::Reg(c)) = (a, c) else {
         return false;
     };
-    let defs = |r: Reg| -> Vec<(usize, usize, &Stmt)> {
-        k.blocks
-            .iter()
-            .enumerate()
-            .flat_map(|(bb, blk)| blk.stmts.iter().enumerate().map(move |(i, s)| (bb, i, s)))
-            .filter(|(_, _, s)| s.inst.dests().contains(&r))
-            .collect()
-    };
     let in_loop = |bb: usize| shape.loops.iter().flatten().any(|l| l.body[bb]);
     let before = |(b1, i1): (usize, usize), (b2, i2): (usize, usize)| {
         if b1 == b2 {
@@ -412,28 +395,15 @@ fn minus_low_bits(
     }
     // Whether some path runs from position `p` to position `q`.
     let reaches = |(b1, i1): (usize, usize), (b2, i2): (usize, usize)| {
-        if b1 == b2 && i1 < i2 {
-            return true;
-        }
-        let mut seen = vec![false; k.blocks.len()];
-        let mut stack: Vec<usize> = shape.succs[b1].iter().map(|&t| t as usize).collect();
-        while let Some(t) = stack.pop() {
-            if t == b2 {
-                return true;
-            }
-            if !std::mem::replace(&mut seen[t], true) {
-                stack.extend(shape.succs[t].iter().map(|&u| u as usize));
-            }
-        }
-        false
+        (b1 == b2 && i1 < i2) || shape.reaches_after(b1 as BlockId, b2 as BlockId)
     };
-    let xd = defs(x);
-    let cd = defs(c);
+    let xd: Vec<_> = defs_of(k, x).collect();
+    let cd: Vec<_> = defs_of(k, c).collect();
     cd.iter().any(|&(cb, ci, cdef)| {
         let masks = matches!(
             cdef.inst,
             Inst::Bin { op: BinOp::And(cw), a: Val::Reg(ax), b: Val::Imm(m), .. }
-                if ax == x && cw >= w && masked(m, j as u8).trailing_ones() >= j
+                if ax == x && cw >= w && (m & msk(j as u8)).trailing_ones() >= j
         );
         let alone = cd.iter().all(|&(ob, oi, _)| {
             (ob, oi) == (cb, ci) || !(reaches((cb, ci), (ob, oi)) && reaches((ob, oi), (b, si)))

@@ -54,7 +54,7 @@ pub(super) struct Range {
 }
 
 /// `2^bits - 1` (every value of `bits` bits).
-fn msk(bits: u8) -> u64 {
+pub(super) fn msk(bits: u8) -> u64 {
     if bits >= 64 {
         u64::MAX
     } else {

@@ -18,8 +18,9 @@
 //! `matmul_tiled` 3.8 of its 34.9 ms and `reduce_sum_atomic` 0.020 of 0.266
 //! (session 30, `mask_variants` `sel3`; selecting all five fields took back
 //! 3.5 ms and nothing). Where the fault ends the thread, its line is noted
-//! (`g_wd`) and recorded at the thread's end: raising it in the loop cost
-//! checked `lorenz_rk4` 0.45 of its 20.30 ms (session 30, `wdnote`).
+//! (`g_wd`) and recorded at the thread's end: as a variant of an older
+//! build this took checked `lorenz_rk4` from 20.30 to 19.85 ms (session 30,
+//! `wdnote`), but as built it still takes 20.30 (session 31).
 
 use super::writer::{KernelWriter, EXIT};
 use super::{fault, meta};
