@@ -74,6 +74,12 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
   sel1      checked kernels (raise_if): the watchdog noted in g_wd and
             g_wdk by select, taken as the thread's fault after run_thread
             returns (stores after it not held back)
+  firstrun  checked kernels where faults do not end the thread: norec, and
+            the block's end only the faulting blocks' least index noted
+            (flt[12]) without a barrier: the first run of a scheme whose
+            second run (only where a block faulted) records the details
+  frnowd    firstrun of nowd
+  frnog     firstrun of nogaddr
   epibar    checked kernels: the block's end without its barrier, each
             faulting thread recording its fault (the earliest of the block
             not chosen: inexact only for a kernel that faults)
@@ -437,6 +443,17 @@ def epibar(t):
 EMU_CALL = "  if (fma_suspect(a, b, c, r)) { return fma_f32(a, b, c); }\n"
 
 
+EPI_FULL = EPI_BAR + " raise_t(g_fcls, g_fline, g_fa, lid3(g_ft)); }\n"
+
+
+def firstrun(t):
+    t = norec(t)
+    if t is None or EPI_FULL not in t:
+        return None
+    return t.replace("  g_nbar = g_nbar + 1u;\n" + EPI_FULL,
+                     "  if (g_fcls != 0u) { atomicMin(&flt[12], g_blin); }\n")
+
+
 def cheapemu(t):
     if EMU_CALL not in t:
         return None
@@ -621,6 +638,9 @@ forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "wdnote": wdnote, "wdsel": lambda t: wdnote(t, True), "wdexit": wdexit,
          "wdvre": lambda t: wdnote(vloop(reloop(t))) if reloop(t) and vloop(reloop(t)) else None,
          "hdrepi": lambda t: epibar(hdronly(t)) if hdronly(t) and epibar(t) else None,
+         "firstrun": firstrun,
+         "frnowd": lambda t: firstrun(nowd(t)) if nowd(t) else None,
+         "frnog": lambda t: firstrun(nogaddr(t)) if nogaddr(t) else None,
          "cheapemu": cheapemu, "devslow": devslow, "slowloop": slowloop,
          "mintree": mintree,
          "reloop": reloop,

@@ -500,7 +500,9 @@ pub fn run_cfg_kernel(
     // limit; an unchecked kernel's loops are bounded only where each ends
     // itself (vgpu-ir's wgsl/cfg: `bounded`, `CfgWgsl::loops_end`). The
     // prelude's own loops are counted, or retry an atomic compare-and-swap
-    // that another thread's success ends (vgpu-ir's wgsl/cfg: `watchdog`).
+    // that another thread's success ends (vgpu-ir's wgsl/cfg: `watchdog`);
+    // a speculative region's second run loops once per fma at most, plus
+    // once (vgpu-ir's wgsl/cfg: `second_run`).
     // WGSL loaded in place of the generated (VGPU_LOAD_WGSL) keeps the
     // generated kernel's promise.
     let spec = if opts.checked || emitted.loops_end {

@@ -3,7 +3,9 @@
 //! (coverage.rs): `lorenz_rk4`'s step loop tests its state and its step
 //! sizes once, before the loop, and then takes them from the regions that
 //! last tested them, each region starting from those regions' flags; and
-//! values whose bounds keep them normal are not tested at all.
+//! values whose bounds keep them normal are not tested at all; a region's
+//! second run is a loop over its fmas or a rerun until none is left to
+//! emulate (second_run.rs).
 
 use std::path::Path;
 use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl, CfgWgslOptions};
@@ -81,5 +83,23 @@ fn a_chain_of_fmas_runs_again_as_a_loop() {
         assert_eq!(w.matches("switch fk").count(), 1, "{w}");
         assert_eq!(w.matches("= fma_native_f32(").count(), 1, "{w}");
         assert_eq!(lorenz(checked).matches("switch fk").count(), 0);
+    }
+}
+
+/// The Lorenz step's regions, which the loop form does not fit, run again
+/// until no fma is left to emulate (wgsl/cfg/second_run.rs, the rerun
+/// form): each of its two regions (the step loop's and the remainder's)
+/// emulates in one place, and no fma is the in-place guard with its own
+/// emulation. (`crates/vgpu/tests/ptx_gpu_fma.rs` runs them on suspect
+/// states against the interpreter.)
+#[test]
+fn straight_regions_run_again_until_no_fma_is_left_to_emulate() {
+    for checked in [false, true] {
+        let w = lorenz(checked);
+        let regions = w.matches("if (sus").count();
+        assert_eq!(regions, 2, "checked {checked}");
+        assert_eq!(w.matches("var dn").count(), regions, "{w}");
+        assert_eq!(w.matches("= fma_f32(pa").count(), regions, "{w}");
+        assert_eq!(w.matches("fma_native_f32(r").count(), 0, "{w}");
     }
 }

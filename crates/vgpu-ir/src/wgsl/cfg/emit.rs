@@ -682,13 +682,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     /// A statement's code, under its guard.
     pub(super) fn guarded(&mut self, s: &Stmt) -> Result<String, IrError> {
         let code = self.stmt(s)?;
-        Ok(match s.guard {
-            Some((g, neg)) => {
-                let cmp = if neg { "==" } else { "!=" };
-                format!("        if (r{g} {cmp} 0u) {{\n{code}        }}\n")
-            }
-            None => code,
-        })
+        Ok(under_guard(s.guard, code))
     }
 
     /// What follows a thread's run in `main`: its fault recorded, then the
@@ -991,4 +985,16 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 /// first (speculate.rs).
 pub fn fma_guarded(k: &CfgKernel, o: &CfgWgslOptions) -> bool {
     o.native_fma_f32 && o.f64 && (!o.f32_subnormals || o.fma_flush_model) && k.has_fma_f32()
+}
+
+/// `code` (whole lines) run only where `guard` (a predicate register, true
+/// or, negated, false) lets it; as it is without one.
+pub(super) fn under_guard(guard: Option<(Reg, bool)>, code: String) -> String {
+    match guard {
+        Some((g, neg)) => {
+            let cmp = if neg { "==" } else { "!=" };
+            format!("        if (r{g} {cmp} 0u) {{\n{code}        }}\n")
+        }
+        None => code,
+    }
 }

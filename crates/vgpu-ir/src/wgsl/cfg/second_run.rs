@@ -18,9 +18,25 @@
 //! than the ones live at the busiest fma ([`loop_form_fits`]): an
 //! accumulation such as `matmul_tiled`'s tile (the same few registers live
 //! at each fma) takes it; `lorenz_rk4`'s steps, whose live values change
-//! from fma to fma, keep the straight form (there the loop form measured
-//! 11% slower).
+//! from fma to fma, do not (there the loop form measured 11% slower).
+//!
+//! A region of two fmas or more that the loop form does not fit runs again
+//! until no fma is left to emulate (the rerun form): each pass restores the
+//! region's inputs and runs its statements in order with the device's fma,
+//! a suspect one (`fma_suspect`) taking the value emulated for it in an
+//! earlier pass or, the first new one, noted with its operands; after the
+//! pass, the noted fma is emulated (`fma_f32`, one call in the code) and
+//! kept, and the next pass begins. Every pass computes the same values up to
+//! the first fma not yet emulated (the same inputs, the same statements),
+//! so the values kept are the exact ones, each pass keeps one more, and the
+//! pass that notes none (at most one pass per fma, plus one) computed every
+//! fma as the in-place guard would. Its statements after a noted fma ran on
+//! the device's value, as the fast copy's do: no side effect, a load at the
+//! address the fast copy read ([`super::speculate`]). On an H100 this
+//! cut `lorenz_rk4` by 0.8 ms (checked) and 0.9 ms (unchecked) of 20.2 and
+//! 20.4 (the WGSL variant `reloop`, docs/BENCHMARKS.md, session 32).
 
+use super::emit::under_guard;
 use super::fma_plan::{is_fma_f32, reads};
 use super::writer::{ExprWidth, KernelWriter};
 use crate::cfg::{CfgKernel, Inst, Reg, Stmt, Term, TernOp};
@@ -100,25 +116,31 @@ fn read_elsewhere(k: &CfgKernel, block: usize, range: (usize, usize)) -> Option<
 
 impl KernelWriter<'_> {
     /// The second run of region `n`, statements `start..` of block
-    /// `block` (its registers restored): straight, or a loop over its fmas
-    /// where that fits ([module documentation](self)).
+    /// `block`, its registers restored first by `restore`: a loop over its
+    /// fmas where that fits, else run again until no fma is left to
+    /// emulate, or straight where it has one fma ([module
+    /// documentation](self)).
     pub(super) fn second_run(
         &mut self,
         block: usize,
         region: &[Stmt],
         start: usize,
         n: u32,
+        restore: &str,
     ) -> Result<String, IrError> {
         let fmas = fma_sites(region);
         let k = self.k;
         let range = (start, start + region.len());
-        let mut code = String::new();
         let fits = fmas.len() >= 2 && {
             let elsewhere = read_elsewhere(k, block, range);
             loop_form_fits(region, &fmas, |r| {
                 elsewhere.as_ref().is_none_or(|e| e.contains(&r))
             })
         };
+        if !fits && region.iter().filter(|s| is_fma_f32(s)).count() >= 2 {
+            return self.rerun(region, n, restore);
+        }
+        let mut code = restore.to_string();
         if !fits {
             for s in region {
                 code.push_str(&self.pieces(s)?.concat());
@@ -179,6 +201,61 @@ impl KernelWriter<'_> {
         fk{n} = fk{n} + 1u;
         }}",
             fmas.len()
+        );
+        Ok(code)
+    }
+
+    /// The rerun form of region `n`'s second run ([module
+    /// documentation](self)): passes from the inputs `restore` puts back,
+    /// each fma (`k`-th of the region's) the device's, or where suspect
+    /// `ov[k]` when an earlier pass emulated it (`k < dn`), else the first
+    /// such noted (`pd`, its operands `pa`, `pb`, `pc`); after a pass that
+    /// noted one, its emulation kept in `ov` and `dn` past it.
+    fn rerun(&mut self, region: &[Stmt], n: u32, restore: &str) -> Result<String, IrError> {
+        let nf = region.iter().filter(|s| is_fma_f32(s)).count();
+        let mut code = format!(
+            "        var dn{n} = 0u; var ov{n}: array<u32, {nf}>;
+        var pd{n} = 0u; var pa{n} = 0u; var pb{n} = 0u; var pc{n} = 0u;
+        loop {{
+        pd{n} = 0xffffffffu;
+{restore}"
+        );
+        let mut fk = 0;
+        for s in region {
+            let Inst::Tern {
+                op: TernOp::FmaF32 { neg_ab, neg_c },
+                d,
+                a,
+                b,
+                c,
+            } = s.inst
+            else {
+                code.push_str(&self.pieces(s)?.concat());
+                continue;
+            };
+            let neg = |x: bool| if x { " ^ 0x80000000u" } else { "" };
+            let one = format!(
+                "        {{ let qa = {}{}; let qb = {}; let qc = {}{}; var qd = dev_fma(qa, qb, qc);
+        if (fma_suspect(qa, qb, qc, qd)) {{ if ({fk}u < dn{n}) {{ qd = ov{n}[{fk}]; }} else if (pd{n} == 0xffffffffu) {{ pd{n} = {fk}u; pa{n} = qa; pb{n} = qb; pc{n} = qc; }} }}
+        {} }}
+",
+                self.v32(a),
+                neg(neg_ab),
+                self.v32(b),
+                self.v32(c),
+                neg(neg_c),
+                self.assign(d, "qd".into(), ExprWidth::B32)
+            );
+            code.push_str(&under_guard(s.guard, one));
+            fk += 1;
+        }
+        code.push_str(&self.flush_reads());
+        let _ = writeln!(
+            code,
+            "        if (pd{n} == 0xffffffffu) {{ break; }}
+        ov{n}[min(pd{n}, {}u)] = fma_f32(pa{n}, pb{n}, pc{n}); dn{n} = pd{n} + 1u;
+        }}",
+            nf - 1
         );
         Ok(code)
     }

@@ -140,10 +140,11 @@ impl KernelWriter<'_> {
             let _ = writeln!(code, "        cov{s} = false;");
         }
         let _ = writeln!(code, "        if (sus{n}) {{");
+        let mut restore = String::new();
         for r in &saved {
-            let _ = writeln!(code, "        r{r} = sv{n}_{r};");
+            let _ = writeln!(restore, "        r{r} = sv{n}_{r};");
         }
-        code.push_str(&self.second_run(block, region, start, n)?);
+        code.push_str(&self.second_run(block, region, start, n, &restore)?);
         if let Some(s) = flag {
             let mut tested: Vec<Reg> = p.tested.iter().copied().collect();
             tested.sort_unstable();
