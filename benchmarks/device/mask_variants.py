@@ -78,6 +78,21 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
             the block's end only the faulting blocks' least index noted
             (flt[12]) without a barrier: the first run of a scheme whose
             second run (only where a block faulted) records the details
+  nosaddr   checked kernels: each 4-byte shared load's saddr test gone,
+            its word read as a proven one is (rd_s_in, the index masked):
+            what a proof of its bounds would save (inexact for a kernel
+            that strays)
+  frnosaddr firstrun of nosaddr
+  nogate    checked kernels where faults do not end the thread: stores
+            not held back after a fault (inexact for a kernel that faults)
+  nohi      checked kernels: gaddr's fast path without its test of the
+            address's high word (inexact for a wild 64-bit address)
+  gfast     checked kernels: gaddr's fast path as one test of the high
+            word and the offset's low bits, one of the offset against the
+            region's length less the size (exact where regions start
+            aligned to the access; the real form would keep the length
+            less the size in the cache)
+  wdga      nowd and nogaddr
   frnowd    firstrun of nowd
   frnog     firstrun of nogaddr
   epibar    checked kernels: the block's end without its barrier, each
@@ -454,6 +469,40 @@ def firstrun(t):
                      "  if (g_fcls != 0u) { atomicMin(&flt[12], g_blin); }\n")
 
 
+SADDR_LD = re.compile(r"let (t\d+) = saddr\(w64\((r\d+)\), 4u, 4u, \d+u, SHARED_BYTES, RSMEM_BEGIN, RSMEM_END\);\n"
+                      r"( *)if \(\1 != 0xffffffffu\) \{ (r\d+) = \(ld_s\(\1, 4u, false\)\)\.x; \}")
+
+
+def nosaddr(t):
+    m = re.search(r"\(r\d+ >> 2u\) & (\d+)u\)", t)
+    if not m or not SADDR_LD.search(t):
+        return None
+    return SADDR_LD.sub(lambda x: f"{x.group(4)} = (vec2<u32>(rd_s_in((({x.group(2)} >> 2u) & {m.group(1)}u)), 0u)).x;", t)
+
+
+def nogate(t):
+    if "if (g_fcls == 0u) { wr_" not in t and "if (g_fcls == 0u) { st_" not in t:
+        return None
+    return re.sub(r"if \(g_fcls == 0u\) \{ ((?:wr|st)_[gs](?:_in)?\(.*\);) \}", r"\1", t)
+
+
+def nohi(t):
+    if GA_HEAD not in t:
+        return None
+    t = t.replace("  if (a.y == 0u && d < r.y && r.y - d >= size && (a.x % align) == 0u) { return o; }",
+                  "  if (d < r.y && r.y - d >= size && (a.x % align) == 0u) { return o; }")
+    return t
+
+
+GA_FAST = "  if (a.y == 0u && d < r.y && r.y - d >= size && (a.x % align) == 0u) { return o; }"
+
+
+def gfast(t):
+    if GA_FAST not in t:
+        return None
+    return t.replace(GA_FAST, "  if ((a.y | (d & (align - 1u))) == 0u && d < r.y - size + 1u && r.y >= size) { return o; }")
+
+
 def cheapemu(t):
     if EMU_CALL not in t:
         return None
@@ -639,6 +688,10 @@ forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "wdvre": lambda t: wdnote(vloop(reloop(t))) if reloop(t) and vloop(reloop(t)) else None,
          "hdrepi": lambda t: epibar(hdronly(t)) if hdronly(t) and epibar(t) else None,
          "firstrun": firstrun,
+         "nogate": nogate, "nohi": nohi, "gfast": gfast,
+         "wdga": lambda t: nogaddr(nowd(t)) if nowd(t) and nogaddr(t) else None,
+         "nosaddr": nosaddr,
+         "frnosaddr": lambda t: firstrun(nosaddr(t)) if nosaddr(t) else None,
          "frnowd": lambda t: firstrun(nowd(t)) if nowd(t) else None,
          "frnog": lambda t: firstrun(nogaddr(t)) if nogaddr(t) else None,
          "cheapemu": cheapemu, "devslow": devslow, "slowloop": slowloop,
