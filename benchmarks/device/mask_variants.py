@@ -292,13 +292,14 @@ def noepi(t):
     return t[:m.end(1)] + "}\n" + t[m.end():]
 
 
-GA_HEAD = "fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<private, vec2<u32>>) -> u32 {\n"
+GA_HEAD_RE = re.compile(r"fn gaddr\(a: vec2<u32>, .*\) -> u32 \{\n")
 
 
 def nogaddr(t):
-    if GA_HEAD not in t:
+    m = GA_HEAD_RE.search(t)
+    if not m:
         return None
-    return t.replace(GA_HEAD, GA_HEAD + "  if (!opq) { return a.x - GB; }\n")
+    return t[:m.end()] + "  if (!opq) { return a.x - GB; }\n" + t[m.end():]
 
 
 def nochk(t):
@@ -487,7 +488,7 @@ def nogate(t):
 
 
 def nohi(t):
-    if GA_HEAD not in t:
+    if not GA_HEAD_RE.search(t):
         return None
     t = t.replace("  if (a.y == 0u && d < r.y && r.y - d >= size && (a.x % align) == 0u) { return o; }",
                   "  if (d < r.y && r.y - d >= size && (a.x % align) == 0u) { return o; }")

@@ -115,8 +115,8 @@ fn access_lines(body: &str) -> Vec<u32> {
     body.lines()
         .filter_map(|l| {
             let r = l.split("gaddr(").nth(1)?;
-            // gaddr(address, size, align, line, write, &cache)
-            let line = r.rsplit(", ").nth(2)?;
+            // gaddr(address, size, align, line, write, &cache, span)
+            let line = r.rsplit(", ").nth(3)?;
             line.strip_suffix('u')?.parse().ok()
         })
         .collect()
@@ -226,9 +226,9 @@ fn the_structured_form_keeps_within_the_nesting_limit() {
     // The structured form tried first gives back its sites' region caches:
     // the state machine's first 16 stores have their own, from gc0.
     for i in 0..16 {
-        assert_eq!(src.matches(&format!("&gc{i})")).count(), 1, "gc{i}");
+        assert_eq!(src.matches(&format!("&gc{i}, 4u)")).count(), 1, "gc{i}");
     }
-    assert!(!src.contains("&gc16)") && src.contains("&gc_w)"));
+    assert!(!src.contains("&gc16,") && src.contains("&gc_w, 16u)"));
     // Unchecked, no exits: structured whatever the length.
     let src = emit_cfg_wgsl(&many_stores(200), &plain_options(false)).unwrap();
     validate(&src, false);

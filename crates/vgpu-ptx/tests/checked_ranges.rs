@@ -293,17 +293,23 @@ fn global_access_caches_start_from_their_parameters_region() {
     let seeds = &seeds[..seeds.find("\n}").expect("its end")];
     assert!(w.contains("  seed_caches();\n"), "{w}");
     assert!(
-        seeds.contains("gc0 = vec2<u32>(words[s + 0u], words[s + 1u]);"),
+        seeds.contains("gc0 = vec2<u32>(words[s + 0u], cache_len(words[s + 1u], 4u));"),
         "{seeds}"
     );
     assert!(
-        seeds.contains("gc1 = vec2<u32>(words[s + 6u], words[s + 7u]);"),
+        seeds.contains("gc1 = vec2<u32>(words[s + 6u], cache_len(words[s + 7u], 4u));"),
         "{seeds}"
     );
     let mm = lowered("../../ptx-cases/kernels.ptx", "matmul_tiled");
     let w = structured_checked(&mm, [16, 16, 1]);
     let seeds = &w[w.find("fn seed_caches() {").expect("seed_caches")..];
     let seeds = &seeds[..seeds.find("\n}").expect("its end")];
-    assert!(seeds.contains("(words[s + 0u], words[s + 1u])"), "{seeds}");
-    assert!(seeds.contains("(words[s + 4u], words[s + 5u])"), "{seeds}");
+    assert!(
+        seeds.contains("(words[s + 0u], cache_len(words[s + 1u], 4u))"),
+        "{seeds}"
+    );
+    assert!(
+        seeds.contains("(words[s + 4u], cache_len(words[s + 5u], 4u))"),
+        "{seeds}"
+    );
 }

@@ -763,3 +763,43 @@ fn the_watchdog_ends_a_spinning_thread_without_barriers() {
     );
     assert_eq!((gpu.block, gpu.thread), ([0, 0, 0], [5, 0, 0]), "{gpu}");
 }
+
+/// A load through the region cache that the global sites past sixteen share
+/// (vgpu-ir's access.rs: its fast path covers accesses of up to 16 bytes,
+/// so a word in the region's last 15 bytes takes the table search): the
+/// last words of the buffer read the interpreter's values, fast path or
+/// not, and the word one past its end faults at the load's line.
+#[test]
+fn the_shared_region_cache_reads_a_regions_last_words_and_faults_past_them() {
+    let Some(m) = module() else { return };
+    let w = checked_wgsl_64(&m, "gx_shared_tail");
+    assert!(w.contains("&gc15, 4u)") && w.contains("&gc_r, 16u)"), "{w}");
+    let c = cfg([1, 1, 1], [16, 1, 1]);
+    let words: Vec<u8> = (0..1024u32)
+        .flat_map(|i| (3 * i + 1).to_le_bytes())
+        .collect();
+    let run = |backend, i: u32| {
+        let mut bufs = vec![words.clone()];
+        let opts = ExecOptions::default();
+        let mut runner = PtxRunner::new(backend, true);
+        let args = [KernelArg::Buffer(0), KernelArg::U32(i)];
+        runner
+            .launch(&m, "gx_shared_tail", &c, &args, &mut bufs, &opts)
+            .map(|_| bufs.swap_remove(0))
+    };
+    for i in [1019, 1020, 1021, 1023] {
+        let cpu = run(BackendChoice::Cpu, i).expect("on the CPU");
+        let gpu = run(BackendChoice::Gpu, i).expect("on the GPU");
+        assert_eq!(cpu, gpu, "word {i}");
+        let sum = (0..16u32).map(|k| 3 * k + 1).sum::<u32>() + 3 * i + 1;
+        assert_eq!(cpu[64..68], sum.to_le_bytes(), "word {i}");
+    }
+    let key = |f: &Fault| (f.class, f.line, f.block, f.thread);
+    let cpu = fault(run(BackendChoice::Cpu, 1024), "word 1024 on the CPU");
+    assert_eq!(
+        key(&cpu),
+        (FaultClass::OutOfBounds, 1022, [0, 0, 0], [0, 0, 0])
+    );
+    let gpu = fault(run(BackendChoice::Gpu, 1024), "word 1024 on the GPU");
+    assert_eq!(key(&gpu), key(&cpu));
+}

@@ -92,7 +92,7 @@ const LOCAL_TAG: u32 = {ltag}u;
 var<private> gsp: u32;
 // A generic address -> its checked offset in the space its high word names
 // (left in gsp), or {BAD} after a fault. mode: 0 load, 1 store, 2 atomic.
-fn xaddr(a: vec2<u32>, size: u32, align: u32, line: u32, mode: u32, c: ptr<private, vec2<u32>>) -> u32 {{
+fn xaddr(a: vec2<u32>, size: u32, align: u32, line: u32, mode: u32, c: ptr<private, vec2<u32>>, span: u32) -> u32 {{
   let o = vec2<u32>(a.x, 0u);
   if (a.y == SHARED_TAG) {{
     gsp = 1u;
@@ -108,7 +108,7 @@ fn xaddr(a: vec2<u32>, size: u32, align: u32, line: u32, mode: u32, c: ptr<priva
     return saddr(o, size, align, line, LOCAL_BYTES, 0u, 0u);
   }}
   gsp = 0u;
-  return gaddr(a, size, align, line, mode != 0u, c);
+  return gaddr(a, size, align, line, mode != 0u, c, span);
 }}
 // The same, unchecked.
 fn xoff(a: vec2<u32>) -> u32 {{
@@ -170,23 +170,32 @@ pub(super) fn element_align(size: u8, n: usize, i: usize) -> u32 {
 /// atomics.
 pub(super) const SITE_CACHES: u32 = 16;
 
+/// The most bytes one access takes (a 16-byte vector): the span of the
+/// caches that sites of different sizes share (`gc_r`, `gc_w`), whose fast
+/// path then misses an access within the last 15 bytes of a region, which
+/// the table search then finds.
+pub(super) const SHARED_CACHE_SPAN: u32 = 16;
+
 impl KernelWriter<'_> {
-    /// The name of the region cache for the next global or generic access
-    /// site (`write`: a store or atomic's, whose cache holds only writable
-    /// regions).
-    fn site_cache(&mut self, write: bool, base: Val) -> String {
+    /// The region cache for the next global or generic access site of
+    /// `size` bytes (`write`: a store or atomic's, whose cache holds only
+    /// writable regions) as `gaddr`'s last two arguments: its name and the
+    /// most bytes its accesses take (the site's own `size`, or
+    /// [`SHARED_CACHE_SPAN`] for the caches the sites past
+    /// [`SITE_CACHES`] share).
+    fn site_cache(&mut self, write: bool, base: Val, size: u8) -> String {
         if self.site_caches < SITE_CACHES {
             let i = self.site_caches as usize;
             self.site_caches += 1;
             // A form given up hands its caches out again (emit.rs).
-            let seed = self.seed_of(base).map(|slot| (slot, write));
+            let seed = self.seed_of(base).map(|slot| (slot, write, size as u32));
             self.site_seeds.truncate(i);
             self.site_seeds.push(seed);
-            format!("gc{i}")
+            format!("&gc{i}, {size}u")
         } else if write {
-            "gc_w".into()
+            format!("&gc_w, {SHARED_CACHE_SPAN}u")
         } else {
-            "gc_r".into()
+            format!("&gc_r, {SHARED_CACHE_SPAN}u")
         }
     }
 
@@ -265,8 +274,8 @@ impl KernelWriter<'_> {
             let call = match space {
                 _ if elided => format!("({a}).x"),
                 Space::Global => format!(
-                    "gaddr({a}, {size}u, {align}u, {line}u, {write}, &{})",
-                    self.site_cache(write, base)
+                    "gaddr({a}, {size}u, {align}u, {line}u, {write}, {})",
+                    self.site_cache(write, base, size)
                 ),
                 Space::Shared => format!(
                     "saddr({a}, {size}u, {align}u, {line}u, SHARED_BYTES, RSMEM_BEGIN, RSMEM_END)"
@@ -278,9 +287,9 @@ impl KernelWriter<'_> {
                     format!("saddr({a}, {size}u, {align}u, {line}u, PARAM_BYTES, 0u, 0u)")
                 }
                 Space::Generic => format!(
-                    "xaddr({a}, {size}u, {align}u, {line}u, {}u, &{})",
+                    "xaddr({a}, {size}u, {align}u, {line}u, {}u, {})",
                     rw as u32,
-                    self.site_cache(write, base)
+                    self.site_cache(write, base, size)
                 ),
             };
             let _ = writeln!(code, "        let {name} = {call};");

@@ -323,14 +323,15 @@ fn raise_t(cls: u32, line: u32, a: vec2<u32>, t: vec3<u32>) {{
   }}
 }}
 // A global byte address -> its byte offset in gmem, or {BAD} after a fault.
-// c: the access site's cache of the last region it found (its first byte's
-// address, GB included, and its length; empty at first): an aligned access
-// inside it needs no search of the table.
-fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<private, vec2<u32>>) -> u32 {{
+// c: the access site's cache of the last region it found, for accesses of
+// at most span bytes (align: a power of two): its first byte's address, GB
+// included, and its length less span, plus one (0 where shorter; (0, 0) at
+// first): an aligned access whose offset in it is below that lies inside it
+// and needs no search of the table.
+fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<private, vec2<u32>>, span: u32) -> u32 {{
   let o = a.x - GB;
   let r = *c;
-  let d = a.x - r.x;
-  if (a.y == 0u && d < r.y && r.y - d >= size && (a.x % align) == 0u) {{ return o; }}
+  if ((a.y | (a.x & (align - 1u))) == 0u && a.x - r.x < r.y) {{ return o; }}
   if (a.y == 0u && a.x >= GB) {{
     let n = words[{nreg}];
     for (var i = 0u; i < n; i = i + 1u) {{
@@ -339,7 +340,7 @@ fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<pri
       if (o >= s && o < e) {{
         if (e - o < size || (write && words[{regs}u + 3u * i + 2u] == 0u)) {{ break; }}
         if ((o % align) != 0u) {{ raise({mis}u, line, a); return {BAD}; }}
-        *c = vec2<u32>(s + GB, e - s);
+        *c = vec2<u32>(s + GB, cache_len(e - s, span));
         return o;
       }}
     }}
@@ -347,11 +348,16 @@ fn gaddr(a: vec2<u32>, size: u32, align: u32, line: u32, write: bool, c: ptr<pri
   raise({oob}u, line, a);
   return {BAD};
 }}
+// A region cache's second word for a region of len bytes and accesses of at
+// most span bytes (gaddr).
+fn cache_len(len: u32, span: u32) -> u32 {{ return select(0u, len - span + 1u, len >= span); }}
 // A shared, local or parameter offset checked against the space's size
-// (shared memory: or in the reserved region's usable bytes rb..re).
+// (shared memory: or in the reserved region's usable bytes rb..re; size,
+// limit, rb and re are constants at every call, so each range is one or two
+// comparisons).
 fn saddr(a: vec2<u32>, size: u32, align: u32, line: u32, limit: u32, rb: u32, re: u32) -> u32 {{
-  let own = a.x <= limit && limit - a.x >= size;
-  let rsv = a.x >= rb && a.x <= re && re - a.x >= size;
+  let own = limit >= size && a.x <= limit - size;
+  let rsv = re >= size && a.x >= rb && a.x <= re - size;
   if (a.y != 0u || !(own || rsv)) {{ raise({oob}u, line, a); return {BAD}; }}
   if ((a.x % align) != 0u) {{ raise({mis}u, line, a); return {BAD}; }}
   return a.x;

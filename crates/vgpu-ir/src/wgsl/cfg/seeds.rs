@@ -138,11 +138,11 @@ impl KernelWriter<'_> {
             super::meta::SEEDS
         );
         for (i, seed) in self.site_seeds.iter().enumerate() {
-            if let Some((slot, write)) = seed {
+            if let Some((slot, write, span)) = seed {
                 let w = 4 * slot + 2 * (*write as u32);
                 let _ = writeln!(
                     s,
-                    "  gc{i} = vec2<u32>(words[s + {w}u], words[s + {}u]);",
+                    "  gc{i} = vec2<u32>(words[s + {w}u], cache_len(words[s + {}u], {span}u));",
                     w + 1
                 );
             }

@@ -99,8 +99,9 @@ pub(super) struct KernelWriter<'a> {
     /// their own (access.rs, [`super::access::SITE_CACHES`] at most).
     pub(super) site_caches: u32,
     /// Each handed-out region cache's first guess: the parameter slot its
-    /// site's address derives from and whether the site writes (seeds.rs).
-    pub(super) site_seeds: Vec<Option<(u32, bool)>>,
+    /// site's address derives from, whether the site writes and the most
+    /// bytes its accesses take (seeds.rs, access.rs).
+    pub(super) site_seeds: Vec<Option<(u32, bool, u32)>>,
     /// Each register's parameter slot, where a checked kernel's addresses
     /// derive from one (seeds.rs; empty unchecked).
     pub(super) param_slots: Vec<Option<u32>>,
