@@ -1,16 +1,16 @@
 //! Running a kernel in the IR's control-flow form ([`vgpu_ir::cfg`], e.g. a
 //! compiled PTX entry) on the GPU: global memory laid out as one storage
 //! buffer ([`GlobalLayout`]), the launch's limits checked against the
-//! adapter's before anything is dispatched, the WGSL compiled once per
-//! (source, block shape, dynamic shared memory, checks, features) through the
-//! [`KernelCache`] (the WGSL differs where f32 `fma` is the device's own,
+//! adapter's before anything is dispatched, the WGSL written once per
+//! (kernel, block shape, dynamic shared memory, checks, features) and
+//! compiled once per source through the [`KernelCache`] (the WGSL differs where f32 `fma` is the device's own,
 //! fused one: [`crate::fma_probe`]), one dispatch (a grid over the adapter's workgroups per
 //! dimension folded into two dimensions), the fault record read back.
 
 use crate::{AtomicF32Path, Binding, FmaF32Path, GpuError, KernelCache, KernelSpec};
 use vgpu_ir::cfg::{reserved_smem, CfgKernel};
 use vgpu_ir::wgsl::cfg::{
-    binds_f32_atomic_view, check_workgroup_bytes, emit_cfg_kernel, fault, initcheck_binding, meta,
+    binds_f32_atomic_view, check_workgroup_bytes, fault, initcheck_binding, meta,
     race_workgroup_bytes, warp_exchange_bytes, CfgChecks, CfgWgslOptions, GLOBAL_BASE,
 };
 
@@ -487,7 +487,10 @@ pub fn run_cfg_kernel(
         initcheck: ginit.is_some(),
         race,
     };
-    let emitted = emit_cfg_kernel(k, &opts, checks).map_err(|e| launch_err(k, e.to_string()))?;
+    let emitted = cache
+        .cfg_wgsl()
+        .get(k, &opts, checks)
+        .map_err(|e| launch_err(k, e.to_string()))?;
     let wgsl = emitted.text;
     dump_wgsl(k, &wgsl)?;
     let wgsl = load_wgsl(k)?.unwrap_or(wgsl);

@@ -21,6 +21,7 @@ pub mod adaptive;
 pub mod atomic_probe;
 mod backend;
 pub mod cfg_kernel;
+mod cfg_wgsl_memo;
 pub mod ensemble;
 mod error;
 pub mod fma_probe;

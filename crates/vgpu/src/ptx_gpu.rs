@@ -168,6 +168,13 @@ impl PtxRunner {
             .map_or(0.0, |c| c.stats().compile_time.as_secs_f64())
     }
 
+    /// Kernels written as WGSL so far (the kernel cache's count): a kernel
+    /// launched again for the same block shape and options reuses its WGSL
+    /// rather than running the emitter again.
+    pub fn kernels_emitted(&self) -> u64 {
+        self.cache.as_ref().map_or(0, |c| c.cfg_kernels_emitted())
+    }
+
     /// The backend asked for.
     pub fn backend(&self) -> Backend {
         self.backend

@@ -374,6 +374,8 @@ pub struct KernelCache {
     timeout: Duration,
     spin: Duration,
     last_run: RunTiming,
+    /// The WGSL emitted for control-flow kernels (crate::cfg_kernel).
+    cfg_wgsl: crate::cfg_wgsl_memo::EmittedWgsl,
 }
 
 /// Where the host-to-host time of the last dispatch went, past compilation.
@@ -425,7 +427,20 @@ impl KernelCache {
             timeout: Duration::from_secs(600),
             spin: Duration::from_micros(500),
             last_run: RunTiming::default(),
+            cfg_wgsl: Default::default(),
         }
+    }
+
+    /// How many control-flow kernels (compiled PTX) this cache has written
+    /// as WGSL: a launch of a kernel already written with the same options
+    /// and checks reuses its WGSL rather than running the emitter again.
+    pub fn cfg_kernels_emitted(&self) -> u64 {
+        self.cfg_wgsl.emitted()
+    }
+
+    /// The memo of control-flow kernels' WGSL (crate::cfg_kernel).
+    pub(crate) fn cfg_wgsl(&mut self) -> &mut crate::cfg_wgsl_memo::EmittedWgsl {
+        &mut self.cfg_wgsl
     }
 
     /// Where the last dispatch's time went (upload, GPU, download).

@@ -144,7 +144,7 @@ pub fn reserved_smem(user: u64) -> (u64, u64, u64) {
 }
 
 /// One instruction.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Inst {
     /// `d = op(a)`.
     Un {
@@ -268,7 +268,7 @@ impl Inst {
 }
 
 /// A statement: an instruction, its guard and its source line.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Stmt {
     /// What is done.
     pub inst: Inst,
@@ -279,7 +279,7 @@ pub struct Stmt {
 }
 
 /// How a basic block ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Term {
     /// Go on at the block.
     Jump(BlockId),
@@ -333,7 +333,7 @@ pub enum Term {
 }
 
 /// A basic block.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Block {
     /// The statements, in order.
     pub stmts: Vec<Stmt>,
@@ -343,7 +343,7 @@ pub struct Block {
 
 /// Initial bytes of global memory that the module itself defines (`.global`,
 /// `.const` variables), at a fixed byte address.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GlobalInit {
     /// The variable's name.
     pub name: String,
@@ -356,7 +356,7 @@ pub struct GlobalInit {
 }
 
 /// A kernel in control-flow form. Block 0 is the entry.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CfgKernel {
     /// The kernel's name.
     pub name: String,
