@@ -87,11 +87,12 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
             not held back after a fault (inexact for a kernel that faults)
   nohi      checked kernels: gaddr's fast path without its test of the
             address's high word (inexact for a wild 64-bit address)
-  gfast     checked kernels: gaddr's fast path as one test of the high
-            word and the offset's low bits, one of the offset against the
-            region's length less the size (exact where regions start
-            aligned to the access; the real form would keep the length
-            less the size in the cache)
+  gfast     checked kernels before 5c4e5bb: gaddr's fast path as one test
+            of the high word and the offset's low bits, one of the offset
+            against the region's length less the size (exact where regions
+            start aligned to the access; 5c4e5bb's gaddr keeps the length
+            less the span in the cache and tests the address's low bits);
+            gsplit too applies only to gaddr before 5c4e5bb
   wdga      nowd and nogaddr
   frnowd    firstrun of nowd
   frnog     firstrun of nogaddr
@@ -487,15 +488,17 @@ def nogate(t):
     return re.sub(r"if \(g_fcls == 0u\) \{ ((?:wr|st)_[gs](?:_in)?\(.*\);) \}", r"\1", t)
 
 
-def nohi(t):
-    if not GA_HEAD_RE.search(t):
-        return None
-    t = t.replace("  if (a.y == 0u && d < r.y && r.y - d >= size && (a.x % align) == 0u) { return o; }",
-                  "  if (d < r.y && r.y - d >= size && (a.x % align) == 0u) { return o; }")
-    return t
-
-
 GA_FAST = "  if (a.y == 0u && d < r.y && r.y - d >= size && (a.x % align) == 0u) { return o; }"
+# gaddr's fast path since 5c4e5bb (the cache's length less the span).
+GA_SPAN = "  if ((a.y | (a.x & (align - 1u))) == 0u && a.x - r.x < r.y) { return o; }"
+
+
+def nohi(t):
+    if GA_FAST in t:
+        return t.replace(GA_FAST, "  if (d < r.y && r.y - d >= size && (a.x % align) == 0u) { return o; }")
+    if GA_SPAN in t:
+        return t.replace(GA_SPAN, "  if ((a.x & (align - 1u)) == 0u && a.x - r.x < r.y) { return o; }")
+    return None
 
 
 def gfast(t):

@@ -31,8 +31,6 @@ struct Entry {
 pub(crate) struct EmittedWgsl {
     /// Entries by the hash of what they were emitted from.
     by_hash: HashMap<u64, Vec<Entry>>,
-    /// Entries held.
-    len: usize,
     /// How many kernels were emitted (not taken from the memo).
     emitted: u64,
 }
@@ -61,9 +59,8 @@ impl EmittedWgsl {
         }
         let wgsl = emit_cfg_kernel(k, opts, checks)?;
         self.emitted += 1;
-        if self.len >= MAX_KERNELS {
+        if self.by_hash.values().map(Vec::len).sum::<usize>() >= MAX_KERNELS {
             self.by_hash.clear();
-            self.len = 0;
         }
         self.by_hash.entry(key).or_default().push(Entry {
             kernel: k.clone(),
@@ -71,7 +68,6 @@ impl EmittedWgsl {
             checks,
             wgsl: wgsl.clone(),
         });
-        self.len += 1;
         Ok(wgsl)
     }
 

@@ -137,8 +137,9 @@ impl KernelWriter<'_> {
                 elsewhere.as_ref().is_none_or(|e| e.contains(&r))
             })
         };
-        if !fits && region.iter().filter(|s| is_fma_f32(s)).count() >= 2 {
-            return self.rerun(region, n, restore);
+        let all_fmas = region.iter().filter(|s| is_fma_f32(s)).count();
+        if !fits && all_fmas >= 2 {
+            return self.rerun(region, all_fmas, n, restore);
         }
         let mut code = restore.to_string();
         if !fits {
@@ -206,13 +207,19 @@ impl KernelWriter<'_> {
     }
 
     /// The rerun form of region `n`'s second run ([module
-    /// documentation](self)): passes from the inputs `restore` puts back,
-    /// each fma (`k`-th of the region's) the device's, or where suspect
-    /// `ov[k]` when an earlier pass emulated it (`k < dn`), else the first
-    /// such noted (`pd`, its operands `pa`, `pb`, `pc`); after a pass that
-    /// noted one, its emulation kept in `ov` and `dn` past it.
-    fn rerun(&mut self, region: &[Stmt], n: u32, restore: &str) -> Result<String, IrError> {
-        let nf = region.iter().filter(|s| is_fma_f32(s)).count();
+    /// documentation](self)), whose `nf` f32 fmas (guarded or not) are
+    /// `ov`'s slots: passes from the inputs `restore` puts back, each fma
+    /// (`k`-th of the region's) the device's, or where suspect `ov[k]` when
+    /// an earlier pass emulated it (`k < dn`), else the first such noted
+    /// (`pd`, its operands `pa`, `pb`, `pc`); after a pass that noted one,
+    /// its emulation kept in `ov` and `dn` past it.
+    fn rerun(
+        &mut self,
+        region: &[Stmt],
+        nf: usize,
+        n: u32,
+        restore: &str,
+    ) -> Result<String, IrError> {
         let mut code = format!(
             "        var dn{n} = 0u; var ov{n}: array<u32, {nf}>;
         var pd{n} = 0u; var pa{n} = 0u; var pb{n} = 0u; var pc{n} = 0u;
