@@ -33,6 +33,12 @@ variant_run() {
     env=(VGPU_DUMP_WGSL="$w/dump-$entry-$mode")
     mkdir -p "$w/dump-$entry-$mode"
   fi
+  # SPV_DIR: the SPIR-V given to the driver kept as SPV_DIR/<entry>-<mode>-<tag>/
+  # (VGPU_DUMP_SPV; the tag from variant_row, else "cur"), for pipeline_stats.
+  if [ -n "${SPV_DIR:-}" ]; then
+    env+=(VGPU_DUMP_SPV="$SPV_DIR/$entry-$mode-${SPV_TAG:-cur}")
+    mkdir -p "$SPV_DIR/$entry-$mode-${SPV_TAG:-cur}"
+  fi
   mkdir -p "$w/o"
   env "${env[@]}" timeout 120 "${VGPU:-./target/release/vgpu}" ptx run ptx-cases/kernels.ptx \
     --entry "$entry" --grid "$grid" --block "$block" --backend gpu --kernel-time 5 \
@@ -67,7 +73,7 @@ variant_setup() {
 variant_row() {
   local rows=$1 tag=$2 mode=$4 entry=$5
   local log ks of=C.bin sum
-  log=$(variant_run "$W" "$3" "$mode" "$entry" "${@:6}")
+  log=$(SPV_TAG=$tag variant_run "$W" "$3" "$mode" "$entry" "${@:6}")
   { echo "== $tag $entry $mode"; echo "$log"; } >> "$rows.log"
   ks=$(echo "$log" | awk '$1=="kernel_seconds"{print $2}')
   [ "$entry" = lorenz_rk4 ] && of=state.bin

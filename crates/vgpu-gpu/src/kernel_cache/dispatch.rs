@@ -299,6 +299,36 @@ fn wait(
     Ok(())
 }
 
+/// With `VGPU_DUMP_SPV=DIR` in the environment, writes the SPIR-V given to
+/// the driver for `spec` to `DIR/<label>.spv` (the label's characters other
+/// than letters, digits, `-` and `_` as `_`), for reading it or compiling it
+/// apart (the `pipeline_stats` example: the driver's register counts).
+///
+/// # Errors
+/// [`GpuError::Compile`] naming the file when it cannot be written.
+fn dump_spirv(spec: &KernelSpec, words: &[u32]) -> Result<(), GpuError> {
+    let Some(dir) = std::env::var_os("VGPU_DUMP_SPV") else {
+        return Ok(());
+    };
+    let name: String = spec
+        .label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let path = std::path::Path::new(&dir).join(format!("{name}.spv"));
+    std::fs::write(&path, bytemuck::cast_slice::<u32, u8>(words)).map_err(|e| GpuError::Compile {
+        label: spec.label.to_string(),
+        entry: spec.entry.to_string(),
+        message: format!("VGPU_DUMP_SPV: cannot write {}: {e}", path.display()),
+    })
+}
+
 /// Compiles `spec` (shader module, bind group layout from `kinds`, pipeline) inside
 /// a validation error scope.
 pub(super) fn compile(
@@ -322,6 +352,7 @@ pub(super) fn compile(
                 entry: spec.entry.to_string(),
                 message,
             })?;
+        dump_spirv(spec, &words)?;
         let entry = wgpu::PassthroughShaderEntryPoint {
             name: std::borrow::Cow::Borrowed(&spec.entry),
             workgroup_size: (
