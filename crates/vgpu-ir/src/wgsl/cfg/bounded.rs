@@ -59,6 +59,7 @@ struct LatchTest<'a> {
     latch: usize,
     si: usize,
     cmp: ICmp,
+    signed: bool,
     bits: u8,
     a: Val,
     b: Val,
@@ -99,7 +100,7 @@ fn latch_test<'a>(k: &CfgKernel, shape: &'a Shape, h: usize) -> Option<LatchTest
         .rev()
         .find(|(_, s)| s.inst.dests().contains(&p))?;
     let Inst::Bin {
-        op: BinOp::SetpInt { cmp, bits, .. },
+        op: BinOp::SetpInt { cmp, signed, bits },
         a,
         b,
         ..
@@ -116,6 +117,7 @@ fn latch_test<'a>(k: &CfgKernel, shape: &'a Shape, h: usize) -> Option<LatchTest
         latch,
         si,
         cmp,
+        signed,
         bits,
         a,
         b,
@@ -194,9 +196,24 @@ fn halving(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
     (halves && def.guard.is_none() && db == t.latch && di < t.si).then_some(())
 }
 
-/// Whether loop `h` is a counted loop (module documentation), `Some(())`
-/// where it is.
-fn counted(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
+/// A counted loop's stepped register and its test (module documentation).
+struct Counted {
+    /// The stepped register.
+    i: Reg,
+    /// The bound: an immediate or a register the loop does not write.
+    n: Val,
+    /// The loop goes on while `i cmp n`.
+    cmp: ICmp,
+    /// The step, on `bits` bits.
+    step: u64,
+    /// Whether the test compares signed.
+    signed: bool,
+    /// The test's width.
+    bits: u8,
+}
+
+/// Loop `h`'s counted form (module documentation), where it is one.
+fn counted(k: &CfgKernel, shape: &Shape, h: usize) -> Option<Counted> {
     let t = latch_test(k, shape, h)?;
     let bits = t.bits;
     // The stepped register `i` and the bound `n`, which the loop does not
@@ -238,23 +255,103 @@ fn counted(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
         _ => return None,
     };
     let minus_one = msk(bits);
+    let c = Counted {
+        i,
+        n,
+        cmp,
+        step,
+        signed: t.signed,
+        bits,
+    };
     match cmp {
-        ICmp::Lt if step == 1 => Some(()),
-        ICmp::Gt if step == minus_one => Some(()),
+        ICmp::Lt if step == 1 => Some(c),
+        ICmp::Gt if step == minus_one => Some(c),
         ICmp::Ne if step != 0 => {
             let j = step.trailing_zeros();
             if j == 0 {
-                return Some(());
+                return Some(c);
             }
             let zero = low_bits_zero(k, shape, j);
             let n_ok = match n {
                 Val::Imm(c) => (c & msk(bits)).trailing_zeros() >= j,
                 Val::Reg(r) => zero.get(r as usize).copied().unwrap_or(false),
             };
-            (n_ok && zero.get(i as usize).copied().unwrap_or(false)).then_some(())
+            (n_ok && zero.get(i as usize).copied().unwrap_or(false)).then_some(c)
         }
         _ => None,
     }
+}
+
+/// A bound on the header visits of one entry into a counted loop stepping
+/// by one (module documentation) with no loop inside it, for the watchdog
+/// (watchdog.rs, `fits_code`): the loop goes on while `i < n` (`up`) or
+/// `i > n` on `bits` bits, compared `signed` or not. An entry where the
+/// test holds of `i` visits the header at most `d + 1` times, `d` = `n − i`
+/// (`i − n` where not `up`): `d` where the step comes before the test,
+/// `d + 1` where after it. Where the test fails of `i` on entry, the header
+/// is visited once, unless the step comes first and wraps `i` (`i` the
+/// largest value, the smallest where not `up`): then the loop may run
+/// `2^bits` times, and no bound is given. `max_steps` bounds the
+/// instructions one iteration counts (each block of the body runs at most
+/// once between two visits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct VisitBound {
+    /// The stepped register.
+    pub i: Reg,
+    /// The bound it is compared with.
+    pub n: Val,
+    /// Whether `i` steps up (by 1, while below `n`), else down (by −1,
+    /// while above).
+    pub up: bool,
+    /// Whether the comparison is signed.
+    pub signed: bool,
+    /// The comparison's width (at most 32).
+    pub bits: u8,
+    /// The most instructions one iteration counts: the body's blocks'
+    /// statements and terminators.
+    pub max_steps: u64,
+}
+
+/// Loop `h`'s [`VisitBound`], where it is a counted loop stepping by one on
+/// at most 32 bits, no other loop lies inside it, and it lies inside no
+/// other loop (entered once per run, so that the test on entry, two
+/// barriers in the structured form, is paid once, not once per iteration
+/// of an outer loop).
+pub(super) fn visit_bound(k: &CfgKernel, shape: &Shape, h: usize) -> Option<VisitBound> {
+    let lp = shape.loops.get(h)?.as_ref()?;
+    let inner = (0..k.blocks.len()).any(|b| b != h && lp.body[b] && shape.loops[b].is_some());
+    let outer = shape
+        .loops
+        .iter()
+        .enumerate()
+        .any(|(o, l)| o != h && l.as_ref().is_some_and(|l| l.body[h]));
+    if inner || outer {
+        return None;
+    }
+    let c = counted(k, shape, h)?;
+    let up = match c.cmp {
+        ICmp::Lt if c.step == 1 => true,
+        ICmp::Gt if c.step == msk(c.bits) => false,
+        _ => return None,
+    };
+    if c.bits > 32 {
+        return None;
+    }
+    let max_steps = k
+        .blocks
+        .iter()
+        .zip(&lp.body)
+        .filter(|(_, &inside)| inside)
+        .map(|(b, _)| b.stmts.len() as u64 + 1)
+        .sum();
+    Some(VisitBound {
+        i: c.i,
+        n: c.n,
+        up,
+        signed: c.signed,
+        bits: c.bits,
+        max_steps,
+    })
 }
 
 /// For each register, whether its low `j` bits are zero at every point of

@@ -38,7 +38,7 @@
 //! blocks (or, for lavapipe's nesting limit, [`MAX_NESTING`]), the kernel
 //! keeps the state machine.
 
-use super::bounded;
+use super::bounded::{self, VisitBound};
 use super::watchdog::AfterFault;
 use super::writer::{KernelWriter, EXIT};
 use super::CfgWgslOptions;
@@ -110,6 +110,10 @@ struct Writing<'s> {
     /// Whether each block is the header of a loop its own code ends within
     /// a few iterations (bounded.rs), which the watchdog does not test.
     bounded: Vec<bool>,
+    /// For each header of a loop through barriers whose watchdog test the
+    /// workgroup skips on entries that cannot reach the limit, the bound on
+    /// its visits (bounded.rs, watchdog.rs: `fits_code`).
+    visits: Vec<Option<VisitBound>>,
 }
 
 impl Writing<'_> {
@@ -153,9 +157,19 @@ impl KernelWriter<'_> {
         let bounded: Vec<bool> = (0..k.blocks.len())
             .map(|h| self.o.checked && bounded::is_halving_loop(k, shape, h))
             .collect();
+        let visits: Vec<Option<VisitBound>> = (0..k.blocks.len())
+            .map(|h| {
+                (self.soft && barrier_loop[h] && !bounded[h])
+                    .then(|| bounded::visit_bound(k, shape, h))
+                    .flatten()
+            })
+            .collect();
         if self.soft {
             for h in (0..k.blocks.len()).filter(|&h| barrier_loop[h] && !bounded[h]) {
                 let _ = writeln!(self.out, "  var it{h}: u32 = 0u;");
+                if visits[h].is_some() {
+                    let _ = writeln!(self.out, "  var wdok{h}: u32 = 0u;");
+                }
             }
         }
         let mut w = Writing {
@@ -169,9 +183,13 @@ impl KernelWriter<'_> {
             barrier_unjudged: self.barrier_unjudged(global_exchange(self.k, shape)),
             barrier_loop,
             bounded,
+            visits,
         };
         let fits = self.seq(&mut w, 0, None, None, false)?;
         self.out.push_str("}\n");
+        if w.visits.iter().any(Option::is_some) {
+            self.out.push_str(super::watchdog::FITS_DECLS);
+        }
         let body = std::mem::replace(&mut self.out, before);
         if !fits || w.returns + w.deepest > MAX_NESTING {
             // The form not taken: its temporaries' numbers and region
@@ -269,11 +287,19 @@ impl KernelWriter<'_> {
             return self.watchdog_then(i, true, AfterFault::LeaveLoop);
         }
         let n = self.k.blocks[i].stmts.len() + 1;
-        format!(
+        let test = format!(
             "{}        it{i} = it{i} + 1u;\n        if (it{i} > words[{}] / {n}u) {{ return; }}\n",
-            self.watchdog_branchless(i),
+            self.watchdog_raise_if(i),
             meta::WATCHDOG
-        )
+        );
+        let count = format!("        steps = steps + {n}u;\n");
+        if w.visits[i].is_some() {
+            // Skipped where the whole workgroup's entry cannot reach the
+            // limit (`wdok`, uniform, set before the loop: watchdog.rs,
+            // `fits_code`).
+            return format!("{count}        if (wdok{i} == 0u) {{\n{test}        }}\n");
+        }
+        count + &test
     }
 
     /// A line of control flow at the current depth.
@@ -391,6 +417,12 @@ impl KernelWriter<'_> {
 
     /// `loop { … }` with header `h` ([`Self::loop_code`]).
     fn plain_loop(&mut self, w: &mut Writing, h: BlockId) -> Result<bool, IrError> {
+        if let Some(vb) = &w.visits[h as usize] {
+            let code = self.fits_code(h as usize, vb);
+            for line in code.lines() {
+                self.ctl(w, line);
+            }
+        }
         self.ctl(w, "loop {");
         w.depth += 1;
         w.deepest = w.deepest.max(w.depth);

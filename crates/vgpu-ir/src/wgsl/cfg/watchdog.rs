@@ -22,9 +22,16 @@
 //! build this took checked `lorenz_rk4` from 20.30 to 19.85 ms (session 30,
 //! `wdnote`), but as built it still takes 20.30 (session 31).
 
+use super::bounded::VisitBound;
 use super::writer::{KernelWriter, EXIT};
 use super::{fault, meta};
-use crate::cfg::Term;
+use crate::cfg::{ICmp, Term, Val};
+
+/// The workgroup's words for [`KernelWriter::fits_code`]: whether a thread
+/// found that its count may reach the limit in the loop, and the verdict
+/// handed to all.
+pub(super) const FITS_DECLS: &str =
+    "var<workgroup> wg_wdslow: atomic<u32>;\nvar<workgroup> wg_wdfast: u32;\n";
 
 /// Where a watchdog fault goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,20 +82,68 @@ impl KernelWriter<'_> {
         )
     }
 
-    /// The watchdog at the start of loop header `i` where its fault neither
-    /// ends the thread nor leaves the loop (a loop through barriers in the
-    /// structured form whose threads go on after a fault): the count, and
-    /// the fault raised without a branch (`raise_if`, checks.rs).
-    pub(super) fn watchdog_branchless(&self, i: usize) -> String {
+    /// The watchdog's test at loop header `i` where its fault neither ends
+    /// the thread nor leaves the loop (a loop through barriers in the
+    /// structured form whose threads go on after a fault; the count is
+    /// written apart): the fault raised without a branch (`raise_if`,
+    /// checks.rs).
+    pub(super) fn watchdog_raise_if(&self, i: usize) -> String {
         if !self.o.checked {
             return String::new();
         }
-        let n = self.k.blocks[i].stmts.len() + 1;
         format!(
-            "        steps = steps + {n}u;\n        raise_if(steps > words[{}], {}u, {}u);\n",
+            "        raise_if(steps > words[{}], {}u, {}u);\n",
             meta::WATCHDOG,
             fault::CLASS_WATCHDOG,
             self.header_line(i)
+        )
+    }
+
+    /// The code before the loop with header `h`, through barriers, whose
+    /// threads go on after a fault, and whose visits `vb` bounds
+    /// (bounded.rs): `wdok{h}`, 1 where no thread of the workgroup can pass
+    /// the watchdog's limit at a visit of the header in this entry, so that
+    /// every thread skips the header's test and its count of iterations
+    /// alike (the count stays the same in all threads). A thread's bound:
+    /// `d + 1` visits of at most `max_steps` instructions each from its
+    /// count now (`d` as [`VisitBound`] says; where the test fails on entry
+    /// and the step could wrap, no bound). The threads' findings meet in
+    /// `wg_wdslow` by the barrier after, and thread 0 hands the verdict to
+    /// all through `workgroupUniformLoad` (uniform, as the loop's barriers
+    /// need; `wg_wdslow` cleared for the next entry before it). Neither
+    /// barrier is a PTX barrier: `g_nbar` does not count them.
+    pub(super) fn fits_code(&self, h: usize, vb: &VisitBound) -> String {
+        let i = self.v32(Val::Reg(vb.i));
+        let n = self.v32(vb.n);
+        let bits = vb.bits;
+        let top = if bits >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << bits) - 1
+        };
+        let sign = 1u32 << (bits - 1);
+        // The comparison that holds while the loop goes on, the distance
+        // to its bound, and the value whose step wraps.
+        let (cmp, d, edge) = match (vb.up, vb.signed) {
+            (true, true) => (ICmp::Lt, format!("{n} - {i}"), sign - 1),
+            (true, false) => (ICmp::Lt, format!("{n} - {i}"), top),
+            (false, true) => (ICmp::Gt, format!("{i} - {n}"), sign),
+            (false, false) => (ICmp::Gt, format!("{i} - {n}"), 0),
+        };
+        let wd = meta::WATCHDOG;
+        let (s, signed) = (vb.max_steps.min(u64::from(u32::MAX)), vb.signed);
+        format!(
+            "{{
+  let q = (words[{wd}] - steps) / {s}u;
+  let on = cmp32({i}, {n}, {c}u, {signed}, {bits}u) != 0u;
+  let d = select(select(0u, 0xffffffffu, ({i} & msk({bits}u)) == {edge}u), ({d}) & msk({bits}u), on);
+  if (!(steps <= words[{wd}] && d < q)) {{ atomicStore(&wg_wdslow, 1u); }}
+}}
+workgroupBarrier();
+if (lidx == 0u) {{ wg_wdfast = select(0u, 1u, atomicLoad(&wg_wdslow) == 0u); atomicStore(&wg_wdslow, 0u); }}
+wdok{h} = workgroupUniformLoad(&wg_wdfast);
+",
+            c = cmp as u32
         )
     }
 
