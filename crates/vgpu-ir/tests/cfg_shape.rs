@@ -255,8 +255,15 @@ fn a_checked_kernel_with_uniform_barriers_is_structured_and_faults_go_on() {
     // and a second; the block's end, one barrier after which the earliest
     // fault is recorded and, where there is none, the last verdict taken.
     // Each verdict reports through `sh_report`, the one place that unpacks
-    // a pending read into the fault's line and thread.
-    assert_eq!(w.matches("workgroupBarrier();").count(), 5, "{w}");
+    // a pending read into the fault's line and thread. The counted loop's
+    // watchdog is tested once on entry for the whole workgroup (a barrier
+    // and a uniform load: watchdog.rs, `fits_code`).
+    assert_eq!(w.matches("workgroupBarrier();").count(), 6, "{w}");
+    assert!(
+        w.contains("wdok1 = workgroupUniformLoad(&wg_wdfast);"),
+        "{w}"
+    );
+    assert!(w.contains("if (wdok1 == 0u) {"), "{w}");
     assert_eq!(w.matches("sh_report(u);").count(), 3, "{w}");
     assert_eq!(w.matches("raise_lidx(6u").count(), 1, "{w}");
 }

@@ -210,6 +210,8 @@ struct Counted {
     signed: bool,
     /// The test's width.
     bits: u8,
+    /// Whether the step comes before the test in the latch.
+    step_first: bool,
 }
 
 /// Loop `h`'s counted form (module documentation), where it is one.
@@ -229,7 +231,7 @@ fn counted(k: &CfgKernel, shape: &Shape, h: usize) -> Option<Counted> {
     };
     // `i`'s one definition in the loop: `i = i ± c` in the latch, unguarded,
     // at the test's width.
-    let (db, _, def) = sole_def(k, t.lp, i)?;
+    let (db, di, def) = sole_def(k, t.lp, i)?;
     if db != t.latch || def.guard.is_some() {
         return None;
     }
@@ -262,6 +264,7 @@ fn counted(k: &CfgKernel, shape: &Shape, h: usize) -> Option<Counted> {
         step,
         signed: t.signed,
         bits,
+        step_first: di < t.si,
     };
     match cmp {
         ICmp::Lt if step == 1 => Some(c),
@@ -285,15 +288,15 @@ fn counted(k: &CfgKernel, shape: &Shape, h: usize) -> Option<Counted> {
 /// A bound on the header visits of one entry into a counted loop stepping
 /// by one (module documentation) with no loop inside it, for the watchdog
 /// (watchdog.rs, `fits_code`): the loop goes on while `i < n` (`up`) or
-/// `i > n` on `bits` bits, compared `signed` or not. An entry where the
-/// test holds of `i` visits the header at most `d + 1` times, `d` = `n − i`
-/// (`i − n` where not `up`): `d` where the step comes before the test,
-/// `d + 1` where after it. Where the test fails of `i` on entry, the header
-/// is visited once, unless the step comes first and wraps `i` (`i` the
-/// largest value, the smallest where not `up`): then the loop may run
-/// `2^bits` times, and no bound is given. `max_steps` bounds the
-/// instructions one iteration counts (each block of the body runs at most
-/// once between two visits).
+/// `i > n` on `bits` bits, compared `signed` or not. With `d` = `n − i`
+/// (`i − n` where not `up`) where `i < n` (`i > n`) on entry, else 0, an
+/// entry visits the header exactly `d + 1` times where the test comes
+/// before the step, and `max(d, 1)` times where the step comes first
+/// (`step_first`), unless the test fails of `i` on entry and the step
+/// wraps it (`i` the largest value, the smallest where not `up`): then the
+/// loop may run `2^bits` times, and no bound is given. `max_steps` bounds
+/// the instructions one iteration counts (each block of the body runs at
+/// most once between two visits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct VisitBound {
     /// The stepped register.
@@ -307,6 +310,8 @@ pub(super) struct VisitBound {
     pub signed: bool,
     /// The comparison's width (at most 32).
     pub bits: u8,
+    /// Whether the latch steps `i` before testing it.
+    pub step_first: bool,
     /// The most instructions one iteration counts: the body's blocks'
     /// statements and terminators.
     pub max_steps: u64,
@@ -350,6 +355,7 @@ pub(super) fn visit_bound(k: &CfgKernel, shape: &Shape, h: usize) -> Option<Visi
         up,
         signed: c.signed,
         bits: c.bits,
+        step_first: c.step_first,
         max_steps,
     })
 }

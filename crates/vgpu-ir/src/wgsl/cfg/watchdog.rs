@@ -105,9 +105,12 @@ impl KernelWriter<'_> {
     /// the watchdog's limit at a visit of the header in this entry, so that
     /// every thread skips the header's test and its count of iterations
     /// alike (the count stays the same in all threads). A thread's bound:
-    /// `d + 1` visits of at most `max_steps` instructions each from its
-    /// count now (`d` as [`VisitBound`] says; where the test fails on entry
-    /// and the step could wrap, no bound). The threads' findings meet in
+    /// `d + 1` visits (`max(d, 1)` where the step comes first) of at most
+    /// `max_steps` instructions each from its count now (`d` as
+    /// [`VisitBound`] says; where the test fails on entry and the step could
+    /// wrap, no bound: `d` is then 2^32 − 1, which no `q` reaches, since
+    /// `max_steps` is at least 2, the latch's test and branch). The threads'
+    /// findings meet in
     /// `wg_wdslow` by the barrier after, and thread 0 hands the verdict to
     /// all through `workgroupUniformLoad` (uniform, as the loop's barriers
     /// need; `wg_wdslow` cleared for the next entry before it). Neither
@@ -137,13 +140,14 @@ impl KernelWriter<'_> {
   let q = (words[{wd}] - steps) / {s}u;
   let on = cmp32({i}, {n}, {c}u, {signed}, {bits}u) != 0u;
   let d = select(select(0u, 0xffffffffu, ({i} & msk({bits}u)) == {edge}u), ({d}) & msk({bits}u), on);
-  if (!(steps <= words[{wd}] && d < q)) {{ atomicStore(&wg_wdslow, 1u); }}
+  if (!(steps <= words[{wd}] && {fits})) {{ atomicStore(&wg_wdslow, 1u); }}
 }}
 workgroupBarrier();
 if (lidx == 0u) {{ wg_wdfast = select(0u, 1u, atomicLoad(&wg_wdslow) == 0u); atomicStore(&wg_wdslow, 0u); }}
 wdok{h} = workgroupUniformLoad(&wg_wdfast);
 ",
-            c = cmp as u32
+            c = cmp as u32,
+            fits = if vb.step_first { "max(d, 1u) <= q" } else { "d < q" }
         )
     }
 
