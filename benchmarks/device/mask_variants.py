@@ -124,6 +124,15 @@ usage: mask_variants.py IN.wgsl OUTDIR ENTRY -> OUTDIR/<variant>/<ENTRY>.wgsl
             run guarded from the start (exact: the cold code out of the hot
             loop)
   vreloop   vloop of reloop
+  hoist     checked matmul_tiled with the fits test (c72104b): the loop
+            written twice, the copy taken where the workgroup's entry fits
+            (its `wdok`) and also every thread's global sites in the loop
+            stay in their cached regions for every iteration the loop's
+            bound allows (the A tile's pointer stepping by 64, the B tile's
+            sign-extended index stepping by 16 N, each tested at its first
+            and last iteration) and no fault came before: no watchdog test,
+            no region test, no fault gate inside (exact: what loop versioning
+            in the emitter would write)
   mintree   each region's tests as one running minimum of the tested
             magnitudes compared once with the threshold before `if (susN)`
             (exact: a flushed subnormal is still below 2^T, a NaN is never
@@ -676,6 +685,85 @@ def mintree(t):
     return "\n".join(out)
 
 
+HOIST_A = re.compile(r"^ *let (t\d+) = gaddr\((r\d+), 4u, 4u, \d+u, false, &(gc\d+), 4u\);$")
+
+
+def hoist(t):
+    """matmul_tiled's loop versioned (the `hoist` form above), or None where
+    the kernel is not the one this was written for."""
+    lines = t.split("\n")
+    try:
+        v = next(i for i, l in enumerate(lines) if re.match(r"^ *wdok\d+ = workgroupUniformLoad", l))
+    except StopIteration:
+        return None
+    h = re.search(r"wdok(\d+)", lines[v]).group(1)
+    lp = v + 1
+    if lines[lp].strip() != "loop {":
+        return None
+    end = block_end(lines, lp)
+    body = lines[lp:end + 1]
+    text = "\n".join(body)
+    # The two sites: A through a pointer stepped by an immediate, B through
+    # add64(base, sign-extended index << 2) with the index stepped by a
+    # register shifted left by 4.
+    sites = [(i, HOIST_A.match(l)) for i, l in enumerate(body) if HOIST_A.match(l)]
+    if len(sites) != 2:
+        return None
+    (ia, ma), (ib, mb) = sites
+    pa, ca = ma.group(2), ma.group(3)
+    pb, cb = mb.group(2), mb.group(3)
+    step_a = re.search(rf"{pa} = add64\({pa}, vec2<u32>\((\d+)u, 0u\)\);", text)
+    defb = re.search(rf"{pb} = add64\((r\d+), (r\d+)\);", text)
+    if not step_a or not defb:
+        return None
+    base_b, wide = defb.group(1), defb.group(2)
+    idx = re.search(rf"{wide} = vec2<u32>\((r\d+) << 2u, bitcast<u32>\(bitcast<i32>\((r\d+)\) >> 30u\)\);", text)
+    if not idx:
+        return None
+    ib_reg = idx.group(1)
+    stp = re.search(rf"{ib_reg} = \(\({ib_reg} \+ (r\d+)\) & msk\(32u\)\);", text)
+    if not stp:
+        return None
+    st_reg = stp.group(1)
+    st_def = re.search(rf"{st_reg} = shl32\((r\d+), 4u, 32u\);", text)
+    if not st_def:
+        return None
+    n_reg = st_def.group(1)
+    # The per-thread test: the fits block's condition gains the sites'.
+    fit = next(i for i in range(v - 8, v) if "atomicStore(&wg_wdslow, 1u)" in lines[i])
+    kl = "(max(d, 1u) - 1u)"
+    cond = (f"g_fcls == 0u && {pa}.y == 0u && ({pa}.x & 3u) == 0u && {kl} < 0x3ffffffu"
+            f" && {pa}.x - {ca}.x < {ca}.y && {pa}.x + {step_a.group(1)}u * {kl} >= {pa}.x"
+            f" && {pa}.x + {step_a.group(1)}u * {kl} - {ca}.x < {ca}.y"
+            f" && {base_b}.y == 0u && ({base_b}.x & 3u) == 0u"
+            f" && {ib_reg} <= 0x3fffffffu && bitcast<i32>(shl32({n_reg}, 4u, 32u)) >= 0i"
+            f" && {kl} <= (0x3fffffffu - {ib_reg}) / max(shl32({n_reg}, 4u, 32u), 1u)"
+            f" && {base_b}.x + 4u * ({ib_reg} + {kl} * shl32({n_reg}, 4u, 32u)) >= {base_b}.x"
+            f" && {base_b}.x + 4u * {ib_reg} - {cb}.x < {cb}.y"
+            f" && {base_b}.x + 4u * ({ib_reg} + {kl} * shl32({n_reg}, 4u, 32u)) - {cb}.x < {cb}.y")
+    lines[fit] = lines[fit].replace("if (!(steps <= words[1] && ", f"if (!({cond} && steps <= words[1] && ")
+    # The fast copy: no watchdog test, the sites' offsets as given, no gates.
+    fast = []
+    i = 0
+    while i < len(body):
+        l = body[i]
+        if l.strip() == f"if (wdok{h} == 0u) {{":
+            i = block_end(body, i) + 1
+            continue
+        m = HOIST_A.match(l)
+        if m:
+            fast.append(re.sub(r"gaddr\((r\d+),.*\);", r"(\1).x - GB;", l))
+            i += 1
+            continue
+        l = re.sub(r"if \((t\d+) != 0xffffffffu\) \{ (.*) \}$", r"\2", l)
+        l = re.sub(r"if \(g_fcls == 0u\) \{ (.*) \}$", r"\1", l)
+        fast.append(l)
+        i += 1
+    indent = re.match(r"^( *)", body[0]).group(1)
+    out = lines[:lp] + [f"{indent}if (wdok{h} != 0u) {{"] + fast + [f"{indent}}} else {{"] + body + [f"{indent}}}"] + lines[end + 1:]
+    return "\n".join(out)
+
+
 forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "mask_bare": lambda t: mask(bare(t)) if mask(t) and bare(t) else None,
          "gsplit": gsplit,
@@ -700,6 +788,7 @@ forms = {"same": lambda t: t, "mask": mask, "bare": bare,
          "frnog": lambda t: firstrun(nogaddr(t)) if nogaddr(t) else None,
          "cheapemu": cheapemu, "devslow": devslow, "slowloop": slowloop,
          "mintree": mintree,
+         "hoist": hoist if entry == "matmul_tiled" else (lambda t: None),
          "reloop": reloop,
          "vloop": vloop,
          "vreloop": lambda t: vloop(reloop(t)) if reloop(t) else None,
