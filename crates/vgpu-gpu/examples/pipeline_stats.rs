@@ -38,6 +38,7 @@ const SC_UNIFORM: u32 = 2;
 const SC_STORAGE_BUFFER: u32 = 12;
 
 /// A module's entry point and its resources: (set, binding) -> descriptor type.
+#[derive(Debug)]
 struct Interface {
     entry: String,
     bindings: BTreeMap<(u32, u32), vk::DescriptorType>,
@@ -412,5 +413,54 @@ fn main() -> std::process::ExitCode {
         std::process::ExitCode::FAILURE
     } else {
         std::process::ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// naga's SPIR-V of a WGSL kernel with a storage buffer, a read-only
+    /// one in another group and a uniform.
+    fn module() -> Vec<u32> {
+        let src = "@group(0) @binding(0) var<storage, read_write> a: array<u32>;
+@group(1) @binding(2) var<storage, read> b: array<u32>;
+@group(0) @binding(3) var<uniform> u: vec4<u32>;
+@compute @workgroup_size(64) fn kern(@builtin(global_invocation_id) g: vec3<u32>) {
+  a[g.x] = b[g.x] + u.x;
+}";
+        let m = naga::front::wgsl::parse_str(src).unwrap();
+        let info = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        )
+        .validate(&m)
+        .unwrap();
+        naga::back::spv::write_vec(&m, &info, &Default::default(), None).unwrap()
+    }
+
+    #[test]
+    fn the_interface_is_read_from_the_module() {
+        let itf = interface(&module()).unwrap();
+        assert_eq!(itf.entry, "kern");
+        let b: Vec<_> = itf.bindings.into_iter().collect();
+        assert_eq!(
+            b,
+            vec![
+                ((0, 0), vk::DescriptorType::STORAGE_BUFFER),
+                ((0, 3), vk::DescriptorType::UNIFORM_BUFFER),
+                ((1, 2), vk::DescriptorType::STORAGE_BUFFER),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_spirv_is_refused() {
+        assert!(interface(&[1, 2, 3, 4, 5, 6]).is_err());
+        let mut m = module();
+        m.truncate(m.len() - 1);
+        let last = m.len() - 1;
+        m[last] = 0x0010_0000 | 59; // an OpVariable running past the end
+        assert!(interface(&m).unwrap_err().contains("runs past"));
     }
 }
