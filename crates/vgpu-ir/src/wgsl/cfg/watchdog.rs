@@ -110,11 +110,10 @@ impl KernelWriter<'_> {
     /// [`VisitBound`] says; where the test fails on entry and the step could
     /// wrap, no bound: `d` is then 2^32 − 1, which no `q` reaches, since
     /// `max_steps` is at least 2, the latch's test and branch). The threads'
-    /// findings meet in
-    /// `wg_wdslow` by the barrier after, and thread 0 hands the verdict to
-    /// all through `workgroupUniformLoad` (uniform, as the loop's barriers
-    /// need; `wg_wdslow` cleared for the next entry before it). Neither
-    /// barrier is a PTX barrier: `g_nbar` does not count them.
+    /// findings meet in `wg_wdslow` by the barrier after, and thread 0 hands
+    /// the verdict to all through `workgroupUniformLoad` (uniform, as the
+    /// loop's barriers need; `wg_wdslow` cleared for the next entry before
+    /// it). Neither barrier is a PTX barrier: `g_nbar` does not count them.
     pub(super) fn fits_code(&self, h: usize, vb: &VisitBound) -> String {
         let i = self.v32(Val::Reg(vb.i));
         let n = self.v32(vb.n);
