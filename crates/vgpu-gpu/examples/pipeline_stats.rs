@@ -1,5 +1,7 @@
 //! The driver's own statistics of compiled compute kernels: each SPIR-V file
-//! named on the command line (as `VGPU_DUMP_SPV=DIR` writes them) made into a
+//! named on the command line (as `VGPU_DUMP_SPV=DIR` writes them; a `.wgsl`
+//! file is first written as SPIR-V by naga with its default options,
+//! `vgpu_gpu::naga_spirv`) made into a
 //! Vulkan compute pipeline with `VK_KHR_pipeline_executable_properties`, and
 //! what the driver says of it (on NVIDIA: the register count, which sets how
 //! many blocks share a multiprocessor; on lavapipe: instruction counts),
@@ -363,6 +365,16 @@ fn main() -> std::process::ExitCode {
             .file_name()
             .map_or(f.clone(), |n| n.to_string_lossy().into_owned());
         let words = match std::fs::read(f) {
+            Ok(b) if f.ends_with(".wgsl") => {
+                match vgpu_gpu::naga_spirv(&String::from_utf8_lossy(&b)) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        eprintln!("{f}: {e}");
+                        failed = true;
+                        continue;
+                    }
+                }
+            }
             Ok(b) if b.len() % 4 == 0 => b
                 .chunks_exact(4)
                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -429,14 +441,7 @@ mod tests {
 @compute @workgroup_size(64) fn kern(@builtin(global_invocation_id) g: vec3<u32>) {
   a[g.x] = b[g.x] + u.x;
 }";
-        let m = naga::front::wgsl::parse_str(src).unwrap();
-        let info = naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        )
-        .validate(&m)
-        .unwrap();
-        naga::back::spv::write_vec(&m, &info, &Default::default(), None).unwrap()
+        vgpu_gpu::naga_spirv(src).unwrap()
     }
 
     #[test]
@@ -457,6 +462,7 @@ mod tests {
     #[test]
     fn a_file_that_is_not_spirv_is_refused() {
         assert!(interface(&[1, 2, 3, 4, 5, 6]).is_err());
+        assert!(vgpu_gpu::naga_spirv("fn (").is_err());
         let mut m = module();
         m.truncate(m.len() - 1);
         let last = m.len() - 1;

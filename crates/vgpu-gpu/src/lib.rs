@@ -46,7 +46,7 @@ pub use ensemble::{
 pub use error::GpuError;
 pub use fma_probe::{fma_f32_fused, probe_fma_f32, FmaF32Path, FmaProbe};
 pub use kernel_cache::{
-    unproven_wgsl_index, Binding, KernelCache, KernelKey, KernelSpec, RunTiming,
+    naga_spirv, unproven_wgsl_index, Binding, KernelCache, KernelKey, KernelSpec, RunTiming,
 };
 pub use matmul::tile::Tile;
 pub use matmul::{check_shapes, matmul_cpu};

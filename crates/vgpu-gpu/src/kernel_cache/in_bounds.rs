@@ -33,13 +33,7 @@ const ANY: u64 = u32::MAX as u64;
 /// first that is not, `Err` with naga's message where the source does not
 /// parse or validate.
 pub fn unproven_wgsl_index(wgsl: &str) -> Result<Option<String>, String> {
-    let module = naga::front::wgsl::parse_str(wgsl).map_err(|e| e.emit_to_string(wgsl))?;
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .map_err(|e| format!("{e:?}"))?;
+    let (module, info) = super::spirv::validated(wgsl, naga::valid::Capabilities::all())?;
     Ok(unproven_index(&module, &info))
 }
 

@@ -72,6 +72,7 @@ mod spirv;
 mod timestamps;
 
 pub use in_bounds::unproven_wgsl_index;
+pub use spirv::naga_spirv;
 
 use crate::hash::hash_parts;
 use crate::runtime::GpuContext;

@@ -48,12 +48,7 @@ const DEC_NO_CONTRACTION: u32 = 42;
 /// uncontracted (module documentation), or naga's message.
 pub(super) fn float_controlled(ctx: &GpuContext, spec: &KernelSpec) -> Result<Vec<u32>, String> {
     use naga::back::spv;
-    let module =
-        naga::front::wgsl::parse_str(&spec.wgsl).map_err(|e| e.emit_to_string(&spec.wgsl))?;
-    let info =
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), ctx.naga_capabilities())
-            .validate(&module)
-            .map_err(|e| format!("{e:?}"))?;
+    let (module, info) = validated(&spec.wgsl, ctx.naga_capabilities())?;
     let indices_proven = super::in_bounds::unproven_index(&module, &info).is_none();
     let options = writer_options(spec, ctx.robust_buffers(), indices_proven);
     let pipeline = spv::PipelineOptions {
@@ -109,6 +104,31 @@ fn writer_options(
         force_loop_bounding: checks && !spec.loops_bounded,
         ..spv::Options::default()
     }
+}
+
+/// naga's SPIR-V for the WGSL module `wgsl` with naga's default writer
+/// options (validated with every capability naga has), or naga's message:
+/// a module's SPIR-V apart from any device, as the `pipeline_stats` example
+/// reads `.wgsl` files (what VGPU gives a driver, float controls and its
+/// checks' options included, is `VGPU_DUMP_SPV`'s).
+///
+/// # Errors
+/// naga's parse, validation or writer message.
+pub fn naga_spirv(wgsl: &str) -> Result<Vec<u32>, String> {
+    let (m, info) = validated(wgsl, naga::valid::Capabilities::all())?;
+    naga::back::spv::write_vec(&m, &info, &Default::default(), None).map_err(|e| e.to_string())
+}
+
+/// `wgsl` parsed by naga and validated with `caps`, or naga's message.
+pub(super) fn validated(
+    wgsl: &str,
+    caps: naga::valid::Capabilities,
+) -> Result<(naga::Module, naga::valid::ModuleInfo), String> {
+    let module = naga::front::wgsl::parse_str(wgsl).map_err(|e| e.emit_to_string(wgsl))?;
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+        .validate(&module)
+        .map_err(|e| format!("{e:?}"))?;
+    Ok((module, info))
 }
 
 /// Instructions to add: after the module's instruction at the index, these
@@ -251,14 +271,7 @@ mod tests {
   b[g.x] = b[g.x] + 1e-40;
   b[0] = fma(b[1], b[2], b[3]) * b[4];
 }";
-        let m = naga::front::wgsl::parse_str(src).unwrap();
-        let info = naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        )
-        .validate(&m)
-        .unwrap();
-        naga::back::spv::write_vec(&m, &info, &Default::default(), None).unwrap()
+        super::naga_spirv(src).unwrap()
     }
 
     /// An instruction: its opcode and its words.
