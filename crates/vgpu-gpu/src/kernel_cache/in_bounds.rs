@@ -33,7 +33,7 @@ const ANY: u64 = u32::MAX as u64;
 /// first that is not, `Err` with naga's message where the source does not
 /// parse or validate.
 pub fn unproven_wgsl_index(wgsl: &str) -> Result<Option<String>, String> {
-    let (module, info) = super::spirv::validated(wgsl, naga::valid::Capabilities::all())?;
+    let (module, info) = super::naga_module::validated(wgsl, naga::valid::Capabilities::all())?;
     Ok(unproven_index(&module, &info))
 }
 

@@ -68,6 +68,7 @@
 
 mod dispatch;
 mod in_bounds;
+mod naga_module;
 mod spirv;
 mod timestamps;
 

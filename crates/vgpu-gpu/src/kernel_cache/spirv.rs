@@ -12,6 +12,7 @@
 //! them. All additions are found in one reading of the module and written
 //! in one pass (`with_additions`).
 
+use super::naga_module::validated;
 use super::KernelSpec;
 use crate::runtime::GpuContext;
 
@@ -117,18 +118,6 @@ fn writer_options(
 pub fn naga_spirv(wgsl: &str) -> Result<Vec<u32>, String> {
     let (m, info) = validated(wgsl, naga::valid::Capabilities::all())?;
     naga::back::spv::write_vec(&m, &info, &Default::default(), None).map_err(|e| e.to_string())
-}
-
-/// `wgsl` parsed by naga and validated with `caps`, or naga's message.
-pub(super) fn validated(
-    wgsl: &str,
-    caps: naga::valid::Capabilities,
-) -> Result<(naga::Module, naga::valid::ModuleInfo), String> {
-    let module = naga::front::wgsl::parse_str(wgsl).map_err(|e| e.emit_to_string(wgsl))?;
-    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
-        .validate(&module)
-        .map_err(|e| format!("{e:?}"))?;
-    Ok((module, info))
 }
 
 /// Instructions to add: after the module's instruction at the index, these
