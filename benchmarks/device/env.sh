@@ -67,6 +67,16 @@ variant_setup() {
   RED=(65536,1,1 256,1,1 "$W/x.bin" "$W/out.bin" s32:16777216)
 }
 
+# case_args ENTRY: args, the launch arguments (grid, block, arguments) of
+# ENTRY among variant_setup's three cases (matmul_tiled for any other name).
+case_args() {
+  case $1 in
+    lorenz_rk4) args=("${LOR[@]}");;
+    reduce_sum_atomic) args=("${RED[@]}");;
+    *) args=("${MMA[@]}");;
+  esac
+}
+
 # variant_row ROWS TAG VDIR MODE ENTRY GRID BLOCK ARGS...: variant_run in W,
 # the run's output appended to ROWS.log and one JSON row (entry, mode,
 # variant TAG, kernel_seconds, the output's md5) to ROWS.jsonl (and printed).

@@ -17,7 +17,7 @@ source benchmarks/device/env.sh
 variant_setup "$OUT/mask"
 for spec in ${MASK_SPECS:-matmul_tiled:unchecked matmul_tiled:checked reduce_sum_atomic:checked reduce_sum_atomic:unchecked lorenz_rk4:unchecked}; do
   e=${spec%:*} md=${spec#*:}
-  case $e in lorenz_rk4) args=("${LOR[@]}");; reduce_sum_atomic) args=("${RED[@]}");; *) args=("${MMA[@]}");; esac
+  case_args "$e"
   one cur "" "$md" "$e" "${args[@]}"
   vs=$(python3 benchmarks/device/mask_variants.py "$W/dump-$e-$md/$e.wgsl" "$W/var-$e-$md" "$e")
   # MASK_ONLY: the variants to run (default: all generated).

@@ -21,7 +21,7 @@ R=$(realpath -m "${SPV_OUT:-spvstats}")
 mkdir -p "$R"
 for spec in ${SPV_SPECS:-matmul_tiled:checked matmul_tiled:unchecked reduce_sum_atomic:checked reduce_sum_atomic:unchecked lorenz_rk4:checked lorenz_rk4:unchecked}; do
   e=${spec%:*} md=${spec#*:}
-  case $e in lorenz_rk4) args=("${LOR[@]}");; reduce_sum_atomic) args=("${RED[@]}");; *) args=("${MMA[@]}");; esac
+  case_args "$e"
   variant_run "$W" "" "$md" "$e" "${args[@]}" > /dev/null
   for v in $(python3 benchmarks/device/mask_variants.py "$W/dump-$e-$md/$e.wgsl" "$W/var-$e-$md" "$e"); do
     d=$R/$e-$md-$v

@@ -100,7 +100,8 @@ fn interface(words: &[u32]) -> Result<Interface, String> {
     Ok(Interface { entry, bindings })
 }
 
-/// One executable of a pipeline: its name and its statistics as (name, value).
+/// One executable of a pipeline: its name and its statistics as (name,
+/// value as a JSON literal).
 type Executable = (String, Vec<(String, String)>);
 
 /// A Vulkan device with pipeline executable statistics.
@@ -296,6 +297,8 @@ impl Gpu {
                     .name_as_c_str()
                     .map(|c| c.to_string_lossy().into_owned())
                     .unwrap_or_default();
+                // The value as a JSON literal (null for a format not
+                // known, or a float JSON cannot hold).
                 let v = unsafe {
                     match s.format {
                         vk::PipelineExecutableStatisticFormatKHR::BOOL32 => {
@@ -303,7 +306,9 @@ impl Gpu {
                         }
                         vk::PipelineExecutableStatisticFormatKHR::INT64 => s.value.i64.to_string(),
                         vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
-                        vk::PipelineExecutableStatisticFormatKHR::FLOAT64 => {
+                        vk::PipelineExecutableStatisticFormatKHR::FLOAT64
+                            if s.value.f64.is_finite() =>
+                        {
                             s.value.f64.to_string()
                         }
                         _ => "null".to_string(),
@@ -395,17 +400,7 @@ fn main() -> std::process::ExitCode {
                 for (name, kv) in execs {
                     let body: Vec<String> = kv
                         .iter()
-                        .map(|(k, v)| {
-                            format!(
-                                "{}:{}",
-                                json_str(k),
-                                if v.parse::<f64>().is_ok() || v == "true" || v == "false" {
-                                    v.clone()
-                                } else {
-                                    json_str(v)
-                                }
-                            )
-                        })
+                        .map(|(k, v)| format!("{}:{v}", json_str(k)))
                         .collect();
                     println!(
                         "{{\"file\":{},\"executable\":{},\"stats\":{{{}}}}}",

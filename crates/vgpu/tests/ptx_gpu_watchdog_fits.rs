@@ -16,9 +16,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A run of `entry` of counted.ptx on the GPU (one block of 64 threads,
-/// bound `n`) under watchdog `limit`, with the WGSL of `load` where given:
-/// whether it ran to the end, and its output file.
-fn runs(tmp: &Path, entry: &str, n: u32, limit: u64, load: Option<&Path>) -> (bool, PathBuf) {
+/// bound `n`) under watchdog `limit`, with `env` (a variable and a folder:
+/// `VGPU_LOAD_WGSL`'s WGSL, `VGPU_DUMP_WGSL`'s dump) where given: whether it
+/// ran to the end, and its output file.
+fn runs(
+    tmp: &Path,
+    entry: &str,
+    n: u32,
+    limit: u64,
+    env: Option<(&str, &Path)>,
+) -> (bool, PathBuf) {
     let ptx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/counted.ptx");
     let out = tmp.join("o");
     std::fs::create_dir_all(&out).unwrap();
@@ -41,8 +48,8 @@ fn runs(tmp: &Path, entry: &str, n: u32, limit: u64, load: Option<&Path>) -> (bo
             "--out-dir",
         ])
         .arg(&out);
-    if let Some(dir) = load {
-        cmd.env("VGPU_LOAD_WGSL", dir);
+    if let Some((var, dir)) = env {
+        cmd.env(var, dir);
     }
     let o = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -58,6 +65,7 @@ fn runs(tmp: &Path, entry: &str, n: u32, limit: u64, load: Option<&Path>) -> (bo
 /// The smallest limit in `1..=hi` at which `entry` runs to the end
 /// (an outcome monotone in the limit), bisected.
 fn threshold(tmp: &Path, entry: &str, n: u32, hi: u64, load: Option<&Path>) -> u64 {
+    let load = load.map(|d| ("VGPU_LOAD_WGSL", d));
     assert!(
         runs(tmp, entry, n, hi, load).0,
         "{entry} n={n}: faults at {hi}"
@@ -84,22 +92,8 @@ fn skipping_the_test_of_a_counted_loop_changes_no_outcome() {
         // The generated WGSL, and the same with the test always made.
         let dump = tmp.join(format!("dump-{entry}"));
         std::fs::create_dir_all(&dump).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vgpu"));
-        let ptx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/counted.ptx");
-        std::fs::write(tmp.join("out.bin"), [0u8; 256]).unwrap();
-        let o = cmd
-            .args(["ptx", "run"])
-            .arg(&ptx)
-            .args([
-                "--entry", entry, "--grid", "1,1,1", "--block", "64,1,1", "--arg",
-            ])
-            .arg(tmp.join("out.bin"))
-            .args(["--arg", "s32:1", "--backend", "gpu", "--out-dir"])
-            .arg(&tmp)
-            .env("VGPU_DUMP_WGSL", &dump)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (ok, _) = runs(&tmp, entry, 1, 1 << 20, Some(("VGPU_DUMP_WGSL", &dump)));
+        assert!(ok, "{entry}: the dumping run");
         let wgsl = std::fs::read_to_string(dump.join(format!("{entry}.wgsl"))).unwrap();
         let verdict = "wdok1 = workgroupUniformLoad(&wg_wdfast);";
         assert!(wgsl.contains(verdict), "{entry}: no fits test:\n{wgsl}");

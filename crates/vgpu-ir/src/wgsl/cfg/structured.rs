@@ -292,7 +292,8 @@ impl KernelWriter<'_> {
             self.watchdog_raise_if(i),
             meta::WATCHDOG
         );
-        let count = format!("        steps = steps + {n}u;\n");
+        // The block's count alone (the test follows).
+        let count = self.watchdog(i, false);
         if w.visits[i].is_some() {
             // Skipped where the whole workgroup's entry cannot reach the
             // limit (`wdok`, uniform, set before the loop: watchdog.rs,
