@@ -183,7 +183,7 @@ impl KernelWriter<'_> {
     /// most bytes its accesses take (the site's own `size`, or
     /// [`SHARED_CACHE_SPAN`] for the caches the sites past
     /// [`SITE_CACHES`] share).
-    fn site_cache(&mut self, write: bool, base: Val, size: u8) -> String {
+    fn site_cache(&mut self, write: bool, base: Val, size: u8) -> (String, u32) {
         if self.site_caches < SITE_CACHES {
             let i = self.site_caches as usize;
             self.site_caches += 1;
@@ -191,12 +191,31 @@ impl KernelWriter<'_> {
             let seed = self.seed_of(base).map(|slot| (slot, write, size as u32));
             self.site_seeds.truncate(i);
             self.site_seeds.push(seed);
-            format!("&gc{i}, {size}u")
+            (format!("gc{i}"), size as u32)
         } else if write {
-            format!("&gc_w, {SHARED_CACHE_SPAN}u")
+            ("gc_w".into(), SHARED_CACHE_SPAN)
         } else {
-            format!("&gc_r, {SHARED_CACHE_SPAN}u")
+            ("gc_r".into(), SHARED_CACHE_SPAN)
         }
+    }
+
+    /// [`Self::site_cache`] as `gaddr`'s last two arguments, noted in
+    /// [`KernelWriter::site_log`] for the access at `s`, `off` (aligned to
+    /// `align`) where a loop being versioned keeps the log.
+    fn site_cache_args(
+        &mut self,
+        write: bool,
+        base: Val,
+        (size, align): (u8, u32),
+        s: &Stmt,
+        off: i64,
+    ) -> String {
+        let (cache, span) = self.site_cache(write, base, size);
+        if let Some(log) = &mut self.site_log {
+            log.entry((s as *const Stmt, off))
+                .or_insert_with(|| (cache.clone(), align));
+        }
+        format!("&{cache}, {span}u")
     }
 
     /// The declarations of the region caches handed out
@@ -269,13 +288,21 @@ impl KernelWriter<'_> {
         let mut may_fault = false;
         if self.o.checked {
             let write = rw != Rw::Read;
-            let elided = self.proven(space, s, off, (size, align));
+            // A global site of a versioned loop's clean copy is proven by
+            // the test before the loop (versioned.rs).
+            let clean = space == Space::Global
+                && self
+                    .clean
+                    .as_ref()
+                    .is_some_and(|c| c.sites.contains_key(&(s as *const Stmt)));
+            let elided = clean || self.proven(space, s, off, (size, align));
             may_fault = !elided;
             let call = match space {
+                _ if clean => format!("({a}).x - GB"),
                 _ if elided => format!("({a}).x"),
                 Space::Global => format!(
                     "gaddr({a}, {size}u, {align}u, {line}u, {write}, {})",
-                    self.site_cache(write, base, size)
+                    self.site_cache_args(write, base, (size, align), s, off)
                 ),
                 Space::Shared => format!(
                     "saddr({a}, {size}u, {align}u, {line}u, SHARED_BYTES, RSMEM_BEGIN, RSMEM_END)"
@@ -289,14 +316,14 @@ impl KernelWriter<'_> {
                 Space::Generic => format!(
                     "xaddr({a}, {size}u, {align}u, {line}u, {}u, {})",
                     rw as u32,
-                    self.site_cache(write, base, size)
+                    self.site_cache_args(write, base, (size, align), s, off)
                 ),
             };
             let _ = writeln!(code, "        let {name} = {call};");
             if !self.soft && !elided {
                 let _ = writeln!(code, "        if ({name} == {BAD}) {{ {EXIT} }}");
             }
-            let checks_at = code.len();
+            let (checks_at, waiting) = (code.len(), self.waiting_reads.len());
             // The checks that follow the access, each where it applies.
             let shared = matches!(space, Space::Shared | Space::Generic);
             let global = matches!(space, Space::Global | Space::Generic);
@@ -327,6 +354,9 @@ impl KernelWriter<'_> {
                         space == Space::Generic,
                     ));
                 }
+            }
+            if may_fault || code.len() > checks_at || self.waiting_reads.len() > waiting {
+                self.fault_sites += 1;
             }
             // Where the thread goes on after a fault (KernelWriter::soft),
             // the checks of an access that faulted are skipped with it (a

@@ -149,7 +149,11 @@ fn swapped(c: ICmp) -> ICmp {
 
 /// The one statement of loop `lp` that writes `v` (its block and index), if
 /// exactly one does and no warp operation of the loop writes it.
-fn sole_def<'k>(k: &'k CfgKernel, lp: &Loop, v: Reg) -> Option<(usize, usize, &'k Stmt)> {
+pub(super) fn sole_def<'k>(
+    k: &'k CfgKernel,
+    lp: &Loop,
+    v: Reg,
+) -> Option<(usize, usize, &'k Stmt)> {
     let mut defs = defs_of(k, v).filter(|&(b, _, _)| lp.body[b]);
     let (Some(def), None) = (defs.next(), defs.next()) else {
         return None;
@@ -158,7 +162,7 @@ fn sole_def<'k>(k: &'k CfgKernel, lp: &Loop, v: Reg) -> Option<(usize, usize, &'
 }
 
 /// Whether a statement or warp operation of loop `lp` writes `v`.
-fn written_in(k: &CfgKernel, lp: &Loop, v: Reg) -> bool {
+pub(super) fn written_in(k: &CfgKernel, lp: &Loop, v: Reg) -> bool {
     warp_writes(k, lp, v) || defs_of(k, v).any(|(b, _, _)| lp.body[b])
 }
 
@@ -198,6 +202,8 @@ fn halving(k: &CfgKernel, shape: &Shape, h: usize) -> Option<()> {
 
 /// A counted loop's stepped register and its test (module documentation).
 struct Counted {
+    /// The loop's one latch.
+    latch: usize,
     /// The stepped register.
     i: Reg,
     /// The bound: an immediate or a register the loop does not write.
@@ -258,6 +264,7 @@ fn counted(k: &CfgKernel, shape: &Shape, h: usize) -> Option<Counted> {
     };
     let minus_one = msk(bits);
     let c = Counted {
+        latch: t.latch,
         i,
         n,
         cmp,
@@ -315,6 +322,8 @@ pub(super) struct VisitBound {
     /// The most instructions one iteration counts: the body's blocks'
     /// statements and terminators.
     pub max_steps: u64,
+    /// The loop's one latch, whose branch goes back to the header.
+    pub latch: usize,
 }
 
 /// Loop `h`'s [`VisitBound`], where it is a counted loop stepping by one on
@@ -357,6 +366,7 @@ pub(super) fn visit_bound(k: &CfgKernel, shape: &Shape, h: usize) -> Option<Visi
         bits: c.bits,
         step_first: c.step_first,
         max_steps,
+        latch: c.latch,
     })
 }
 

@@ -134,6 +134,9 @@ pub fn emit_cfg_kernel(
         },
         pad: None,
         coverage: Coverage::default(),
+        clean: None,
+        fault_sites: 0,
+        site_log: None,
     };
     e.pad = e.smem_pad(unpadded_smem_words(shared));
     if e.guarded_fma {
@@ -667,7 +670,9 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     /// (`t != BAD`), and every store and atomic of a thread that has faulted
     /// (`g_fcls == 0u`), as the thread would have stopped before it.
     fn soft_guard(&self, cond: &str, s: String) -> String {
-        if self.soft {
+        // A versioned loop's clean copy runs only where no thread had
+        // faulted, and nothing in it can (versioned.rs).
+        if self.soft && self.clean.is_none() {
             format!("if ({cond}) {{ {s} }}")
         } else {
             s

@@ -65,6 +65,7 @@ mod shadow_reads;
 mod speculate;
 mod structured;
 mod subnormal_probe;
+mod versioned;
 mod warp;
 mod watchdog;
 mod writer;

@@ -39,8 +39,9 @@
 //! keeps the state machine.
 
 use super::bounded::{self, VisitBound};
+use super::versioned;
 use super::watchdog::AfterFault;
-use super::writer::{KernelWriter, EXIT};
+use super::writer::{CleanCopy, KernelWriter, EXIT};
 use super::CfgWgslOptions;
 use super::{checks, fault, meta};
 use crate::cfg::shape::Shape;
@@ -105,6 +106,9 @@ struct Writing<'s> {
     /// Those of a barrier that ends an interval without initialisation
     /// notes ([`KernelWriter::barrier_unjudged`]).
     barrier_unjudged: String,
+    /// Those of a barrier without a release's checks
+    /// ([`KernelWriter::barrier_plain`]).
+    barrier_plain: String,
     /// Whether each block is the header of a loop that holds a barrier.
     barrier_loop: Vec<bool>,
     /// Whether each block is the header of a loop its own code ends within
@@ -181,6 +185,7 @@ impl KernelWriter<'_> {
             deepest: 1,
             barrier: self.barrier_code(global_exchange(self.k, shape)),
             barrier_unjudged: self.barrier_unjudged(global_exchange(self.k, shape)),
+            barrier_plain: self.barrier_plain(global_exchange(self.k, shape)),
             barrier_loop,
             bounded,
             visits,
@@ -285,6 +290,11 @@ impl KernelWriter<'_> {
         }
         if !w.barrier_loop[i] {
             return self.watchdog_then(i, true, AfterFault::LeaveLoop);
+        }
+        if self.clean.as_ref().is_some_and(|c| c.header == i) {
+            // A versioned loop's clean copy: entered only where no thread
+            // can reach the limit in it (versioned.rs).
+            return self.watchdog(i, false);
         }
         let n = self.k.blocks[i].stmts.len() + 1;
         let test = format!(
@@ -416,14 +426,112 @@ impl KernelWriter<'_> {
         Ok(true)
     }
 
-    /// `loop { … }` with header `h` ([`Self::loop_code`]).
+    /// `loop { … }` with header `h` ([`Self::loop_code`]), after the fits
+    /// test where the watchdog takes one, and versioned where it can be
+    /// (versioned.rs).
     fn plain_loop(&mut self, w: &mut Writing, h: BlockId) -> Result<bool, IrError> {
-        if let Some(vb) = &w.visits[h as usize] {
-            let code = self.fits_code(h as usize, vb);
+        if let Some(vb) = w.visits[h as usize] {
+            if self.versioned_loop(w, h, &vb)? {
+                return Ok(true);
+            }
+            let code = self.fits_code(h as usize, &vb, "", "");
             for line in code.lines() {
                 self.ctl(w, line);
             }
         }
+        self.loop_only(w, h)
+    }
+
+    /// The loop with header `h` written twice where versioned.rs can
+    /// prove its clean copy exact: the fits test with the sites' tests,
+    /// then `if (wdok) { clean copy } else { checked copy }`. `Ok(false)`:
+    /// not versioned, nothing written and the writer's state as it was.
+    fn versioned_loop(
+        &mut self,
+        w: &mut Writing,
+        h: BlockId,
+        vb: &VisitBound,
+    ) -> Result<bool, IrError> {
+        let hi = h as usize;
+        let Some(sites) = versioned::loop_sites(self.k, w.shape, hi, vb) else {
+            return Ok(false);
+        };
+        let saved = (w.written, w.depth, w.deepest, w.returns);
+        let state = (
+            self.site_caches,
+            self.site_seeds.clone(),
+            self.shadow_notes,
+            self.waiting_reads.clone(),
+            self.fault_sites,
+        );
+        let before = std::mem::take(&mut self.out);
+        // The checked copy, one level deeper (in the `else`).
+        self.site_log = Some(Default::default());
+        w.depth += 1;
+        let slow_ok = self.loop_only(w, h);
+        let log = self.site_log.take().unwrap_or_default();
+        let slow = std::mem::take(&mut self.out);
+        let after_slow = (w.written, w.deepest, w.returns);
+        // The clean copy, not counted against the budget (each loop is
+        // copied once).
+        w.written = saved.0;
+        w.depth = saved.1 + 1;
+        let faults = self.fault_sites;
+        self.clean = Some(CleanCopy { header: hi, sites });
+        let fast_ok = self.loop_only(w, h);
+        let sites = self.clean.take().map(|c| c.sites).unwrap_or_default();
+        let fast = std::mem::replace(&mut self.out, before);
+        w.depth = saved.1;
+        let clean = self.fault_sites == faults;
+        let kl = if vb.step_first {
+            "(max(d, 1u) - 1u)"
+        } else {
+            "d"
+        };
+        let mut lets = String::new();
+        let mut tests = vec!["g_fcls == 0u".to_string()];
+        let mut log: Vec<_> = log.into_iter().collect();
+        log.sort_by(|a, b| a.1 .0.cmp(&b.1 .0).then(a.0 .1.cmp(&b.0 .1)));
+        for ((ptr, off), (cache, align)) in log {
+            let test = sites
+                .get(&ptr)
+                .and_then(|m| self.motion_test(m, (off, align), &cache, kl, &mut lets));
+            match test {
+                Some(t) => tests.push(t),
+                None => tests.clear(),
+            }
+            if tests.is_empty() {
+                break;
+            }
+        }
+        let deepest = w.deepest.max(after_slow.1);
+        if !(slow_ok? && fast_ok? && clean && !tests.is_empty() && deepest <= MAX_NESTING) {
+            (w.written, w.depth, w.deepest, w.returns) = saved;
+            (
+                self.site_caches,
+                self.site_seeds,
+                self.shadow_notes,
+                self.waiting_reads,
+                self.fault_sites,
+            ) = state;
+            return Ok(false);
+        }
+        (w.written, w.deepest) = (after_slow.0, deepest);
+        w.returns = w.returns.max(after_slow.2);
+        let code = self.fits_code(hi, vb, &lets, &tests.join(" && "));
+        for line in code.lines() {
+            self.ctl(w, line);
+        }
+        self.ctl(w, &format!("if (wdok{h} != 0u) {{"));
+        self.out.push_str(&fast);
+        self.ctl(w, "} else {");
+        self.out.push_str(&slow);
+        self.ctl(w, "}");
+        Ok(true)
+    }
+
+    /// `loop { … }` with header `h`, alone.
+    fn loop_only(&mut self, w: &mut Writing, h: BlockId) -> Result<bool, IrError> {
         self.ctl(w, "loop {");
         w.depth += 1;
         w.deepest = w.deepest.max(w.depth);
@@ -516,6 +624,10 @@ impl KernelWriter<'_> {
                     } else {
                         &w.barrier
                     };
+                    if *code != w.barrier_plain {
+                        // Its release checks (checks.rs).
+                        self.fault_sites += 1;
+                    }
                     self.ctl(w, code);
                     b = next;
                 }
@@ -567,6 +679,7 @@ impl KernelWriter<'_> {
                 }
                 Term::Trap { line } => {
                     w.returns += 1;
+                    self.fault_sites += 1;
                     let raise = format!(
                         "raise({}u, {line}u, vec2<u32>(0u, 0u)); return;",
                         fault::CLASS_TRAP

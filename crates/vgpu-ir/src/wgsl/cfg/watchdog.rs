@@ -114,7 +114,11 @@ impl KernelWriter<'_> {
     /// the verdict to all through `workgroupUniformLoad` (uniform, as the
     /// loop's barriers need; `wg_wdslow` cleared for the next entry before
     /// it). Neither barrier is a PTX barrier: `g_nbar` does not count them.
-    pub(super) fn fits_code(&self, h: usize, vb: &VisitBound) -> String {
+    ///
+    /// A versioned loop (versioned.rs) adds its sites' tests: `lets`, lines
+    /// placed after `d`, and `also`, a condition each thread's finding
+    /// needs too (empty: none).
+    pub(super) fn fits_code(&self, h: usize, vb: &VisitBound, lets: &str, also: &str) -> String {
         let i = self.v32(Val::Reg(vb.i));
         let n = self.v32(vb.n);
         let bits = vb.bits;
@@ -139,14 +143,19 @@ impl KernelWriter<'_> {
   let q = (words[{wd}] - steps) / {s}u;
   let on = cmp32({i}, {n}, {c}u, {signed}, {bits}u) != 0u;
   let d = select(select(0u, 0xffffffffu, ({i} & msk({bits}u)) == {edge}u), ({d}) & msk({bits}u), on);
-  if (!(steps <= words[{wd}] && {fits})) {{ atomicStore(&wg_wdslow, 1u); }}
+{lets}  if (!(steps <= words[{wd}] && {fits}{also})) {{ atomicStore(&wg_wdslow, 1u); }}
 }}
 workgroupBarrier();
 if (lidx == 0u) {{ wg_wdfast = select(0u, 1u, atomicLoad(&wg_wdslow) == 0u); atomicStore(&wg_wdslow, 0u); }}
 wdok{h} = workgroupUniformLoad(&wg_wdfast);
 ",
             c = cmp as u32,
-            fits = if vb.step_first { "max(d, 1u) <= q" } else { "d < q" }
+            fits = if vb.step_first { "max(d, 1u) <= q" } else { "d < q" },
+            also = if also.is_empty() {
+                String::new()
+            } else {
+                format!(" && {also}")
+            }
         )
     }
 

@@ -7,8 +7,10 @@
 
 use super::coverage::Coverage;
 use super::ranges::Ranges;
+use super::versioned::Motion;
 use super::CfgWgslOptions;
-use crate::cfg::{Block, BlockId, CfgKernel, Reg, RegTy, Term, Val};
+use crate::cfg::{Block, BlockId, CfgKernel, Reg, RegTy, Stmt, Term, Val};
+use std::collections::HashMap;
 
 /// The `pc` of a thread that has returned (or faulted).
 pub(super) const RET: u32 = 0xffff_ffff;
@@ -111,6 +113,30 @@ pub(super) struct KernelWriter<'a> {
     /// The tests carried from one speculative region to the next
     /// (coverage.rs; empty where the fma is not guarded).
     pub(super) coverage: Coverage,
+    /// Writing the copy of a versioned loop that runs where nothing in it
+    /// can fault (versioned.rs): its header and its global access sites,
+    /// whose offsets are taken unchecked.
+    pub(super) clean: Option<CleanCopy>,
+    /// How many sites that may fault have been written: accesses not
+    /// proven (or with checks after them), traps, barrier releases that
+    /// check (a versioned loop's clean copy must add none).
+    pub(super) fault_sites: u32,
+    /// While writing a loop that may be versioned, the region cache and
+    /// alignment each global access element was given (by its statement
+    /// and offset), for the tests before the loop.
+    pub(super) site_log: Option<SiteLog>,
+}
+
+/// Each global access element's region cache and alignment, by its
+/// statement and offset ([`KernelWriter::site_log`]).
+pub(super) type SiteLog = HashMap<(*const Stmt, i64), (String, u32)>;
+
+/// The copy of a versioned loop without checks (versioned.rs).
+pub(super) struct CleanCopy {
+    /// The loop's header.
+    pub(super) header: usize,
+    /// Its global access statements and how their addresses move.
+    pub(super) sites: HashMap<*const Stmt, Motion>,
 }
 
 /// The padded indexing of a kernel's shared memory (padded_smem.rs).
