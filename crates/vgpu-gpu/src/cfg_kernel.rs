@@ -487,32 +487,42 @@ pub fn run_cfg_kernel(
         initcheck: ginit.is_some(),
         race,
     };
-    let emitted = cache
-        .cfg_wgsl()
-        .get(k, &opts, checks)
-        .map_err(|e| launch_err(k, e.to_string()))?;
-    let wgsl = emitted.text;
-    dump_wgsl(k, &wgsl)?;
-    let wgsl = load_wgsl(k)?.unwrap_or(wgsl);
-    let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
-        .specialisation(&format!("{opts:?} {checks:?}"))
-        .workgroup_size(launch.block)
-        .keep_f32_subnormals();
-    // SAFETY: a checked kernel's watchdog counts its steps at every loop
-    // header of the PTX and ends the thread (or its loop) past the launch's
-    // limit; an unchecked kernel's loops are bounded only where each ends
-    // itself (vgpu-ir's wgsl/cfg: `bounded`, `CfgWgsl::loops_end`). The
-    // prelude's own loops are counted, or retry an atomic compare-and-swap
-    // that another thread's success ends (vgpu-ir's wgsl/cfg: `watchdog`);
-    // a speculative region's second run loops once per fma at most, plus
-    // once (vgpu-ir's wgsl/cfg: `second_run`).
-    // WGSL loaded in place of the generated (VGPU_LOAD_WGSL) keeps the
-    // generated kernel's promise.
-    let spec = if opts.checked || emitted.loops_end {
-        unsafe { spec.with_loops_bounded() }
-    } else {
-        spec
+    // The first run's block ends record every faulting thread's fault
+    // without a barrier; a launch that faults runs again with the block's
+    // earliest fault picked (vgpu-ir's `CfgWgslOptions::earliest_fault`).
+    opts.earliest_fault = false;
+    let spec_of = |cache: &mut KernelCache, opts: &CfgWgslOptions, first: bool| {
+        let emitted = cache
+            .cfg_wgsl()
+            .get(k, opts, checks)
+            .map_err(|e| launch_err(k, e.to_string()))?;
+        let mut wgsl = emitted.text;
+        if first {
+            dump_wgsl(k, &wgsl)?;
+            wgsl = load_wgsl(k)?.unwrap_or(wgsl);
+        }
+        let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
+            .specialisation(&format!("{opts:?} {checks:?}"))
+            .workgroup_size(launch.block)
+            .keep_f32_subnormals();
+        // SAFETY: a checked kernel's watchdog counts its steps at every loop
+        // header of the PTX and ends the thread (or its loop) past the launch's
+        // limit; an unchecked kernel's loops are bounded only where each ends
+        // itself (vgpu-ir's wgsl/cfg: `bounded`, `CfgWgsl::loops_end`). The
+        // prelude's own loops are counted, or retry an atomic compare-and-swap
+        // that another thread's success ends (vgpu-ir's wgsl/cfg: `watchdog`);
+        // a speculative region's second run loops once per fma at most, plus
+        // once (vgpu-ir's wgsl/cfg: `second_run`).
+        // WGSL loaded in place of the generated (VGPU_LOAD_WGSL) keeps the
+        // generated kernel's promise.
+        let spec = if opts.checked || emitted.loops_end {
+            unsafe { spec.with_loops_bounded() }
+        } else {
+            spec
+        };
+        Ok::<_, GpuError>((spec, emitted.first_pass))
     };
+    let (spec, first_pass) = spec_of(cache, &opts, true)?;
     let compiled = !cache.is_compiled(&spec);
     // Global memory: the module's variables, then the buffers.
     let fresh_gmem = || {
@@ -576,27 +586,31 @@ pub fn run_cfg_kernel(
     }
     // One dispatch from the launch's memory and the initcheck's fresh bits:
     // its global memory, fault record and bits afterwards.
-    let mut dispatch_fresh = |words: &[u32], mut ginit: Option<Vec<u32>>| {
-        let mut gmem = fresh_gmem();
-        let mut rec = fresh_rec.clone();
-        let has_ginit = ginit.is_some();
-        let mut b = bind(&mut gmem, words, &params, &mut rec, view, ginit.as_mut());
-        debug_assert!(!has_ginit || b.len() == ginit_at + 1);
-        cache.dispatch(&spec, &mut b, dispatch)?;
-        drop(b);
-        Ok::<_, GpuError>((gmem, rec, ginit))
-    };
-    let (mut gmem, mut rec, ginit) = dispatch_fresh(&words, ginit)?;
-    // Not the lowest faulting block's fault: the launch again from the same
-    // memory, recording only that block's first fault (the interpreter
-    // reports the lowest failing block's error). A kernel whose faults
-    // depend on the schedule may not fault there again; the first run's
-    // record stands then.
-    if rec[fault::CLAIMED] != 0 && rec[fault::KEY] != rec[fault::MIN_KEY] {
+    let dispatch_fresh =
+        |cache: &mut KernelCache, spec: &KernelSpec, words: &[u32], mut ginit: Option<Vec<u32>>| {
+            let mut gmem = fresh_gmem();
+            let mut rec = fresh_rec.clone();
+            let has_ginit = ginit.is_some();
+            let mut b = bind(&mut gmem, words, &params, &mut rec, view, ginit.as_mut());
+            debug_assert!(!has_ginit || b.len() == ginit_at + 1);
+            cache.dispatch(spec, &mut b, dispatch)?;
+            drop(b);
+            Ok::<_, GpuError>((gmem, rec, ginit))
+        };
+    let (mut gmem, mut rec, ginit) = dispatch_fresh(cache, &spec, &words, ginit)?;
+    // A first pass's fault, or not the lowest faulting block's: the launch
+    // again from the same memory, recording only that block's first fault
+    // (the interpreter reports the lowest failing block's error), picked
+    // among its threads' faults. A kernel whose faults depend on the
+    // schedule may not fault there again; the first run's record stands
+    // then.
+    if rec[fault::CLAIMED] != 0 && (first_pass || rec[fault::KEY] != rec[fault::MIN_KEY]) {
         words[meta::FAULT_ONLY] = rec[fault::MIN_KEY];
         // A fault returns no memory: the first run's is freed first.
         gmem = Vec::new();
-        let (_, r2, _) = dispatch_fresh(&words, fresh_ginit()?)?;
+        opts.earliest_fault = true;
+        let (precise, _) = spec_of(cache, &opts, false)?;
+        let (_, r2, _) = dispatch_fresh(cache, &precise, &words, fresh_ginit()?)?;
         if r2[fault::CLAIMED] != 0 {
             rec = r2;
         }

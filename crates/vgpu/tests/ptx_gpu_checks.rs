@@ -659,6 +659,42 @@ fn the_earlier_of_two_faults_between_barriers_is_reported() {
     }
 }
 
+/// One early fault (thread 63, before the barrier) and 63 late ones in one
+/// block: the record is the early one on both backends. The GPU's first
+/// run records every faulting thread's fault at once, without the block
+/// end's barrier (vgpu-ir's `CfgWgslOptions::earliest_fault` off), and
+/// the launch that faulted runs again picking the block's earliest.
+#[test]
+fn the_earliest_of_many_faults_is_reported_after_a_first_run_without_the_end_barrier() {
+    let Some(m) = module() else { return };
+    let entry = "soft_late_many";
+    assert!(structured_when_checked(&m, entry, [64, 1, 1]));
+    let (_, ck) = vgpu::ptx::lower::lower_entry(&m, entry).expect("the kernel lowers");
+    let first = CfgWgslOptions {
+        earliest_fault: false,
+        ..CfgWgslOptions::plain([64, 1, 1], true)
+    };
+    let no_race = CfgChecks {
+        initcheck: false,
+        race: false,
+    };
+    let w = vgpu_ir::wgsl::cfg::emit_cfg_kernel(&ck, &first, no_race).expect("WGSL");
+    assert!(
+        w.first_pass && !w.text.contains("atomicMax(&wg_fmin"),
+        "{}",
+        w.text
+    );
+    same_fault(
+        &m,
+        entry,
+        &cfg([1, 1, 1], [64, 1, 1]),
+        FaultClass::OutOfBounds,
+        1062,
+        [0, 0, 0],
+        [63, 0, 0],
+    );
+}
+
 /// The watchdog in the structured form of kernels with barriers: one thread
 /// spinning before a barrier (it leaves its loop for the barrier), every
 /// thread looping through a barrier, and a loop whose barrier no iteration

@@ -404,8 +404,16 @@ pub(super) fn raise_lidx_decl(soft: bool) -> String {
 /// record only where there is no other, and thread 0 then records it at
 /// once — one barrier where a second one, after the judgement, would only
 /// ever let it lose.
-pub(super) fn soft_publish(judge: &str) -> String {
+///
+/// Without `earliest` and a judgement, each thread that faulted records its
+/// fault at once, with no barrier (`CfgWgslOptions::earliest_fault`): the
+/// record's lowest faulting block is the same, and the launch that faults
+/// runs again with `earliest` to take that block's earliest fault.
+pub(super) fn soft_publish(judge: &str, earliest: bool) -> String {
     let record = "raise_t(g_fcls, g_fline, g_fa, lid3(g_ft));";
+    if judge.is_empty() && !earliest {
+        return format!("  if (g_fcls != 0u) {{ {record} }}\n");
+    }
     let mut s = String::from(
         "  g_nbar = g_nbar + 1u;
   if (g_fcls != 0u) { atomicMax(&wg_fmin, ~g_fkey); }

@@ -88,6 +88,11 @@ pub struct CfgWgsl {
     /// compare-and-swap that another thread's success ends: the GPU
     /// compiler need not bound them.
     pub loops_end: bool,
+    /// The block's end records every faulting thread's fault without
+    /// picking the earliest ([`CfgWgslOptions::earliest_fault`] off where
+    /// it applies): a launch that faults must be run again, recording only
+    /// its lowest faulting block, with that option on.
+    pub first_pass: bool,
 }
 
 /// [`emit_cfg_wgsl_with`], with what is known of the kernel's loops.
@@ -183,6 +188,7 @@ pub fn emit_cfg_kernel(
         e.out.push_str(&caches);
     }
     Ok(CfgWgsl {
+        first_pass: e.soft && !o.earliest_fault && !e.shadow,
         text: e.out,
         loops_end,
     })
@@ -712,7 +718,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             } else {
                 String::new()
             };
-            self.out.push_str(&checks::soft_publish(&judge));
+            self.out
+                .push_str(&checks::soft_publish(&judge, self.o.earliest_fault));
             return;
         }
         if self.o.checked {

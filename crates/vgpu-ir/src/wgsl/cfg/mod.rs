@@ -187,6 +187,7 @@ impl CfgWgslOptions {
             f32_subnormal_compares: false,
             fma_flush_model: false,
             smem_pad_words: 0,
+            earliest_fault: true,
         }
     }
 }
@@ -268,6 +269,15 @@ pub struct CfgWgslOptions {
     /// as `min(base, CAP) + k`, one clamp per base that the driver sees
     /// covers naga's own); 0: none, every access indexed as computed.
     pub smem_pad_words: u32,
+    /// Where faults do not end the thread (a checked kernel with barriers
+    /// in structured form), the block's end picks its earliest fault (the
+    /// interpreter's first) among its threads' faults, at one barrier. Off,
+    /// and where the end has no judgement of pending reads to make, every
+    /// thread that faulted records its fault at once, without the barrier:
+    /// the record's lowest faulting block is still exact, its details may
+    /// not be the block's earliest, so a launch that faults must be run
+    /// again with this on ([`CfgWgsl::first_pass`]).
+    pub earliest_fault: bool,
 }
 
 /// Whether the WGSL of `k` under `o` declares binding 4, the `atomic<f32>`
