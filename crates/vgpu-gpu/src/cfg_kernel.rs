@@ -491,6 +491,10 @@ pub fn run_cfg_kernel(
     // without a barrier; a launch that faults runs again with the block's
     // earliest fault picked (vgpu-ir's `CfgWgslOptions::earliest_fault`).
     opts.earliest_fault = false;
+    // And its versioned loops without their checked copies: a workgroup
+    // that would need one sets the record's fallback word, and the launch
+    // runs again with them (`CfgWgslOptions::speculative_loops`).
+    opts.speculative_loops = true;
     let spec_of = |cache: &mut KernelCache, opts: &CfgWgslOptions, first: bool| {
         let emitted = cache
             .cfg_wgsl()
@@ -520,9 +524,9 @@ pub fn run_cfg_kernel(
         } else {
             spec
         };
-        Ok::<_, GpuError>((spec, emitted.first_pass))
+        Ok::<_, GpuError>((spec, emitted.first_pass, emitted.speculative))
     };
-    let (spec, first_pass) = spec_of(cache, &opts, true)?;
+    let (mut spec, mut first_pass, speculative) = spec_of(cache, &opts, true)?;
     let compiled = !cache.is_compiled(&spec);
     // Global memory: the module's variables, then the buffers.
     let fresh_gmem = || {
@@ -597,7 +601,16 @@ pub fn run_cfg_kernel(
             drop(b);
             Ok::<_, GpuError>((gmem, rec, ginit))
         };
-    let (mut gmem, mut rec, ginit) = dispatch_fresh(cache, &spec, &words, ginit)?;
+    let (mut gmem, mut rec, mut ginit) = dispatch_fresh(cache, &spec, &words, ginit)?;
+    if speculative && rec[fault::FALLBACK] != 0 {
+        // A workgroup needed a versioned loop's checked copy: the launch
+        // again from the same memory with the full kernel, whose results
+        // (and timing) stand.
+        opts.speculative_loops = false;
+        (spec, first_pass, _) = spec_of(cache, &opts, false)?;
+        drop(std::mem::take(&mut gmem));
+        (gmem, rec, ginit) = dispatch_fresh(cache, &spec, &words, fresh_ginit()?)?;
+    }
     // A first pass's fault, or not the lowest faulting block's: the launch
     // again from the same memory, recording only that block's first fault
     // (the interpreter reports the lowest failing block's error), picked
@@ -609,7 +622,8 @@ pub fn run_cfg_kernel(
         // A fault returns no memory: the first run's is freed first.
         gmem = Vec::new();
         opts.earliest_fault = true;
-        let (precise, _) = spec_of(cache, &opts, false)?;
+        opts.speculative_loops = false;
+        let (precise, _, _) = spec_of(cache, &opts, false)?;
         let (_, r2, _) = dispatch_fresh(cache, &precise, &words, fresh_ginit()?)?;
         if r2[fault::CLAIMED] != 0 {
             rec = r2;
@@ -620,7 +634,17 @@ pub fn run_cfg_kernel(
         let mut r2 = rec.clone();
         let mut i2 = ginit.clone();
         let mut b2 = bind(&mut g2, &words, &params, &mut r2, view, i2.as_mut());
-        let t = cache.time_dispatches(&spec, &mut b2, dispatch, launch.time_iterations)?;
+        let mut t = cache.time_dispatches(&spec, &mut b2, dispatch, launch.time_iterations)?;
+        drop(b2);
+        if speculative && opts.speculative_loops && r2[fault::FALLBACK] != 0 {
+            // From the memory the run left, a workgroup of the timed runs
+            // returned for its checked copy: the full kernel is timed.
+            opts.speculative_loops = false;
+            let (full, _, _) = spec_of(cache, &opts, false)?;
+            let (mut g3, mut r3, mut i3) = (gmem.clone(), rec.clone(), ginit.clone());
+            let mut b3 = bind(&mut g3, &words, &params, &mut r3, view, i3.as_mut());
+            t = cache.time_dispatches(&full, &mut b3, dispatch, launch.time_iterations)?;
+        }
         Some(t.as_secs_f64())
     } else {
         None

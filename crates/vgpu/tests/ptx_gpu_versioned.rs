@@ -8,7 +8,10 @@
 //! where a buffer is one element short, so that only the last iteration
 //! (or the first) strays, or an index steps down below its buffer, the GPU
 //! faults with the interpreter's class, line, block and thread. Skipped
-//! without an adapter unless `VGPU_REQUIRE_GPU=1`.
+//! without an adapter unless `VGPU_REQUIRE_GPU=1`. The GPU path runs such a
+//! kernel first without the checked copy (a workgroup that needs it returns
+//! and the launch runs again with it), so the faults here also test that
+//! second run.
 
 mod common;
 
@@ -17,7 +20,7 @@ use std::path::Path;
 use vgpu::ptx::{ExecOptions, Fault, KernelArg, LaunchConfig, Module, PtxError};
 use vgpu::ptx_gpu::PtxRunner;
 use vgpu::BackendChoice;
-use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl_with, CfgChecks, CfgWgslOptions};
+use vgpu_ir::wgsl::cfg::{emit_cfg_wgsl_with, fault, CfgChecks, CfgWgslOptions};
 
 /// `tests/kernels/versioned.ptx`, or `None` without an adapter (skipped).
 fn module() -> Option<Module> {
@@ -110,6 +113,20 @@ fn the_checked_wgsl_holds_a_copy_without_region_tests() {
         assert!(!clean.contains("gaddr("), "{entry}: {clean}");
         assert!(!clean.contains("g_fcls"), "{entry}: {clean}");
         assert!(w[at + clean.len()..].contains("gaddr("), "{entry}");
+        // As the GPU path runs it first: the checked copy left out, a
+        // workgroup that needs it returning with the record's fallback set
+        // (the launch then runs again with the full kernel).
+        let first = CfgWgslOptions {
+            speculative_loops: true,
+            ..o
+        };
+        let e = vgpu_ir::wgsl::cfg::emit_cfg_kernel(&ck, &first, no_race).expect("WGSL");
+        let rest = &e.text[e.text.find("if (wdok1 != 0u) {").expect("versioned")..];
+        let fallback = format!("atomicStore(&flt[{}], 1u); return;", fault::FALLBACK);
+        let end = rest.find(&fallback);
+        assert!(e.speculative && end.is_some(), "{entry}: {}", e.text);
+        let both = &rest[..end.unwrap_or(0)];
+        assert!(!both.contains("gaddr("), "{entry}: {both}");
     }
 }
 

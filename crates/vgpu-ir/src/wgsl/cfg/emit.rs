@@ -93,6 +93,10 @@ pub struct CfgWgsl {
     /// it applies): a launch that faults must be run again, recording only
     /// its lowest faulting block, with that option on.
     pub first_pass: bool,
+    /// A versioned loop is written without its checked copy
+    /// ([`CfgWgslOptions::speculative_loops`]): a launch whose fault record
+    /// has [`fault::FALLBACK`] set must run again with that option off.
+    pub speculative: bool,
 }
 
 /// [`emit_cfg_wgsl_with`], with what is known of the kernel's loops.
@@ -142,6 +146,7 @@ pub fn emit_cfg_kernel(
         clean: None,
         fault_sites: 0,
         site_log: None,
+        speculated: false,
     };
     e.pad = e.smem_pad(unpadded_smem_words(shared));
     if e.guarded_fma {
@@ -189,6 +194,7 @@ pub fn emit_cfg_kernel(
     }
     Ok(CfgWgsl {
         first_pass: e.soft && !o.earliest_fault && !e.shadow,
+        speculative: e.speculated,
         text: e.out,
         loops_end,
     })

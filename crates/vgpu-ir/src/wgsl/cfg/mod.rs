@@ -138,8 +138,13 @@ pub mod fault {
     /// [`super::meta::FAULT_ONLY`] set to it, so that the reported fault is
     /// the lowest faulting block's first, as the interpreter reports it.
     pub const MIN_KEY: usize = 12;
+    /// Set (to 1) by a workgroup of a kernel without its versioned loops'
+    /// checked copies ([`super::CfgWgslOptions::speculative_loops`]) whose
+    /// test before such a loop failed: it returned there, and the launch
+    /// must run again with the full kernel.
+    pub const FALLBACK: usize = 13;
     /// Words in the record.
-    pub const WORDS: usize = 13;
+    pub const WORDS: usize = 14;
     /// An access outside every allocation (or a write to a read-only one).
     pub const CLASS_OUT_OF_BOUNDS: u32 = 1;
     /// An access not aligned to its size.
@@ -188,6 +193,7 @@ impl CfgWgslOptions {
             fma_flush_model: false,
             smem_pad_words: 0,
             earliest_fault: true,
+            speculative_loops: false,
         }
     }
 }
@@ -278,6 +284,13 @@ pub struct CfgWgslOptions {
     /// not be the block's earliest, so a launch that faults must be run
     /// again with this on ([`CfgWgsl::first_pass`]).
     pub earliest_fault: bool,
+    /// A versioned loop (versioned.rs) is written as its copy without
+    /// checks alone: a workgroup whose test before it fails sets the fault
+    /// record's [`fault::FALLBACK`] and its threads return, so that the
+    /// launch runs again, from the same memory, with this off
+    /// ([`CfgWgsl::speculative`]). The checked copy, written beside the
+    /// other, takes registers the copy without checks then does not have.
+    pub speculative_loops: bool,
 }
 
 /// Whether the WGSL of `k` under `o` declares binding 4, the `atomic<f32>`

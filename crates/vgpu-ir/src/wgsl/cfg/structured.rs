@@ -525,7 +525,18 @@ impl KernelWriter<'_> {
         self.ctl(w, &format!("if (wdok{h} != 0u) {{"));
         self.out.push_str(&fast);
         self.ctl(w, "} else {");
-        self.out.push_str(&slow);
+        if self.o.speculative_loops {
+            // The launch runs again with the checked copy (uniform: every
+            // thread of the workgroup returns here).
+            self.speculated = true;
+            w.returns += 1;
+            self.ctl(
+                w,
+                &format!("  atomicStore(&flt[{}], 1u); return;", fault::FALLBACK),
+            );
+        } else {
+            self.out.push_str(&slow);
+        }
         self.ctl(w, "}");
         Ok(true)
     }

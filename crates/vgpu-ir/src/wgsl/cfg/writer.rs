@@ -125,6 +125,9 @@ pub(super) struct KernelWriter<'a> {
     /// alignment each global access element was given (by its statement
     /// and offset), for the tests before the loop.
     pub(super) site_log: Option<SiteLog>,
+    /// A versioned loop was written without its checked copy
+    /// ([`super::CfgWgslOptions::speculative_loops`]).
+    pub(super) speculated: bool,
 }
 
 /// Each global access element's region cache and alignment, by its
