@@ -336,7 +336,13 @@ fn dispatch_shape(
 
 /// `DIR/<entry>.wgsl` where the environment variable `var` is `DIR`.
 fn wgsl_path(var: &str, k: &CfgKernel) -> Option<std::path::PathBuf> {
-    std::env::var_os(var).map(|dir| std::path::Path::new(&dir).join(format!("{}.wgsl", k.name)))
+    wgsl_path_of(var, k, "")
+}
+
+/// [`wgsl_path`] of the file `<entry><run>.wgsl`.
+fn wgsl_path_of(var: &str, k: &CfgKernel, run: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os(var)
+        .map(|dir| std::path::Path::new(&dir).join(format!("{}{run}.wgsl", k.name)))
 }
 
 /// The launch words of the region caches' first guesses (vgpu-ir's
@@ -376,12 +382,15 @@ fn region_seeds(params: &[u8], param_bytes: u32, regions: &[(u64, u64, bool)]) -
 }
 
 /// With `VGPU_DUMP_WGSL=DIR` in the environment, writes the kernel's WGSL to
-/// `DIR/<entry>.wgsl` (for reading what the GPU runs).
+/// `DIR/<entry><run>.wgsl` (for reading what the GPU runs): `run` empty for
+/// the launch's first run, `.full` for the full kernel a speculative first
+/// run falls back to, `.precise` for the run again that picks a block's
+/// earliest fault.
 ///
 /// # Errors
 /// [`GpuError::CfgLaunch`] naming the file when it cannot be written.
-fn dump_wgsl(k: &CfgKernel, wgsl: &str) -> Result<(), GpuError> {
-    let Some(path) = wgsl_path("VGPU_DUMP_WGSL", k) else {
+fn dump_wgsl(k: &CfgKernel, wgsl: &str, run: &str) -> Result<(), GpuError> {
+    let Some(path) = wgsl_path_of("VGPU_DUMP_WGSL", k, run) else {
         return Ok(());
     };
     std::fs::write(&path, wgsl).map_err(|e| {
@@ -495,14 +504,16 @@ pub fn run_cfg_kernel(
     // that would need one sets the record's fallback word, and the launch
     // runs again with them (`CfgWgslOptions::speculative_loops`).
     opts.speculative_loops = true;
-    let spec_of = |cache: &mut KernelCache, opts: &CfgWgslOptions, first: bool| {
+    // `run`: the dump's name for the run (dump_wgsl), empty for the first,
+    // whose WGSL VGPU_LOAD_WGSL may replace.
+    let spec_of = |cache: &mut KernelCache, opts: &CfgWgslOptions, run: &str| {
         let emitted = cache
             .cfg_wgsl()
             .get(k, opts, checks)
             .map_err(|e| launch_err(k, e.to_string()))?;
         let mut wgsl = emitted.text;
-        if first {
-            dump_wgsl(k, &wgsl)?;
+        dump_wgsl(k, &wgsl, run)?;
+        if run.is_empty() {
             wgsl = load_wgsl(k)?.unwrap_or(wgsl);
         }
         let spec = KernelSpec::new(&format!("cfg:{}", k.name), wgsl, "main")
@@ -526,7 +537,7 @@ pub fn run_cfg_kernel(
         };
         Ok::<_, GpuError>((spec, emitted.first_pass, emitted.speculative))
     };
-    let (mut spec, mut first_pass, speculative) = spec_of(cache, &opts, true)?;
+    let (mut spec, mut first_pass, speculative) = spec_of(cache, &opts, "")?;
     let compiled = !cache.is_compiled(&spec);
     // Global memory: the module's variables, then the buffers.
     let fresh_gmem = || {
@@ -607,7 +618,7 @@ pub fn run_cfg_kernel(
         // again from the same memory with the full kernel, whose results
         // (and timing) stand.
         opts.speculative_loops = false;
-        (spec, first_pass, _) = spec_of(cache, &opts, false)?;
+        (spec, first_pass, _) = spec_of(cache, &opts, ".full")?;
         drop(std::mem::take(&mut gmem));
         (gmem, rec, ginit) = dispatch_fresh(cache, &spec, &words, fresh_ginit()?)?;
     }
@@ -623,7 +634,7 @@ pub fn run_cfg_kernel(
         gmem = Vec::new();
         opts.earliest_fault = true;
         opts.speculative_loops = false;
-        let (precise, _, _) = spec_of(cache, &opts, false)?;
+        let (precise, _, _) = spec_of(cache, &opts, ".precise")?;
         let (_, r2, _) = dispatch_fresh(cache, &precise, &words, fresh_ginit()?)?;
         if r2[fault::CLAIMED] != 0 {
             rec = r2;
@@ -640,7 +651,7 @@ pub fn run_cfg_kernel(
             // From the memory the run left, a workgroup of the timed runs
             // returned for its checked copy: the full kernel is timed.
             opts.speculative_loops = false;
-            let (full, _, _) = spec_of(cache, &opts, false)?;
+            let (full, _, _) = spec_of(cache, &opts, ".full")?;
             let (mut g3, mut r3, mut i3) = (gmem.clone(), rec.clone(), ginit.clone());
             let mut b3 = bind(&mut g3, &words, &params, &mut r3, view, i3.as_mut());
             t = cache.time_dispatches(&full, &mut b3, dispatch, launch.time_iterations)?;

@@ -5,9 +5,10 @@
 //! loops of `tests/kernels/counted.ptx` (the latch testing before its step,
 //! so that the bound is met exactly, and after it), the smallest watchdog
 //! limit at which the checked GPU kernel runs to the end is the same as for
-//! its WGSL with the test always made (`wdok` held at 0), found by bisection
-//! over `vgpu ptx run --watchdog`; at that limit every thread's sum is the
-//! loop's. Skipped without an adapter unless `VGPU_REQUIRE_GPU=1`.
+//! its WGSL with the test always made (`wdok` held at 0; the full kernel,
+//! with the loop's checked copy, that a launch falls back to), found by
+//! bisection over `vgpu ptx run --watchdog`; at that limit every thread's
+//! sum is the loop's. Skipped without an adapter unless `VGPU_REQUIRE_GPU=1`.
 
 mod common;
 
@@ -89,13 +90,20 @@ fn skipping_the_test_of_a_counted_loop_changes_no_outcome() {
     }
     let tmp = std::env::temp_dir().join(format!("vgpu-wd-fits-{}", std::process::id()));
     for entry in ["test_first", "step_first"] {
-        // The generated WGSL, and the same with the test always made.
+        // The generated WGSL, and the same with the test always made. The
+        // loop is versioned (versioned.rs): the first run holds its copy
+        // without checks alone, and under a limit the fits test fails the
+        // launch runs again with the full kernel (dumped as `.full`), whose
+        // checked copy tests the header.
         let dump = tmp.join(format!("dump-{entry}"));
         std::fs::create_dir_all(&dump).unwrap();
-        let (ok, _) = runs(&tmp, entry, 1, 1 << 20, Some(("VGPU_DUMP_WGSL", &dump)));
-        assert!(ok, "{entry}: the dumping run");
-        let wgsl = std::fs::read_to_string(dump.join(format!("{entry}.wgsl"))).unwrap();
+        let (ok, _) = runs(&tmp, entry, 1, 1, Some(("VGPU_DUMP_WGSL", &dump)));
+        assert!(!ok, "{entry}: the dumping run faults");
+        let first = std::fs::read_to_string(dump.join(format!("{entry}.wgsl"))).unwrap();
+        let wgsl = std::fs::read_to_string(dump.join(format!("{entry}.full.wgsl"))).unwrap();
         let verdict = "wdok1 = workgroupUniformLoad(&wg_wdfast);";
+        assert!(first.contains(verdict), "{entry}: no fits test:\n{first}");
+        assert!(!first.contains("if (wdok1 == 0u) {"), "{entry}:\n{first}");
         assert!(wgsl.contains(verdict), "{entry}: no fits test:\n{wgsl}");
         assert!(wgsl.contains("if (wdok1 == 0u) {"), "{entry}:\n{wgsl}");
         let always = tmp.join(format!("always-{entry}"));
