@@ -56,6 +56,7 @@ mod fma_plan;
 mod fma_probe;
 mod half;
 mod magnitude;
+mod motion;
 mod padded_smem;
 mod prelude;
 mod ranges;

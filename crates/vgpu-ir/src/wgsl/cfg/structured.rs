@@ -39,7 +39,7 @@
 //! keeps the state machine.
 
 use super::bounded::{self, VisitBound};
-use super::versioned;
+use super::motion;
 use super::watchdog::AfterFault;
 use super::writer::{CleanCopy, KernelWriter, EXIT};
 use super::CfgWgslOptions;
@@ -453,7 +453,7 @@ impl KernelWriter<'_> {
         vb: &VisitBound,
     ) -> Result<bool, IrError> {
         let hi = h as usize;
-        let Some(sites) = versioned::loop_sites(self.k, w.shape, hi, vb) else {
+        let Some(sites) = motion::loop_sites(self.k, w.shape, hi, vb) else {
             return Ok(false);
         };
         let saved = (w.written, w.depth, w.deepest, w.returns);

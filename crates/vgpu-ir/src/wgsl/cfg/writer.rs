@@ -6,8 +6,8 @@
 //! warp.rs add the expressions and rounds of their instructions to it.
 
 use super::coverage::Coverage;
+use super::motion::Motion;
 use super::ranges::Ranges;
-use super::versioned::Motion;
 use super::CfgWgslOptions;
 use crate::cfg::{Block, BlockId, CfgKernel, Reg, RegTy, Stmt, Term, Val};
 use std::collections::HashMap;
