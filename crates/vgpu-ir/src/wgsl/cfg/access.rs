@@ -212,8 +212,10 @@ impl KernelWriter<'_> {
     ) -> String {
         let (cache, span) = self.site_cache(write, base, size);
         if let Some(log) = &mut self.site_log {
-            log.entry((s as *const Stmt, off))
-                .or_insert_with(|| (cache.clone(), align));
+            let key = (s as *const Stmt, off);
+            if !log.iter().any(|(k, _, _)| *k == key) {
+                log.push((key, cache.clone(), align));
+            }
         }
         format!("&{cache}, {span}u")
     }

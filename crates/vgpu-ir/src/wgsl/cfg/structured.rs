@@ -490,9 +490,7 @@ impl KernelWriter<'_> {
         };
         let mut lets = String::new();
         let mut tests = vec!["g_fcls == 0u".to_string()];
-        let mut log: Vec<_> = log.into_iter().collect();
-        log.sort_by(|a, b| a.1 .0.cmp(&b.1 .0).then(a.0 .1.cmp(&b.0 .1)));
-        for ((ptr, off), (cache, align)) in log {
+        for ((ptr, off), cache, align) in log {
             let test = sites
                 .get(&ptr)
                 .and_then(|m| self.motion_test(m, (off, align), &cache, kl, &mut lets));

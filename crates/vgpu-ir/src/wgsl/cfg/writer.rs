@@ -130,9 +130,9 @@ pub(super) struct KernelWriter<'a> {
     pub(super) speculated: bool,
 }
 
-/// Each global access element's region cache and alignment, by its
-/// statement and offset ([`KernelWriter::site_log`]).
-pub(super) type SiteLog = HashMap<(*const Stmt, i64), (String, u32)>;
+/// Each global access element's statement and offset, region cache and
+/// alignment, in the order written, once each ([`KernelWriter::site_log`]).
+pub(super) type SiteLog = Vec<((*const Stmt, i64), String, u32)>;
 
 /// The copy of a versioned loop without checks (versioned.rs).
 pub(super) struct CleanCopy {
