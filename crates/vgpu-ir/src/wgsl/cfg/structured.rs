@@ -489,34 +489,36 @@ impl KernelWriter<'_> {
             "d"
         };
         let mut lets = String::new();
-        let mut tests = vec!["g_fcls == 0u".to_string()];
-        for ((ptr, off), cache, align) in log {
-            let test = sites
-                .get(&ptr)
-                .and_then(|m| self.motion_test(m, (off, align), &cache, kl, &mut lets));
-            match test {
-                Some(t) => tests.push(t),
-                None => tests.clear(),
-            }
-            if tests.is_empty() {
-                break;
-            }
-        }
+        // Each logged site's test (`None`: one cannot be tested).
+        let tests: Option<Vec<String>> = log
+            .into_iter()
+            .map(|((ptr, off), cache, align)| {
+                let m = sites.get(&ptr)?;
+                self.motion_test(m, (off, align), &cache, kl, &mut lets)
+            })
+            .collect();
         let deepest = w.deepest.max(after_slow.1);
-        if !(slow_ok? && fast_ok? && clean && !tests.is_empty() && deepest <= MAX_NESTING) {
-            (w.written, w.depth, w.deepest, w.returns) = saved;
-            (
-                self.site_caches,
-                self.site_seeds,
-                self.shadow_notes,
-                self.waiting_reads,
-                self.fault_sites,
-            ) = state;
-            return Ok(false);
-        }
+        let tests = match tests {
+            Some(t) if slow_ok? && fast_ok? && clean && deepest <= MAX_NESTING => t,
+            _ => {
+                (w.written, w.depth, w.deepest, w.returns) = saved;
+                (
+                    self.site_caches,
+                    self.site_seeds,
+                    self.shadow_notes,
+                    self.waiting_reads,
+                    self.fault_sites,
+                ) = state;
+                return Ok(false);
+            }
+        };
         (w.written, w.deepest) = (after_slow.0, deepest);
         w.returns = w.returns.max(after_slow.2);
-        let code = self.fits_code(hi, vb, &lets, &tests.join(" && "));
+        let also = std::iter::once("g_fcls == 0u".to_string())
+            .chain(tests)
+            .collect::<Vec<_>>()
+            .join(" && ");
+        let code = self.fits_code(hi, vb, &lets, &also);
         for line in code.lines() {
             self.ctl(w, line);
         }
